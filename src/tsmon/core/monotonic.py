@@ -1,0 +1,67 @@
+"""Monotonic queues over positions, vectorized per batch: the sliding maximum of a window."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tsmon.core.rmq import range_max
+
+
+class MaxQueue:
+    """Positions whose value exceeds every later value in the window, with those values.
+
+    Values strictly decrease along the queue, so the window maximum over ``[start, end)`` is the
+    value of the first queued position at or after ``start``. A minimum is a ``MaxQueue`` fed
+    negated values.
+
+    Examples
+    --------
+    >>> q = MaxQueue()
+    >>> q.per_point(np.array([5.0, 2.0, 4.0]), p0=0, starts=np.array([0, 0, 1])).tolist()
+    [5.0, 5.0, 4.0]
+    >>> q.push(np.array([5.0, 2.0, 4.0]), p0=0, keep_from=1); q.values.tolist()
+    [4.0]
+    """
+
+    def __init__(self) -> None:
+        self.positions = np.empty(0, dtype=np.int64)
+        self.values = np.empty(0, dtype=np.float64)
+
+    def reset(self, values: np.ndarray, p0: int) -> None:
+        """Queue the points ``values`` stored at positions ``p0, p0 + 1, ...`` from scratch."""
+        self.positions = np.empty(0, dtype=np.int64)
+        self.values = np.empty(0, dtype=np.float64)
+        self.push(values, p0, keep_from=p0)
+
+    def per_point(self, values: np.ndarray, p0: int, starts: np.ndarray) -> np.ndarray:
+        """Maximum of the window of each new point ``j``: positions ``[starts[j], p0 + j]``.
+
+        The queue holds the points before ``p0``; it is not changed.
+        """
+        m = len(values)
+        idx = np.searchsorted(self.positions, starts, side="left")
+        queued = np.concatenate((self.values, [-np.inf]))
+        old = queued[np.minimum(idx, len(self.values))]
+        local_lo = np.clip(starts - p0, 0, None)
+        new = range_max(values, local_lo, np.arange(m))
+        return np.maximum(old, new)
+
+    def push(self, values: np.ndarray, p0: int, keep_from: int) -> None:
+        """Append the points at positions ``p0 ...`` and drop those before ``keep_from``."""
+        if len(values) == 0:
+            return
+        later_max = np.maximum.accumulate(values[::-1])[::-1]
+        dominant = values > np.concatenate((later_max[1:], [-np.inf]))
+        new_pos = np.flatnonzero(dominant) + p0
+        new_pos = new_pos[new_pos >= keep_from]
+        batch_max = later_max[0]
+        stays_above = int(np.searchsorted(-self.values, -batch_max, side="left"))
+        first_kept = int(np.searchsorted(self.positions, keep_from, side="left"))
+        old = slice(first_kept, max(first_kept, stays_above))
+        self.positions = np.concatenate((self.positions[old], new_pos))
+        self.values = np.concatenate((self.values[old], values[new_pos - p0]))
+
+    def truncate_to_max(self) -> None:
+        """Keep only the maximum (for landmark windows, whose points never leave)."""
+        self.positions = self.positions[:1]
+        self.values = self.values[:1]

@@ -1,0 +1,205 @@
+"""A register: the stored points of one series, in event-time order (claim 1, "storing data").
+
+The buffer is a ring whose live region is kept contiguous: points are written at the head and
+evicted at the tail; when the head reaches the end of the array, the live points move to the
+front (or the array doubles when more than half of it is live), so every append costs O(1)
+amortized and every window reads its points as a plain numpy slice, never a gather.
+
+Positions are absolute: the n-th point ever stored has position n for as long as it is retained,
+whatever the buffer does underneath. A late insert shifts the positions after it by one; the
+owner of the register rebuilds windows that depend on them.
+
+Retention is by points (``capacity_points``) and/or by event time (``retention_ms``). Windows
+*pin* the points they still hold (``pin``), so a register keeps at least what its sliding
+windows cover: the historical values held by present windows stay available to populate inserted
+windows (claim 3) even when the register's own retention is shorter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+_INITIAL_CAPACITY = 256
+
+
+class DuplicatePolicy(str, Enum):
+    """What a point whose timestamp is already stored does."""
+
+    KEEP_LAST = "keep_last"  # replaces the stored value (counted as replaced)
+    KEEP_FIRST = "keep_first"  # is rejected to the dead letters
+
+
+@dataclass(frozen=True)
+class RegisterConfig:
+    """Retention and ordering policy shared by the registers of one monitor.
+
+    ``allowed_lateness_ms``: a point older than the newest stored point of its series by at most
+    this much is inserted in order; older ones are rejected as too late.
+    """
+
+    capacity_points: int | None = None
+    retention_ms: int | None = 86_400_000
+    allowed_lateness_ms: int = 0
+    duplicates: DuplicatePolicy = DuplicatePolicy.KEEP_LAST
+
+    def __post_init__(self) -> None:
+        if self.capacity_points is not None and self.capacity_points <= 0:
+            raise ValueError(
+                f"capacity_points must be > 0, got {self.capacity_points}; "
+                "pass a positive count or None for no point limit"
+            )
+        if self.retention_ms is not None and self.retention_ms <= 0:
+            raise ValueError(
+                f"retention_ms must be > 0, got {self.retention_ms} ms; "
+                "pass a positive duration or None for no time limit"
+            )
+        if self.allowed_lateness_ms < 0:
+            raise ValueError(
+                f"allowed_lateness_ms must be >= 0, got {self.allowed_lateness_ms} ms; "
+                "pass 0 to reject every out-of-order point"
+            )
+        if not isinstance(self.duplicates, DuplicatePolicy):
+            object.__setattr__(self, "duplicates", DuplicatePolicy(self.duplicates))
+
+
+class Register:
+    """The retained points of one series, ordered by strictly increasing timestamp.
+
+    Examples
+    --------
+    >>> reg = Register("cpu", RegisterConfig(capacity_points=3, retention_ms=None))
+    >>> reg.append(np.array([10, 20, 30, 40]), np.array([1.0, 2.0, 3.0, 4.0]))
+    (0, 4)
+    >>> reg.evict()
+    >>> reg.start, reg.end, reg.ts(reg.start, reg.end).tolist()
+    (1, 4, [20, 30, 40])
+    >>> reg.complete_from_ts  # every point after ts 10 is held
+    11
+    """
+
+    def __init__(self, name: str, config: RegisterConfig) -> None:
+        self.name = name
+        self.config = config
+        self._ts = np.empty(_INITIAL_CAPACITY, dtype=np.int64)
+        self._values = np.empty(_INITIAL_CAPACITY, dtype=np.float64)
+        self._lo = 0  # array index of the oldest live point
+        self._hi = 0  # array index one past the newest live point
+        self._base = 0  # absolute position of array index 0
+        self._pins: dict[int, int] = {}
+        self.complete_from_ts: int | None = None  # None: nothing was ever evicted
+
+    # -- positions and reads -------------------------------------------------------------------
+    @property
+    def start(self) -> int:
+        """Absolute position of the oldest retained point."""
+        return self._base + self._lo
+
+    @property
+    def end(self) -> int:
+        """Absolute position one past the newest point."""
+        return self._base + self._hi
+
+    def __len__(self) -> int:
+        return self._hi - self._lo
+
+    @property
+    def last_ts(self) -> int | None:
+        """Timestamp of the newest point, or None when empty."""
+        return int(self._ts[self._hi - 1]) if self._hi > self._lo else None
+
+    def ts(self, p0: int, p1: int) -> np.ndarray:
+        """Timestamps of positions ``[p0, p1)`` (a read-only view)."""
+        view = self._ts[p0 - self._base : p1 - self._base]
+        view.flags.writeable = False
+        return view
+
+    def values(self, p0: int, p1: int) -> np.ndarray:
+        """Values of positions ``[p0, p1)`` (a read-only view)."""
+        view = self._values[p0 - self._base : p1 - self._base]
+        view.flags.writeable = False
+        return view
+
+    def search(self, ts_ms: np.ndarray | int, side: str = "left") -> np.ndarray | int:
+        """Absolute position where ``ts_ms`` would be inserted among the retained points."""
+        found = np.searchsorted(self._ts[self._lo : self._hi], ts_ms, side=side)  # type: ignore[call-overload]
+        return found + self.start
+
+    def position_of(self, ts_ms: int) -> int | None:
+        """Position of the point stored at exactly ``ts_ms``, if any."""
+        pos = int(self.search(ts_ms))
+        return pos if pos < self.end and self._ts[pos - self._base] == ts_ms else None
+
+    # -- writes --------------------------------------------------------------------------------
+    def append(self, ts_ms: np.ndarray, values: np.ndarray) -> tuple[int, int]:
+        """Store points newer than every stored one; return their positions ``[p0, p1)``."""
+        count = len(ts_ms)
+        self._make_room(count)
+        p0 = self.end
+        self._ts[self._hi : self._hi + count] = ts_ms
+        self._values[self._hi : self._hi + count] = values
+        self._hi += count
+        return p0, self.end
+
+    def insert(self, ts_ms: int, value: float) -> int:
+        """Insert a late point in timestamp order; return its position (later ones shift by 1)."""
+        pos = int(self.search(ts_ms))
+        self._make_room(1)
+        at = pos - self._base
+        self._ts[at + 1 : self._hi + 1] = self._ts[at : self._hi].copy()
+        self._values[at + 1 : self._hi + 1] = self._values[at : self._hi].copy()
+        self._ts[at] = ts_ms
+        self._values[at] = value
+        self._hi += 1
+        return pos
+
+    def replace(self, pos: int, value: float) -> None:
+        """Overwrite the value stored at ``pos`` (a keep-last duplicate)."""
+        self._values[pos - self._base] = value
+
+    # -- retention -----------------------------------------------------------------------------
+    def pin(self, owner: int, pos: int) -> None:
+        """Keep every point at or after ``pos`` for ``owner`` (a window's id)."""
+        self._pins[owner] = pos
+
+    def unpin(self, owner: int) -> None:
+        """Forget ``owner``'s pin."""
+        self._pins.pop(owner, None)
+
+    def evict(self) -> None:
+        """Drop points outside the retention policy that no window pins."""
+        keep_from = self.end
+        if self.config.capacity_points is not None:
+            keep_from = min(keep_from, self.end - self.config.capacity_points)
+        if self.config.retention_ms is not None and self.last_ts is not None:
+            cutoff = self.last_ts - self.config.retention_ms
+            keep_from = min(keep_from, int(self.search(cutoff, side="right")))
+        if self.config.capacity_points is None and self.config.retention_ms is None:
+            keep_from = self.start
+        if self._pins:
+            keep_from = min(keep_from, min(self._pins.values()))
+        keep_from = max(keep_from, self.start)
+        if keep_from > self.start:
+            self.complete_from_ts = int(self._ts[keep_from - 1 - self._base]) + 1
+            self._lo = keep_from - self._base
+
+    def _make_room(self, count: int) -> None:
+        """Ensure ``count`` free slots after the head, compacting or doubling the array."""
+        if self._hi + count <= len(self._ts):
+            return
+        live = self._hi - self._lo
+        capacity = len(self._ts)
+        while live + count > capacity // 2:
+            capacity *= 2
+        if capacity != len(self._ts):
+            new_ts = np.empty(capacity, dtype=np.int64)
+            new_values = np.empty(capacity, dtype=np.float64)
+        else:
+            new_ts, new_values = self._ts, self._values
+        new_ts[:live] = self._ts[self._lo : self._hi]
+        new_values[:live] = self._values[self._lo : self._hi]
+        self._ts, self._values = new_ts, new_values
+        self._base += self._lo
+        self._lo, self._hi = 0, live

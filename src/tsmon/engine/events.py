@@ -1,0 +1,70 @@
+"""Events of persistent queries: ``{query, series, ts, value, payload, coverage}``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Event:
+    """One firing of a persistent query at one stored point of a trigger series.
+
+    ``coverage`` is the smallest coverage of the windows the query read: below 1 the answer was
+    computed from a window whose span the stored history did not fully cover. ``replayed`` marks
+    events produced by a ``SINCE`` query over stored history when it was registered.
+    """
+
+    query: str
+    series: str
+    ts_ms: int
+    value: float
+    payload: dict[str, object] = field(default_factory=dict)
+    coverage: float = 1.0
+    replayed: bool = False
+
+
+@dataclass
+class EventChunk:
+    """The events of one query over one run of points, as columns."""
+
+    epoch: int
+    order: np.ndarray  # sort key within the epoch (arrival seq, or ts for replays)
+    rank: int  # the query's registration rank, to break ties
+    query: str
+    series: str
+    ts_ms: np.ndarray
+    values: np.ndarray
+    payload: dict[str, np.ndarray]
+    coverage: np.ndarray
+    replayed: bool
+
+
+class EventLog:
+    """Pending events kept as columns until read, in the order their points were processed."""
+
+    def __init__(self) -> None:
+        self._chunks: list[EventChunk] = []
+        self.emitted = 0
+
+    def add(self, chunk: EventChunk) -> None:
+        """Keep the events of one query over one run of points."""
+        self._chunks.append(chunk)
+        self.emitted += len(chunk.ts_ms)
+
+    def drain(self) -> list[Event]:
+        """Return and forget the pending events, ordered by (epoch, point, query rank)."""
+        chunks, self._chunks = self._chunks, []
+        rows = []
+        for chunk in chunks:
+            payload_lists = {k: np.asarray(v).tolist() for k, v in chunk.payload.items()}
+            for i, (order, ts, value, cov) in enumerate(
+                zip(chunk.order.tolist(), chunk.ts_ms.tolist(), chunk.values.tolist(),
+                    chunk.coverage.tolist(), strict=True)
+            ):
+                payload = {k: v[i] for k, v in payload_lists.items()}
+                event = Event(chunk.query, chunk.series, ts, value, payload, cov, chunk.replayed)
+                rows.append(((chunk.epoch, order, chunk.rank), event))
+        rows.sort(key=lambda row: row[0])
+        return [event for _, event in rows]

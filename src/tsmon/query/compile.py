@@ -1,0 +1,246 @@
+"""Compile parsed queries into vectorized evaluators over numpy arrays of triggering points.
+
+Evaluation semantics: arithmetic is float64 with numpy floating-point warnings silenced
+(``x/0`` gives ``inf`` or ``nan``, ``x % 0`` gives ``nan``); every comparison involving NaN is
+False (``!=`` included); a number used as a condition is true where it is non-zero and not NaN;
+booleans used as numbers are 0/1; ``AND``/``OR``/``NOT`` work elementwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Protocol
+
+import numpy as np
+
+from tsmon.core.window_spec import WindowSpec
+from tsmon.query import ast
+from tsmon.query.parser import parse_query
+from tsmon.query.printer import format_expr
+
+
+class Bindings(Protocol):
+    """What an evaluator reads: the triggering points of one series and their window stats."""
+
+    series: str  # the trigger series
+    ts_ms: np.ndarray  # int64, one per triggering point
+    value: np.ndarray  # float64, the triggering points' values
+
+    def stat(self, name: str, window: WindowSpec) -> np.ndarray:
+        """float64 per point, NaN where undefined; ``name`` is a canonical statistic."""
+        ...
+
+
+Evaluator = Callable[[Bindings], np.ndarray]
+
+
+@dataclass
+class ArrayBindings:
+    """:class:`Bindings` backed by ready-made arrays, keyed by ``(stat, window)``.
+
+    Examples
+    --------
+    >>> b = ArrayBindings("x", [1000, 2000], [1.0, 5.0], {("mean", WindowSpec.count(2)): [1, 3]})
+    >>> b.stat("mean", WindowSpec.count(2))
+    array([1., 3.])
+    """
+
+    series: str
+    ts_ms: np.ndarray
+    value: np.ndarray
+    stats: Mapping[tuple[str, WindowSpec], object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.ts_ms = np.asarray(self.ts_ms, dtype=np.int64)
+        self.value = np.asarray(self.value, dtype=np.float64)
+
+    def stat(self, name: str, window: WindowSpec) -> np.ndarray:
+        """The bound values of ``name`` over ``window``."""
+        try:
+            return np.asarray(self.stats[(name, window)], dtype=np.float64)
+        except KeyError:
+            raise KeyError(f"no values bound for {name}({window}); add them to stats") from None
+
+
+def _num(values: np.ndarray) -> np.ndarray:
+    return values.astype(np.float64) if values.dtype == np.bool_ else values
+
+
+def _truthy(values: np.ndarray) -> np.ndarray:
+    if values.dtype == np.bool_:
+        return values
+    return (values != 0) & ~np.isnan(values)
+
+
+def _not_equal(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    return np.not_equal(left, right) & ~np.isnan(left) & ~np.isnan(right)
+
+
+_ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "%": np.mod}
+_COMPARE = {
+    "<": np.less,
+    "<=": np.less_equal,
+    ">": np.greater,
+    ">=": np.greater_equal,
+    "==": np.equal,
+    "!=": _not_equal,
+}
+_FUNCTIONS = {"abs": np.abs}
+
+
+def _constant(number: float) -> Evaluator:
+    return lambda b: np.full(len(b.value), number, dtype=np.float64)
+
+
+def _build(expr: ast.Expr) -> Evaluator:  # noqa: PLR0911 - one branch per node type
+    if isinstance(expr, ast.Number):
+        return _constant(expr.value)
+    if isinstance(expr, ast.Duration):
+        return _constant(expr.seconds)
+    if isinstance(expr, ast.Value):
+        return lambda b: np.asarray(b.value, dtype=np.float64)
+    if isinstance(expr, ast.Timestamp):
+        return lambda b: np.asarray(b.ts_ms, dtype=np.int64) / 1000.0
+    if isinstance(expr, ast.SeriesName):
+        return lambda b: np.full(len(b.value), b.series, dtype=object)
+    if isinstance(expr, ast.Stat):
+        name, window = expr.name, expr.window
+        return lambda b: np.asarray(b.stat(name, window), dtype=np.float64)
+    if isinstance(expr, ast.Call):
+        func, args = _FUNCTIONS[expr.func], [_build(arg) for arg in expr.args]
+        return lambda b: func(*(_num(arg(b)) for arg in args))
+    if isinstance(expr, ast.Neg):
+        operand = _build(expr.operand)
+        return lambda b: np.negative(_num(operand(b)))
+    if isinstance(expr, ast.Pos):
+        operand = _build(expr.operand)
+        return lambda b: _num(operand(b))
+    if isinstance(expr, ast.Not):
+        operand = _build(expr.operand)
+        return lambda b: ~_truthy(operand(b))
+    left, right = _build(expr.left), _build(expr.right)  # type: ignore[attr-defined]
+    if isinstance(expr, ast.BinOp):
+        arith = _ARITH[expr.op]
+        return lambda b: arith(_num(left(b)), _num(right(b)))
+    if isinstance(expr, ast.Compare):
+        compare = _COMPARE[expr.op]
+        return lambda b: compare(_num(left(b)), _num(right(b)))
+    if isinstance(expr, ast.BoolOp):
+        both = np.logical_and if expr.op == "and" else np.logical_or
+        return lambda b: both(_truthy(left(b)), _truthy(right(b)))
+    raise TypeError(f"cannot compile {type(expr).__name__}")  # pragma: no cover
+
+
+def compile_expr(expr: ast.Expr) -> Evaluator:
+    """Compile an expression once into a function of :class:`Bindings`.
+
+    The result is a float64 array for numeric expressions and a bool array for comparisons
+    and logic (``series`` gives an object array of the series name).
+
+    Examples
+    --------
+    >>> from tsmon.query.parser import parse_expr
+    >>> f = compile_expr(parse_expr("value / (ts - 1) > 1 OR value % 0"))
+    >>> f(ArrayBindings("x", [1000, 2000, 3000], [0.0, 2.0, 3.0]))
+    array([False,  True,  True])
+    """
+    evaluate = _build(expr)
+
+    def evaluator(b: Bindings) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return evaluate(b)
+
+    return evaluator
+
+
+def _payload_item(expr: ast.Expr) -> Evaluator:
+    if isinstance(expr, ast.Timestamp):  # a whole `ts` item keeps exact int64 milliseconds
+        return lambda b: np.asarray(b.ts_ms, dtype=np.int64)
+    return compile_expr(expr)
+
+
+_DEFAULT_PAYLOAD = (ast.EmitItem(ast.SeriesName()), ast.EmitItem(ast.Value()))
+
+
+@dataclass(frozen=True)
+class CompiledQuery:
+    """A query ready to run: trigger patterns, the windows it reads, and its evaluators.
+
+    Examples
+    --------
+    >>> q = compile_query("QUERY hot ON host*.cpu WHEN mean(5m) > 0.9 EMIT series, max(1h) AS peak")
+    >>> sorted((name, str(w)) for name, w in q.needs)
+    [('max', '1h'), ('mean', '5m')]
+    >>> b = ArrayBindings("host1.cpu", [0, 1000], [0.5, 0.99], {
+    ...     ("mean", WindowSpec.time(300_000)): [0.5, 0.95],
+    ...     ("max", WindowSpec.time(3_600_000)): [0.5, 0.99]})
+    >>> q.condition(b), [label for label, _ in q.payload], q.payload[1][1](b)
+    (array([False,  True]), ['series', 'peak'], array([0.5 , 0.99]))
+    """
+
+    name: str
+    text: str
+    triggers: tuple[str, ...]
+    since_ms: int | None
+    needs: frozenset[tuple[str, WindowSpec]]
+    windows: frozenset[WindowSpec]
+    condition: Evaluator = field(repr=False, compare=False)
+    payload: tuple[tuple[str, Evaluator], ...] = field(repr=False, compare=False)
+    query: ast.QueryDef = field(repr=False, compare=False)
+
+    def matches(self, series: str) -> bool:
+        """Whether ``series`` matches one of the trigger patterns (case-sensitive fnmatch).
+
+        Examples
+        --------
+        >>> q = compile_query("QUERY q ON db?.cpu, web[12].mem")
+        >>> q.matches("db1.cpu"), q.matches("db10.cpu"), q.matches("web2.mem")
+        (True, False, True)
+        """
+        return any(fnmatchcase(series, pattern) for pattern in self.triggers)
+
+
+def compile_query(query: ast.QueryDef | str) -> CompiledQuery:
+    """Compile a parsed statement (or the text of one) into a :class:`CompiledQuery`.
+
+    Examples
+    --------
+    >>> q = compile_query("QUERY all ON x.y")
+    >>> b = ArrayBindings("x.y", [5, 6], [1.0, 2.0])
+    >>> q.condition(b), [(label, f(b).tolist()) for label, f in q.payload]
+    (array([ True,  True]), [('series', ['x.y', 'x.y']), ('value', [1.0, 2.0])])
+    """
+    if isinstance(query, str):
+        query = parse_query(query)
+    exprs = [item.expr for item in query.emit]
+    if query.when is not None:
+        exprs.append(query.when)
+    needs = frozenset(
+        (node.name, node.window)
+        for expr in exprs
+        for node in expr.walk()
+        if isinstance(node, ast.Stat)
+    )
+    if query.when is None:
+        condition: Evaluator = lambda b: np.ones(len(b.value), dtype=np.bool_)  # noqa: E731
+    else:
+        evaluate = compile_expr(query.when)
+        condition = lambda b: _truthy(evaluate(b))  # noqa: E731
+    items = query.emit or _DEFAULT_PAYLOAD
+    payload = tuple(
+        (item.alias if item.alias is not None else format_expr(item.expr), _payload_item(item.expr))
+        for item in items
+    )
+    return CompiledQuery(
+        name=query.name,
+        text=query.text,
+        triggers=query.triggers,
+        since_ms=query.since_ms,
+        needs=needs,
+        windows=frozenset(window for _, window in needs),
+        condition=condition,
+        payload=payload,
+        query=query,
+    )

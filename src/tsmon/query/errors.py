@@ -1,0 +1,177 @@
+"""Errors raised while reading query text, with a line:column and a caret under the culprit."""
+
+from __future__ import annotations
+
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+# Lark terminal name -> what the user is told was expected. Dict order is display order.
+FRIENDLY_TERMINALS: dict[str, str] = {
+    "_RPAR": "')'",
+    "_COMMA": "','",
+    "_LPAR": "'('",
+    "WINDOW": "a window like 5m or 100 points",
+    "NUMBER": "a number",
+    "DURATION": "a duration like 5m",
+    "STAT_NAME": "a statistic like mean(5m)",
+    "NAME": "a name",
+    "SERIES": "a series name or pattern",
+    "PLUS": "'+'",
+    "MINUS": "'-'",
+    "STAR": "'*'",
+    "SLASH": "'/'",
+    "PERCENT": "'%'",
+    "COMP_OP": "a comparison like > or <=",
+    "_NOT": "NOT",
+    "_AND": "AND",
+    "_OR": "OR",
+    "_AS": "AS",
+    "_QUERY": "QUERY",
+    "_ON": "ON",
+    "_WHEN": "WHEN",
+    "_EMIT": "EMIT",
+    "_SINCE": "SINCE",
+    "_SEMI": "';'",
+    "$END": "end of input",
+}
+_BINARY_OPERATORS = frozenset({"STAR", "SLASH", "PERCENT", "COMP_OP"})
+OPERATOR = "an operator like + * or >"
+_IGNORED = frozenset({"WS", "COMMENT"})
+
+
+class QuerySyntaxError(ValueError):
+    """Query text that cannot be read: a parse error or a semantic error in one statement.
+
+    Parameters
+    ----------
+    detail : str
+        What is wrong, without the position (e.g. ``"unknown function 'meen'"``).
+    line, column : int
+        1-based position of the offending token.
+    source : str
+        The full query text; the offending line is quoted in the message with a caret.
+    expected : list of str, optional
+        Human-readable tokens the parser would have accepted (empty for semantic errors).
+
+    Examples
+    --------
+    >>> err = QuerySyntaxError("unknown name 'x'", 1, 12, "QUERY q ON x")
+    >>> print(err)
+    line 1:12: unknown name 'x'
+      QUERY q ON x
+                 ^
+    >>> err.line, err.column, err.expected
+    (1, 12, [])
+    """
+
+    def __init__(
+        self, detail: str, line: int, column: int, source: str = "", expected: list[str] | None = None
+    ) -> None:
+        self.detail = detail
+        self.line = line
+        self.column = column
+        self.expected = list(expected or [])
+        lines = source.splitlines()
+        context = ""
+        if 1 <= line <= len(lines):
+            text = lines[line - 1]
+            pad = "".join("\t" if ch == "\t" else " " for ch in text[: max(column - 1, 0)])
+            context = f"\n  {text}\n  {pad}^"
+        super().__init__(f"line {line}:{column}: {detail}{context}")
+
+
+def friendly_expected(names: set[str] | frozenset[str] | list[str]) -> list[str]:
+    """Turn lark terminal names into the sorted, human-readable list shown to users.
+
+    When the parser would accept any binary operator the operators collapse into one entry.
+
+    Examples
+    --------
+    >>> friendly_expected({"_RPAR", "_COMMA"})
+    ["')'", "','"]
+    >>> friendly_expected({"STAR", "SLASH", "PLUS", "MINUS", "_LPAR", "_RPAR"})
+    ["')'", 'an operator like + * or >']
+    """
+    names = {n for n in names if n not in _IGNORED}
+    group = bool(names & _BINARY_OPERATORS)
+    if group:  # after a complete operand: '(' could only start a call of an unknown function
+        names -= _BINARY_OPERATORS | {"PLUS", "MINUS", "_LPAR"}
+    shown = [text for name, text in FRIENDLY_TERMINALS.items() if name in names]
+    shown += sorted(n for n in names if n not in FRIENDLY_TERMINALS)
+    if group:
+        shown.append(OPERATOR)
+    return shown
+
+
+def _expectation(expected: list[str]) -> str:
+    if not expected:
+        return "unexpected input"
+    if len(expected) == 1:
+        return f"expected {expected[0]}"
+    return f"expected one of {', '.join(expected)}"
+
+
+def from_lark(exc: UnexpectedInput, source: str) -> QuerySyntaxError:
+    """Convert a lark parse exception into a :class:`QuerySyntaxError`.
+
+    Examples
+    --------
+    >>> from lark import Lark
+    >>> from lark.exceptions import UnexpectedInput
+    >>> try:
+    ...     Lark('start: "a" ")"', parser="lalr").parse("a(")
+    ... except UnexpectedInput as exc:
+    ...     from_lark(exc, "a(").line
+    1
+    """
+    if isinstance(exc, UnexpectedToken):
+        token = exc.token
+        expected = friendly_expected(_accepted(exc, exc.expected))
+        if token.type == "$END":
+            line, column = _end_position(source)
+            found = "end of input"
+        else:
+            line, column = token.line, token.column
+            found = f"'{token.value}'"
+    elif isinstance(exc, UnexpectedCharacters):
+        expected = friendly_expected(_accepted(exc, exc.allowed or ()))
+        line, column = exc.line, exc.column
+        found = f"'{exc.char}'"
+    elif isinstance(exc, UnexpectedEOF):
+        expected = friendly_expected(set(exc.expected))
+        line, column = _end_position(source)
+        found = "end of input"
+    else:  # pragma: no cover - lark has no other UnexpectedInput subclasses today
+        line, column = max(exc.line, 1), max(exc.column, 1)
+        expected, found = [], "unexpected input"
+    detail = f"{_expectation(expected)} but got {found}"
+    return QuerySyntaxError(detail, line, column, source, expected)
+
+
+def _accepted(exc: UnexpectedInput, fallback: object) -> set[str]:
+    """Terminals that really can come next.
+
+    LALR merges look-ahead sets, so ``exc.expected`` may list tokens that only fit in another
+    context; the interactive parser's ``accepts()`` tries each one.
+    """
+    interactive = getattr(exc, "interactive_parser", None)
+    if interactive is not None:
+        try:
+            return set(interactive.accepts())
+        except Exception:  # pragma: no cover - fall back to lark's own (wider) set
+            pass
+    return set(fallback)  # type: ignore[call-overload]
+
+
+def _end_position(source: str) -> tuple[int, int]:
+    """1-based line and column just after the last meaningful character (comments skipped)."""
+    lines = source.splitlines() or [""]
+    for number in range(len(lines), 0, -1):
+        code = _strip_comment(lines[number - 1]).rstrip()
+        if code:
+            return number, len(code) + 1
+    return 1, 1
+
+
+def _strip_comment(line: str) -> str:
+    index = line.find("--")
+    return line if index < 0 else line[:index]

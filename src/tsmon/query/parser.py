@@ -1,0 +1,278 @@
+"""Read query text into :class:`~tsmon.query.ast.QueryDef` trees (lark LALR, never ``eval``)."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedInput
+
+from tsmon.core.units import UnitError, parse_duration_ms, parse_instant_ms
+from tsmon.core.window_spec import WindowSpec
+from tsmon.query import ast
+from tsmon.query.errors import QuerySyntaxError, from_lark
+from tsmon.query.printer import format_expr
+
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$", re.I)
+_COUNT = re.compile(r"^(\d+(?:\.\d+)?)\s+points?$", re.I)
+_KEYWORDS = frozenset({"query", "on", "when", "emit", "since", "as", "and", "or", "not"})
+_NAMES = {"value": ast.Value, "ts": ast.Timestamp, "series": ast.SeriesName}
+
+
+@cache
+def _lark() -> Lark:
+    grammar = Path(__file__).with_name("grammar.lark").read_text(encoding="utf-8")
+    return Lark(
+        grammar,
+        start=["start", "expr"],
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        maybe_placeholders=True,
+    )
+
+
+def parse_queries(text: str) -> list[ast.QueryDef]:
+    """Parse a query file: any number of statements separated by newlines or ``;``.
+
+    Raises :class:`QuerySyntaxError` (line, column, expected tokens) on any parse or semantic
+    error, including duplicate query names.
+
+    Examples
+    --------
+    >>> qs = parse_queries('''
+    ... QUERY hot ON host*.cpu WHEN mean(5m) > 0.9  -- hot hosts
+    ... QUERY all ON x.y; QUERY low ON x.y WHEN value < 0
+    ... ''')
+    >>> [q.name for q in qs], qs[0].triggers, qs[0].text
+    (['hot', 'all', 'low'], ('host*.cpu',), 'QUERY hot ON host*.cpu WHEN mean(5m) > 0.9')
+    """
+    tree = _parse(text, "start")
+    builder = _Builder(text)
+    queries: list[ast.QueryDef] = []
+    seen: dict[str, ast.QueryDef] = {}
+    previous_end = 0
+    for statement in tree.children:
+        start = statement.meta.start_pos
+        if queries and not re.search(r"[\n;]", text[previous_end:start]):
+            builder.fail("start each statement on a new line or after ';'", statement.meta)
+        previous_end = statement.meta.end_pos
+        query = builder.statement(statement)
+        if query.name.lower() in seen:
+            first = seen[query.name.lower()]
+            builder.fail(
+                f"duplicate query name '{query.name}' (first defined at line "
+                f"{first.line}:{first.column}); give each query its own name",
+                query,
+            )
+        seen[query.name.lower()] = query
+        queries.append(query)
+    return queries
+
+
+def parse_query(text: str) -> ast.QueryDef:
+    """Parse text holding exactly one statement.
+
+    Examples
+    --------
+    >>> q = parse_query("QUERY q ON a.b WHEN abs(value) > 3 * std(1h) SINCE -2h")
+    >>> q.since_ms, q.when.right
+    (7200000, BinOp(op='*', left=Number(value=3.0), right=Stat(name='stddev', window=WindowSpec(kind=<WindowKind.TIME: 'time'>, size=3600000))))
+    """
+    queries = parse_queries(text)
+    if len(queries) != 1:
+        line, column = (queries[1].line, queries[1].column) if queries else (1, 1)
+        raise QuerySyntaxError(
+            f"expected exactly one QUERY statement, got {len(queries)}; use parse_queries "
+            "for files with several",
+            line,
+            column,
+            text,
+        )
+    return queries[0]
+
+
+def parse_expr(text: str) -> ast.Expr:
+    """Parse a bare expression, as written after ``WHEN``.
+
+    Examples
+    --------
+    >>> parse_expr("-value % 2")
+    BinOp(op='%', left=Neg(operand=Value(spelling='value')), right=Number(value=2.0))
+    """
+    builder = _Builder(text)
+    expr = builder.expr(_parse(text, "expr"))
+    builder.no_series(expr)
+    return expr
+
+
+def _parse(text: str, start: str) -> Tree:
+    try:
+        return _lark().parse(text, start=start)
+    except UnexpectedInput as exc:
+        raise from_lark(exc, text) from None
+    except RecursionError:
+        raise QuerySyntaxError("expression is nested too deeply", 1, 1, text) from None
+
+
+class _Builder:
+    """Turns lark trees into AST nodes and reports semantic errors at the offending token."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, detail: str, where: object) -> None:
+        if isinstance(where, Tree):
+            where = where.meta
+        line, column = getattr(where, "line", 1), getattr(where, "column", 1)
+        raise QuerySyntaxError(detail, line, column, self.source)
+
+    @staticmethod
+    def _pos(where: Token | Tree) -> dict[str, int]:
+        meta = where if isinstance(where, Token) else where.meta
+        return {"line": meta.line, "column": meta.column}
+
+    def statement(self, tree: Tree) -> ast.QueryDef:
+        name, body = tree.children
+        if body.data != "watch_body":  # pragma: no cover - the only body kind today
+            self.fail(f"unsupported statement kind {body.data}", tree.meta)
+        triggers, when, emit, since = body.children
+        items = self.emit(emit) if emit is not None else ()
+        when_expr = self.expr(when.children[0]) if when is not None else None
+        if when_expr is not None:
+            self.no_series(when_expr)
+        text = self.source[tree.meta.start_pos : tree.meta.end_pos]
+        return ast.QueryDef(
+            str(name),
+            self.triggers(triggers),
+            when_expr,
+            items,
+            self.since(since) if since is not None else None,
+            text=text,
+            **self._pos(tree),
+        )
+
+    def triggers(self, tree: Tree) -> tuple[str, ...]:
+        for token in tree.children:
+            if token.lower() in _KEYWORDS:
+                self.fail(f"expected a series name or pattern but got '{token}'", token)
+        return tuple(str(token) for token in tree.children)
+
+    def emit(self, tree: Tree) -> tuple[ast.EmitItem, ...]:
+        items: list[ast.EmitItem] = []
+        labels: dict[str, ast.EmitItem] = {}
+        for child in tree.children:
+            expr_tree, alias = child.children
+            expr = self.expr(expr_tree)
+            if not isinstance(expr, ast.SeriesName):
+                self.no_series(expr)
+            item = ast.EmitItem(expr, str(alias) if alias is not None else None, **self._pos(child))
+            label = item.alias if item.alias is not None else format_expr(expr)
+            if label in labels:
+                self.fail(f"duplicate EMIT label '{label}'; add AS <name> to tell them apart", item)
+            labels[label] = item
+            items.append(item)
+        return tuple(items)
+
+    def since(self, tree: Tree) -> int:
+        sign, duration = tree.children
+        if sign is None or sign.children[0].type != "MINUS":
+            self.fail("SINCE takes a negative duration, e.g. SINCE -1h", sign or duration)
+        return self.duration_ms(duration)
+
+    def duration_ms(self, token: Token) -> int:
+        try:
+            return parse_duration_ms(str(token))
+        except UnitError as exc:
+            self.fail(str(exc), token)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def no_series(self, expr: ast.Expr) -> None:
+        for node in expr.walk():
+            if isinstance(node, ast.SeriesName):
+                self.fail("'series' is a string; it can only be a whole EMIT item", node)
+
+    def expr(self, tree: Tree | Token) -> ast.Expr:
+        kind = tree.data if isinstance(tree, Tree) else tree.type
+        kids = tree.children if isinstance(tree, Tree) else []
+        pos = self._pos(tree)
+        if kind == "number":
+            return ast.Number(float(kids[0]), **pos)
+        if kind == "duration":
+            return ast.Duration(self.duration_ms(kids[0]), **pos)
+        if kind == "name":
+            return self.name(kids[0])
+        if kind == "bare_stat":
+            stat = ast.STAT_ALIASES[kids[0].lower()]
+            if stat != "last":
+                self.fail(f"{stat} needs a window, e.g. {stat}(5m) or {stat}(100 points)", kids[0])
+            return ast.Value("last", **pos)
+        if kind == "stat":
+            window = self.window(kids[1])
+            return ast.Stat(ast.STAT_ALIASES[kids[0].lower()], window, **pos)
+        if kind == "call":
+            return self.call(kids[0], kids[1])
+        if kind in ("unary", "bool_not"):
+            operand = self.expr(kids[-1])
+            if kind == "bool_not":
+                return ast.Not(operand, **pos)
+            return (ast.Neg if kids[0] == "-" else ast.Pos)(operand, **pos)
+        if kind in ("arith", "compare"):
+            left, op, right = kids
+            lhs, rhs = self.expr(left), self.expr(right)
+            if kind == "compare":
+                return ast.Compare(ast.COMPARE_ALIASES[str(op)], lhs, rhs, **pos)
+            return ast.BinOp(str(op), lhs, rhs, **pos)
+        if kind in ("bool_and", "bool_or"):
+            return ast.BoolOp(kind[5:], self.expr(kids[0]), self.expr(kids[1]), **pos)
+        raise AssertionError(f"unhandled grammar rule {kind}")  # pragma: no cover
+
+    def name(self, token: Token) -> ast.Expr:
+        word = token.lower()
+        if word in _NAMES:
+            node = _NAMES[word]
+            return node(**self._pos(token))
+        if word in ast.FUNCTIONS:
+            self.fail(f"{word} is a function; call it like {word}(value)", token)
+        self.fail(
+            f"unknown name '{token}'; use value, last, ts, a number, a duration like 5m, "
+            "or a statistic like mean(5m)",
+            token,
+        )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def call(self, token: Token, args: Tree | None) -> ast.Expr:
+        func = token.lower()
+        if func not in ast.FUNCTIONS:
+            known = ", ".join([*ast.FUNCTIONS, *ast.STATS])
+            self.fail(f"unknown function '{token}'; functions are {known}", token)
+        params = tuple(self.expr(arg) for arg in args.children) if args is not None else ()
+        arity = ast.FUNCTIONS[func]
+        if len(params) != arity:
+            plural = "" if arity == 1 else "s"
+            self.fail(f"{func} takes exactly {arity} argument{plural}, got {len(params)}", token)
+        return ast.Call(func, params, **self._pos(token))
+
+    def window(self, token: Token) -> WindowSpec:
+        text = str(token)
+        count = _COUNT.match(text)
+        if count is not None:
+            number = count.group(1)
+            if not number.isdigit() or int(number) <= 0:
+                self.fail(f"a count window needs a whole number of points > 0, got '{text}'", token)
+            return WindowSpec.count(int(number))
+        if text[:5].lower() == "since":
+            instant = text[5:].strip()
+            try:
+                if _ISO.match(instant):
+                    return WindowSpec.landmark(parse_instant_ms(instant))
+            except UnitError:
+                pass
+            self.fail(
+                f"cannot read instant '{instant}'; write an ISO-8601 date or time, "
+                "e.g. since 2024-01-01T00:00:00Z",
+                token,
+            )
+        return WindowSpec.time(self.duration_ms(token))

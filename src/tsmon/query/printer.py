@@ -1,0 +1,149 @@
+"""Canonical query text: what labels default to, and what parses back to the same tree."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from tsmon.core.units import format_duration_ms
+from tsmon.core.window_spec import WindowKind, WindowSpec
+from tsmon.query.ast import (
+    BinOp,
+    BoolOp,
+    Call,
+    Compare,
+    Duration,
+    EmitItem,
+    Expr,
+    Neg,
+    Not,
+    Number,
+    Pos,
+    QueryDef,
+    SeriesName,
+    Stat,
+    Timestamp,
+    Value,
+)
+
+# Binding strength, loosest first; mirrors the grammar's precedence levels.
+_OR, _AND, _NOT, _CMP, _ADD, _MUL, _UNARY, _ATOM = range(1, 9)
+_LEVEL = {"or": _OR, "and": _AND, "+": _ADD, "-": _ADD, "*": _MUL, "/": _MUL, "%": _MUL}
+
+
+def format_window(window: WindowSpec) -> str:
+    """Write a window the way the query language reads it.
+
+    Examples
+    --------
+    >>> format_window(WindowSpec.count(1)), format_window(WindowSpec.time(90_000))
+    ('1 point', '90s')
+    >>> format_window(WindowSpec.landmark(1_704_067_200_000))
+    'since 2024-01-01T00:00:00Z'
+    """
+    if window.kind is WindowKind.COUNT:
+        return "1 point" if window.size == 1 else f"{window.size} points"
+    if window.kind is WindowKind.TIME:
+        return format_duration_ms(window.size)
+    seconds, millis = divmod(window.size, 1000)
+    stamp = datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"since {stamp}{f'.{millis:03d}' if millis else ''}Z"
+
+
+def format_number(value: float) -> str:
+    """Shortest text that reads back as ``value`` (``3.0`` -> ``'3'``).
+
+    Examples
+    --------
+    >>> format_number(3.0), format_number(0.25), format_number(1e20)
+    ('3', '0.25', '1e+20')
+    """
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
+
+
+def _level(expr: Expr) -> int:
+    if isinstance(expr, (BoolOp, BinOp)):
+        return _LEVEL[expr.op]
+    if isinstance(expr, Not):
+        return _NOT
+    if isinstance(expr, Compare):
+        return _CMP
+    if isinstance(expr, (Neg, Pos)):
+        return _UNARY
+    return _ATOM
+
+
+def _wrap(expr: Expr, minimum: int) -> str:
+    text = format_expr(expr)
+    return f"({text})" if _level(expr) < minimum else text
+
+
+def format_expr(expr: Expr) -> str:
+    """Canonical text of an expression, with only the parentheses it needs.
+
+    Examples
+    --------
+    >>> from tsmon.query.parser import parse_expr
+    >>> format_expr(parse_expr("ABS( last-avg(1h) ) > 3*STD(1h) or not (value = 1)"))
+    'abs(last - mean(1h)) > 3 * stddev(1h) OR NOT value == 1'
+    """
+    if isinstance(expr, Number):
+        return format_number(expr.value)
+    if isinstance(expr, Duration):
+        return format_duration_ms(expr.ms)
+    if isinstance(expr, Value):
+        return expr.spelling
+    if isinstance(expr, Timestamp):
+        return "ts"
+    if isinstance(expr, SeriesName):
+        return "series"
+    if isinstance(expr, Stat):
+        return f"{expr.name}({format_window(expr.window)})"
+    if isinstance(expr, Call):
+        return f"{expr.func}({', '.join(format_expr(arg) for arg in expr.args)})"
+    if isinstance(expr, (Neg, Pos)):
+        sign = "-" if isinstance(expr, Neg) else "+"
+        inner = expr.operand
+        # Nested signs get parentheses: "--" would start a comment.
+        minimum = _ATOM if isinstance(inner, (Neg, Pos)) else _UNARY
+        return sign + _wrap(inner, minimum)
+    if isinstance(expr, Not):
+        return "NOT " + _wrap(expr.operand, _NOT)
+    if isinstance(expr, Compare):
+        return f"{_wrap(expr.left, _ADD)} {expr.op} {_wrap(expr.right, _ADD)}"
+    if isinstance(expr, (BinOp, BoolOp)):
+        level = _LEVEL[expr.op]
+        op = expr.op.upper()
+        return f"{_wrap(expr.left, level)} {op} {_wrap(expr.right, level + 1)}"
+    raise TypeError(f"cannot format {type(expr).__name__}; pass an expression node")
+
+
+def format_item(item: EmitItem) -> str:
+    """Canonical text of one EMIT item, including ``AS alias`` when present.
+
+    Examples
+    --------
+    >>> format_item(EmitItem(Stat("max", WindowSpec.time(3_600_000)), "peak"))
+    'max(1h) AS peak'
+    """
+    text = format_expr(item.expr)
+    return f"{text} AS {item.alias}" if item.alias is not None else text
+
+
+def format_query(query: QueryDef) -> str:
+    """Canonical one-line text of a statement; parsing it gives an equal :class:`QueryDef`.
+
+    Examples
+    --------
+    >>> from tsmon.query.parser import parse_query
+    >>> format_query(parse_query("query q on a.*,b when avg(5m)>1 emit series since -60m"))
+    'QUERY q ON a.*, b WHEN mean(5m) > 1 EMIT series SINCE -1h'
+    """
+    parts = [f"QUERY {query.name} ON {', '.join(query.triggers)}"]
+    if query.when is not None:
+        parts.append(f"WHEN {format_expr(query.when)}")
+    if query.emit:
+        parts.append(f"EMIT {', '.join(format_item(item) for item in query.emit)}")
+    if query.since_ms is not None:
+        parts.append(f"SINCE -{format_duration_ms(query.since_ms)}")
+    return " ".join(parts)

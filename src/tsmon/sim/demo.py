@@ -1,0 +1,114 @@
+"""The in-process demo job: a fleet of hosts, queries of every kind, dynamic changes, bad input.
+
+Until the Spark runtime lands, ``tsmon demo`` runs this in-process (the issue allows it). It
+shows, on a built-in generator: shared windows with online statistics, persistent queries, a
+query added mid-stream that first runs over stored history (``SINCE``) with a window populated
+from history, a query altered and one removed while running, and rejected points landing in the
+dead letters with their reasons.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from tsmon.engine.monitor import Monitor
+from tsmon.sim.generator import Fleet
+
+QUERIES = """
+QUERY hot_cpu ON host*.cpu WHEN mean(15m) > 0.85 AND max(5 points) > 0.9
+      EMIT series, mean(15m), max(1h) AS peak
+QUERY latency_spike ON host*.latency_ms
+      WHEN last > mean(1h) + 4 * stddev(1h) AND count(1h) >= 30
+      EMIT series, last, mean(1h), stddev(1h)
+QUERY mem_climb ON host*.mem WHEN slope(2h) * 1h > 0.08 EMIT series, slope(2h) * 1h AS per_hour
+"""
+LATE_QUERY = (
+    "QUERY cpu_jump ON host*.cpu WHEN abs(last - mean(30m)) > 4 * stddev(30m) "
+    "EMIT series, last, mean(30m), coverage(30m) SINCE -2h"
+)
+ALTERED = "QUERY hot_cpu ON host*.cpu WHEN mean(15m) > 0.9 EMIT series, mean(15m), max(1h) AS peak"
+
+
+def run_demo(console: Console, hosts: int = 100, hours: float = 24.0) -> int:
+    """Run the demo and print what happened; returns the exit status."""
+    fleet = Fleet(hosts=hosts)
+    steps = max(int(hours * 60), 1)
+    chunk = 60  # one hour of points per ingest call
+    monitor = Monitor(["host*"], retention="6h", allowed_lateness="5m")
+    monitor.add_query(QUERIES)
+    counts: Counter[str] = Counter()
+    samples: list = []
+    started = time.perf_counter()
+    console.print(
+        f"tsmon demo: {len(fleet.series())} series, {steps} steps of 1 min, "
+        f"{len(monitor.queries())} queries"
+    )
+    for offset in range(0, steps, chunk):
+        frame = fleet.points(min(chunk, steps - offset), offset)
+        if offset == chunk * 3:
+            frame = _with_bad_points(frame)
+        monitor.ingest(frame["series"].to_numpy(), frame["ts"].to_numpy(), frame["value"].to_numpy())
+        hour = (offset + chunk) // 60
+        if hour == steps // 120:
+            monitor.add_query(LATE_QUERY)
+            console.print(f"at hour {hour}: added cpu_jump (SINCE -2h): history replayed first")
+        if hour == steps * 3 // 240:
+            monitor.alter_query(ALTERED)
+            monitor.remove_query("mem_climb")
+            console.print(f"at hour {hour}: altered hot_cpu, removed mem_climb")
+        for event in monitor.events():
+            counts[event.query] += 1
+            if len(samples) < 8 and counts[event.query] <= 2:
+                samples.append(event)
+    elapsed = time.perf_counter() - started
+    _report(console, monitor, counts, samples, elapsed)
+    return 0
+
+
+def _with_bad_points(frame: pd.DataFrame) -> pd.DataFrame:
+    """Append one point of each kind the monitor must reject or repair."""
+    last_ts = int(frame["ts"].max())
+    bad = pd.DataFrame(
+        {
+            "series": ["host000.cpu", "host001.cpu", "host002.cpu", "nosuch.metric",
+                       "host003.cpu", "host004.cpu", "host005.cpu"],
+            "ts": [last_ts + 1, last_ts + 1, last_ts + 1, last_ts, last_ts - 90_000,
+                   last_ts - 3_570_000, last_ts],
+            "value": [np.nan, "n/a", np.inf, 0.5, 0.42, 0.42, 0.99],
+        }
+    )  # NaN, text, inf, unknown series, late within 5m, too late, duplicate (kept last)
+    return pd.concat([frame.astype({"value": object}), bad], ignore_index=True)
+
+
+def _report(console: Console, monitor: Monitor, counts: Counter[str], samples: list,
+            elapsed: float) -> None:
+    stats = monitor.stats()
+    table = Table(title="events per query")
+    table.add_column("query")
+    table.add_column("events", justify="right")
+    for name in sorted(counts):
+        table.add_row(name, str(counts[name]))
+    console.print(table)
+    for event in samples:
+        payload = ", ".join(
+            f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in event.payload.items()
+        )
+        mark = " (replayed)" if event.replayed else ""
+        console.print(f"  {event.query}: {payload}{mark}")
+    dead = monitor.dead_letters()
+    console.print(f"dead letters ({len(dead)}):")
+    for row in dead.itertuples():
+        console.print(f"  {row.series}: {row.reason} - {row.detail}")
+    rate = stats["received"] / elapsed if elapsed > 0 else float("nan")
+    console.print(
+        f"received {stats['received']} points = accepted {stats['accepted']} + rejected "
+        f"{stats['rejected']}; late inserted {stats['late_inserted']}, duplicates replaced "
+        f"{stats['duplicates_replaced']}; {stats['series']} series, {stats['windows']} shared "
+        f"windows, {stats['queries']} queries; {elapsed:.1f} s ({rate:,.0f} points/s)"
+    )
