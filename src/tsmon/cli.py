@@ -102,7 +102,9 @@ def _replay(args: argparse.Namespace) -> int:
         task = progress.add_task("replaying", total=len(points))
         for lo in range(0, len(points), args.batch):
             chunk = points.iloc[lo : lo + args.batch]
-            monitor.ingest(chunk["series"].to_numpy(), chunk["ts"].to_numpy(), chunk["value"].to_numpy())
+            monitor.ingest(
+                chunk["series"].to_numpy(), chunk["ts"].to_numpy(), chunk["value"].to_numpy()
+            )
             for event in monitor.events():
                 counts[event.query] += 1
                 if len(shown) < args.show:
@@ -153,8 +155,15 @@ def _write_events(events: list[Event], path: Path) -> None:
     import pandas as pd
 
     rows = [
-        {"query": e.query, "series": e.series, "ts_ms": e.ts_ms, "value": e.value,
-         "coverage": e.coverage, "replayed": e.replayed, **{f"payload.{k}": v for k, v in e.payload.items()}}
+        {
+            "query": e.query,
+            "series": e.series,
+            "ts_ms": e.ts_ms,
+            "value": e.value,
+            "coverage": e.coverage,
+            "replayed": e.replayed,
+            **{f"payload.{k}": v for k, v in e.payload.items()},
+        }
         for e in events
     ]
     pd.DataFrame(rows).to_csv(path, index=False)

@@ -1,76 +1,76 @@
-"""Centred moments of ``(t, x)`` pairs: what count, sum, mean, variance and slope derive from.
+"""Feature sums of ``(t, x)`` pairs: what count, sum, mean, variance and slope derive from.
 
-A window keeps its moments centred (Welford/Chan form) between batches. Inside a batch it works
-with plain sums of features about anchors ``K`` (value) and ``T0`` (time) set to the current
-means, so the sums stay small and the variance is free of catastrophic cancellation even for
-values like ``1e9 + noise`` (Chan, Golub & LeVeque's shifted-data form).
+A window keeps the sums of ``[1, d, d^2, tau, tau^2, tau*d]`` with ``d = x - K`` and
+``tau = (t - T0) / 1000`` (seconds) about anchors ``K`` (a value) and ``T0`` (an integer
+timestamp in ms). Anchors near the window's means keep the sums small, so the variance is free
+of catastrophic cancellation even for values like ``1e9 + noise`` (the shifted-data form of
+Chan, Golub & LeVeque). Before each batch the anchors move to the current means by an exact
+algebraic shift of the sums; the time anchor stays an integer so that timestamps of ~1.7e12 ms
+lose nothing to rounding.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-N_FEATURES = 6  # columns: 1, d, d^2, tau, tau^2, tau*d with d = x - K, tau = (t - T0) / 1000 s
+N_FEATURES = 6
 
 
 @dataclass
 class Moments:
-    """Centred moments: count, means and second (co)moments; time in seconds.
+    """Feature sums about ``(anchor, anchor_t_ms)``.
 
     Examples
     --------
     >>> m = Moments.exact(np.array([0, 1000, 2000]), np.array([1.0, 3.0, 5.0]))
-    >>> m.n, m.mean, m.m2, m.comoment / m.m2_t   # slope: 2 per second
-    (3.0, 3.0, 8.0, 2.0)
+    >>> {k: float(v[0]) for k, v in stats_from_sums(m.sums[None, :], m.anchor).items()}
+    {'count': 3.0, 'sum': 9.0, 'mean': 3.0, 'var': 4.0, 'stddev': 2.0, 'slope': 2.0}
     """
 
-    n: float = 0.0
-    mean: float = 0.0
-    m2: float = 0.0
-    mean_t_ms: float = 0.0
-    m2_t: float = 0.0
-    comoment: float = 0.0
+    anchor: float = 0.0
+    anchor_t_ms: int = 0
+    sums: np.ndarray = field(default_factory=lambda: np.zeros(N_FEATURES))
+
+    @property
+    def n(self) -> float:
+        """Number of points summed."""
+        return float(self.sums[0])
 
     @classmethod
     def exact(cls, ts_ms: np.ndarray, values: np.ndarray) -> Moments:
-        """Two-pass moments of the given points, the most accurate form."""
+        """Sums of the given points about their own means: the most accurate form."""
         if len(values) == 0:
             return cls()
-        mean = float(values.mean())
-        mean_t = float(ts_ms.mean())
-        d = values - mean
-        tau = (ts_ms - mean_t) / 1000.0
-        return cls(float(len(values)), mean, float(d @ d), mean_t, float(tau @ tau), float(tau @ d))
+        anchor = float(values.mean())
+        anchor_t = int(ts_ms[0]) + round(float(np.mean(ts_ms - ts_ms[0])))
+        return cls(anchor, anchor_t, features(ts_ms, values, anchor, anchor_t).sum(axis=0))
 
-    def anchors(self, ts_ms: np.ndarray, values: np.ndarray) -> tuple[float, float]:
-        """Anchors for a batch: the current means, or the batch's first point when empty."""
-        if self.n > 0:
-            return self.mean, self.mean_t_ms
-        return float(values[0]), float(ts_ms[0])
-
-    def as_sums(self) -> np.ndarray:
-        """Feature sums about the current means (the linear terms are zero by construction)."""
-        return np.array([self.n, 0.0, self.m2, 0.0, self.m2_t, self.comoment])
-
-    @classmethod
-    def from_sums(cls, sums: np.ndarray, anchor: float, anchor_t_ms: float) -> Moments:
-        """Centre feature sums taken about ``(anchor, anchor_t_ms)``."""
-        n, s_d, s_dd, s_t, s_tt, s_td = (float(v) for v in sums)
+    def rebased(self, ts_ms: np.ndarray, values: np.ndarray) -> Moments:
+        """The same sums about the current means (or the batch's first point when empty)."""
+        n = self.n
         if n <= 0:
-            return cls()
-        return cls(
-            n,
-            anchor + s_d / n,
-            max(s_dd - s_d * s_d / n, 0.0),
-            anchor_t_ms + 1000.0 * s_t / n,
-            max(s_tt - s_t * s_t / n, 0.0),
-            s_td - s_t * s_d / n,
-        )
+            return Moments(float(values[0]), int(ts_ms[0]))
+        s1, s2, s3, s4, s5 = self.sums[1:]
+        new_anchor = self.anchor + s1 / n
+        delta = new_anchor - self.anchor  # the shift actually applied, after rounding
+        shift_ms = round(1000.0 * s3 / n)
+        eps = shift_ms / 1000.0
+        sums = np.array(
+            [
+                n,
+                s1 - n * delta,
+                s2 - 2 * delta * s1 + n * delta * delta,
+                s3 - n * eps,
+                s4 - 2 * eps * s3 + n * eps * eps,
+                s5 - delta * s3 - eps * s1 + n * eps * delta,
+            ]
+        )  # exact shift of each sum to d' = d - delta, tau' = tau - eps
+        return Moments(new_anchor, self.anchor_t_ms + shift_ms, sums)
 
 
-def features(ts_ms: np.ndarray, values: np.ndarray, anchor: float, anchor_t_ms: float) -> np.ndarray:
+def features(ts_ms: np.ndarray, values: np.ndarray, anchor: float, anchor_t_ms: int) -> np.ndarray:
     """Per-point feature rows ``[1, d, d^2, tau, tau^2, tau*d]`` about the anchors."""
     d = values - anchor
     tau = (ts_ms - anchor_t_ms) / 1000.0

@@ -85,7 +85,9 @@ def to_epoch_ms(ts: object) -> np.ndarray:
     try:
         stamps = pd.to_datetime(pd.Series(arr.reshape(-1)), utc=True)
     except (ValueError, TypeError) as exc:
-        raise UnitError(f"cannot read timestamps: {exc}; pass epoch ms or ISO-8601 strings") from exc
+        raise UnitError(
+            f"cannot read timestamps: {exc}; pass epoch ms or ISO-8601 strings"
+        ) from exc
     return (stamps.astype("datetime64[ns, UTC]").astype("int64") // 1_000_000).to_numpy()
 
 
@@ -100,4 +102,6 @@ def parse_instant_ms(text: str) -> int:
     try:
         return int(to_epoch_ms([text])[0])
     except UnitError as exc:
-        raise UnitError(f"cannot read instant {text!r}; write ISO-8601, e.g. 2024-01-01T00:00:00Z") from exc
+        raise UnitError(
+            f"cannot read instant {text!r}; write ISO-8601, e.g. 2024-01-01T00:00:00Z"
+        ) from exc

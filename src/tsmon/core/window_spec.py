@@ -62,20 +62,3 @@ class WindowSpec:
             return format_duration_ms(self.size)
         return f"since {self.size}"
 
-
-def parse_window(text: str) -> WindowSpec:
-    """Read ``"5m"``, ``"100 points"`` or ``"since 2024-01-01T00:00:00Z"`` into a spec.
-
-    Examples
-    --------
-    >>> parse_window("100 points"), parse_window("5m")
-    (WindowSpec(kind=<WindowKind.COUNT: 'count'>, size=100), WindowSpec(kind=<WindowKind.TIME: 'time'>, size=300000))
-    """
-    from tsmon.core.units import parse_duration_ms, parse_instant_ms
-
-    words = text.strip().split(maxsplit=1)
-    if len(words) == 2 and words[1].lower() in ("point", "points") and words[0].isdigit():
-        return WindowSpec.count(int(words[0]))
-    if len(words) == 2 and words[0].lower() == "since":
-        return WindowSpec.landmark(parse_instant_ms(words[1]))
-    return WindowSpec.time(parse_duration_ms(text))

@@ -33,6 +33,20 @@ STATS = (
     "first", "last", "rate", "slope", "coverage",
 )  # fmt: skip
 _MOMENT_STATS = frozenset({"count", "sum", "mean", "var", "stddev", "slope"})
+_SQUARES = [2, 4]  # the d^2 and tau^2 feature columns
+_ILL_CONDITIONED = 2.0**-20  # a second moment this small next to its sums loses > ~1e-10
+
+
+def _ill_conditioned(sums: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Rows whose second moments are so small next to the running sums they came from that
+    subtracting the sums would lose precision (a short window at the end of a long batch)."""
+    n = sums[:, 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m2 = sums[:, 2] - sums[:, 1] ** 2 / n
+        m2_t = sums[:, 4] - sums[:, 3] ** 2 / n
+    return (n >= 2) & (
+        (m2 < _ILL_CONDITIONED * scale[:, 0]) | (m2_t < _ILL_CONDITIONED * scale[:, 1])
+    )
 
 
 class WindowView:
@@ -136,30 +150,61 @@ class Window:
         else:
             starts = np.maximum(reg.search(ts - self.spec.size, side="right"), old_start)
         new_start = int(starts[-1])
-        anchor, anchor_t = self.moments.anchors(ts, values)
-        sums = self.moments.as_sums() + np.cumsum(features(ts, values, anchor, anchor_t), axis=0)
+        base = self.moments.rebased(ts, values)
+        anchor, anchor_t = base.anchor, base.anchor_t_ms
+        entered = np.cumsum(features(ts, values, anchor, anchor_t), axis=0)
+        sums = base.sums + entered
+        scale = base.sums[_SQUARES] + entered[:, _SQUARES]
         if new_start > old_start:  # subtract the points that left, as of each new point
             leaving = features(
                 reg.ts(old_start, new_start), reg.values(old_start, new_start), anchor, anchor_t
             )
             left = np.vstack((np.zeros((1, leaving.shape[1])), np.cumsum(leaving, axis=0)))
-            sums -= left[starts - old_start]
+            left = left[starts - old_start]
+            sums -= left
+            scale += left[:, _SQUARES]
         stats = self._per_point(wanted, sums, anchor, ts, values, p0, starts)
+        ill = np.flatnonzero(_ill_conditioned(sums, scale))
+        if len(ill) and wanted & _MOMENT_STATS:
+            self._exact_rows(stats, ill, starts, p0, wanted)
         if "first" in wanted or "rate" in wanted:
             held_ts, held = reg.ts(old_start, p1), reg.values(old_start, p1)
-            self._first_last(stats, held_ts[starts - old_start], held[starts - old_start], ts, values)
-        self._commit(sums[-1], anchor, anchor_t, values, p0, p1, new_start)
+            self._first_last(
+                stats, held_ts[starts - old_start], held[starts - old_start], ts, values
+            )
+        last_ill = len(ill) > 0 and ill[-1] == len(ts) - 1
+        self._commit(sums[-1], anchor, anchor_t, values, p0, p1, new_start, exact=last_ill)
         return WindowView(self.spec, stats)
+
+    def _exact_rows(
+        self,
+        stats: dict[str, np.ndarray],
+        rows: np.ndarray,
+        starts: np.ndarray,
+        p0: int,
+        wanted: frozenset[str],
+    ) -> None:
+        """Recompute the moment statistics of ill-conditioned rows from the points held."""
+        reg = self.register
+        for j in rows.tolist():
+            lo, hi = int(starts[j]), p0 + j + 1
+            exact = Moments.exact(reg.ts(lo, hi), reg.values(lo, hi))
+            for name, value in stats_from_sums(exact.sums[None, :], exact.anchor).items():
+                if name in wanted:
+                    stats[name][j] = value[0]
 
     def _advance_landmark(self, p0: int, p1: int, wanted: frozenset[str]) -> WindowView:
         reg = self.register
         ts, values = reg.ts(p0, p1), reg.values(p0, p1)
         inside = np.asarray(ts >= self.spec.size)
         k = int(np.argmax(inside)) if inside.any() else len(ts)  # points before k precede it
-        anchor, anchor_t = self.moments.anchors(ts[k:], values[k:]) if k < len(ts) else (0.0, 0.0)
+        base = self.moments.rebased(ts[k:], values[k:]) if k < len(ts) else self.moments
+        anchor, anchor_t = base.anchor, base.anchor_t_ms
         rows = features(ts, values, anchor, anchor_t) * inside[:, None]
-        sums = self.moments.as_sums() + np.cumsum(rows, axis=0)
-        starts = np.where(inside, max(self.start, p0 + k) if self.moments.n == 0 else self.start, p1)
+        sums = base.sums + np.cumsum(rows, axis=0)
+        starts = np.where(
+            inside, max(self.start, p0 + k) if self.moments.n == 0 else self.start, p1
+        )
         stats = self._per_point(wanted, sums, anchor, ts, values, p0, starts)
         if self.first_ts is None and k < len(ts):
             self.first_ts, self.first_value = int(ts[k]), float(values[k])
@@ -246,18 +291,19 @@ class Window:
         self,
         last_sums: np.ndarray,
         anchor: float,
-        anchor_t: float,
+        anchor_t: int,
         values: np.ndarray,
         p0: int,
         p1: int,
         new_start: int,
+        exact: bool = False,
     ) -> None:
         self._max.push(values, p0, keep_from=new_start)
         self._neg_min.push(-values, p0, keep_from=new_start)
         self._left_since_exact += new_start - self.start
         self.start, self.end = new_start, p1
-        self.moments = Moments.from_sums(last_sums, anchor, anchor_t)
-        if self._left_since_exact >= max(self.moments.n, 1):
+        self.moments = Moments(anchor, anchor_t, last_sums.copy())
+        if exact or self._left_since_exact >= max(self.moments.n, 1):
             self.moments = Moments.exact(
                 self.register.ts(self.start, p1), self.register.values(self.start, p1)
             )

@@ -60,8 +60,13 @@ class EventLog:
         for chunk in chunks:
             payload_lists = {k: np.asarray(v).tolist() for k, v in chunk.payload.items()}
             for i, (order, ts, value, cov) in enumerate(
-                zip(chunk.order.tolist(), chunk.ts_ms.tolist(), chunk.values.tolist(),
-                    chunk.coverage.tolist(), strict=True)
+                zip(
+                    chunk.order.tolist(),
+                    chunk.ts_ms.tolist(),
+                    chunk.values.tolist(),
+                    chunk.coverage.tolist(),
+                    strict=True,
+                )
             ):
                 payload = {k: v[i] for k, v in payload_lists.items()}
                 event = Event(chunk.query, chunk.series, ts, value, payload, cov, chunk.replayed)

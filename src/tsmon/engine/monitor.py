@@ -22,13 +22,14 @@ import pandas as pd
 
 from tsmon.core.register import DuplicatePolicy, Register, RegisterConfig
 from tsmon.core.units import parse_duration_ms
-from tsmon.core.window_spec import WindowSpec, parse_window
+from tsmon.core.window_spec import WindowSpec
 from tsmon.core.windows import STATS, Window, WindowView
 from tsmon.engine.deadletters import DeadLetters, Reason
 from tsmon.engine.events import Event, EventChunk, EventLog
 from tsmon.engine.points import read_batch
 from tsmon.engine.runs import regular_runs
-from tsmon.query import CompiledQuery, compile_query, parse_queries
+from tsmon.query import CompiledQuery, compile_query, parse_expr, parse_queries
+from tsmon.query.ast import Stat
 
 _GLOB_CHARS = set("*?[")
 
@@ -46,8 +47,14 @@ class IngestReport:
 class _Bindings:
     """Per-point values a compiled query reads: the trigger points and their windows."""
 
-    def __init__(self, series: str, ts_ms: np.ndarray, value: np.ndarray,
-                 views: dict[WindowSpec, WindowView], mask: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        series: str,
+        ts_ms: np.ndarray,
+        value: np.ndarray,
+        views: dict[WindowSpec, WindowView],
+        mask: np.ndarray | None = None,
+    ) -> None:
         self.series = series
         self.ts_ms = ts_ms if mask is None else ts_ms[mask]
         self.value = value if mask is None else value[mask]
@@ -258,16 +265,25 @@ class Monitor:
         for code, name in enumerate(names):
             take = order[bounds[code] : bounds[code + 1]]
             if name not in self._registers and not (self._accepts(name) and self.add_series(name)):
-                self._dead.add(batch.seq[take], batch.series[take], batch.ts_ms[take],
-                               batch.values[take], Reason.UNKNOWN_SERIES,
-                               f"unknown series {name!r}; declare it with Monitor.add_series "
-                               "(a name or a glob) before sending its points")
+                self._dead.add(
+                    batch.seq[take],
+                    batch.series[take],
+                    batch.ts_ms[take],
+                    batch.values[take],
+                    Reason.UNKNOWN_SERIES,
+                    f"unknown series {name!r}; declare it with Monitor.add_series "
+                    "(a name or a glob) before sending its points",
+                )
                 continue
             self._ingest_series(name, batch.seq[take], batch.ts_ms[take], batch.values[take])
         rejected = self._dead.total() - before_dead
         self._counts["accepted"] = received - self._dead.total()
-        return IngestReport(received - first_seq, received - first_seq - rejected, rejected,
-                            self._events.emitted - before_events)
+        return IngestReport(
+            received - first_seq,
+            received - first_seq - rejected,
+            rejected,
+            self._events.emitted - before_events,
+        )
 
     def _ingest_series(self, name: str, seq: np.ndarray, ts: np.ndarray, vals: np.ndarray) -> None:
         reg = self._registers[name]
@@ -275,8 +291,9 @@ class Monitor:
             if regular:
                 p0, p1 = reg.append(ts[lo:hi], vals[lo:hi])
                 plan = self._plan(name)
-                views = {spec: w.advance(p0, p1, plan[spec])
-                         for spec, w in self._windows[name].items()}
+                views = {
+                    spec: w.advance(p0, p1, plan[spec]) for spec, w in self._windows[name].items()
+                }
                 self._evaluate(name, seq[lo:hi], ts[lo:hi], vals[lo:hi], views)
                 self._note_time(int(ts[hi - 1]))
             else:
@@ -291,17 +308,31 @@ class Monitor:
         reject = None
         if pos is not None and self.config.duplicates is DuplicatePolicy.KEEP_FIRST:
             stored = float(reg.values(pos, pos + 1)[0])
-            reject = (Reason.DUPLICATE, f"timestamp {ts} ms already holds {stored!r}; "
-                      "policy keep_first keeps the stored value")
+            reject = (
+                Reason.DUPLICATE,
+                f"timestamp {ts} ms already holds {stored!r}; "
+                "policy keep_first keeps the stored value",
+            )
         elif pos is None and last - ts > self.config.allowed_lateness_ms:
-            reject = (Reason.TOO_LATE, f"point is {last - ts} ms older than the newest point of "
-                      f"{name!r}; allowed lateness is {self.config.allowed_lateness_ms} ms")
+            reject = (
+                Reason.TOO_LATE,
+                f"point is {last - ts} ms older than the newest point of "
+                f"{name!r}; allowed lateness is {self.config.allowed_lateness_ms} ms",
+            )
         elif pos is None and reg.complete_from_ts is not None and ts < reg.complete_from_ts:
-            reject = (Reason.TOO_LATE, f"point at {ts} ms is older than the retained history "
-                      f"of {name!r} (complete from {reg.complete_from_ts} ms)")
+            reject = (
+                Reason.TOO_LATE,
+                f"point at {ts} ms is older than the retained history "
+                f"of {name!r} (complete from {reg.complete_from_ts} ms)",
+            )
         if reject is not None:
-            self._dead.add(np.array([seq]), np.array([name], dtype=object), np.array([ts]),
-                           np.array([value], dtype=object), *reject)
+            self._dead.add(
+                np.array([seq]),
+                np.array([name], dtype=object),
+                np.array([ts]),
+                np.array([value], dtype=object),
+                *reject,
+            )
             return
         if pos is None:
             pos = reg.insert(ts, value)
@@ -326,9 +357,16 @@ class Monitor:
             window.close()
         return views
 
-    def _evaluate(self, name: str, seq: np.ndarray, ts: np.ndarray, vals: np.ndarray,
-                  views: dict[WindowSpec, WindowView], replayed: bool = False,
-                  queries: Iterable[CompiledQuery] | None = None) -> None:
+    def _evaluate(
+        self,
+        name: str,
+        seq: np.ndarray,
+        ts: np.ndarray,
+        vals: np.ndarray,
+        views: dict[WindowSpec, WindowView],
+        replayed: bool = False,
+        queries: Iterable[CompiledQuery] | None = None,
+    ) -> None:
         bindings = _Bindings(name, ts, vals, views)
         for rank, query in enumerate(self._queries.values()):
             if queries is None and name not in self._attached[query.name]:
@@ -342,12 +380,20 @@ class Monitor:
             coverage = np.ones(int(fired.sum()))
             for spec in query.windows:
                 coverage = np.minimum(coverage, hit.stat("coverage", spec))
-            self._events.add(EventChunk(
-                epoch=self._epoch, order=seq[fired], rank=rank, query=query.name, series=name,
-                ts_ms=hit.ts_ms, values=hit.value,
-                payload={label: evaluate(hit) for label, evaluate in query.payload},
-                coverage=coverage, replayed=replayed,
-            ))
+            self._events.add(
+                EventChunk(
+                    epoch=self._epoch,
+                    order=seq[fired],
+                    rank=rank,
+                    query=query.name,
+                    series=name,
+                    ts_ms=hit.ts_ms,
+                    values=hit.value,
+                    payload={label: evaluate(hit) for label, evaluate in query.payload},
+                    coverage=coverage,
+                    replayed=replayed,
+                )
+            )
 
     def _replay(self, query: CompiledQuery, from_ts: int) -> None:
         """Evaluate a new query over stored history since ``from_ts`` (``SINCE``)."""
@@ -362,8 +408,15 @@ class Monitor:
                 plan[spec].add(stat)
             views = self._views_as_of(name, p0, reg.end, {s: frozenset(v) for s, v in plan.items()})
             ts = np.array(reg.ts(p0, reg.end))
-            self._evaluate(name, ts, ts, np.array(reg.values(p0, reg.end)), views,
-                           replayed=True, queries=[query])
+            self._evaluate(
+                name,
+                ts,
+                ts,
+                np.array(reg.values(p0, reg.end)),
+                views,
+                replayed=True,
+                queries=[query],
+            )
 
     def _note_time(self, ts: int) -> None:
         self.now_ms = ts if self.now_ms is None else max(self.now_ms, ts)
@@ -379,7 +432,7 @@ class Monitor:
 
     def window_stats(self, series: str, window: str | WindowSpec) -> dict[str, float]:
         """Every statistic of one window of a series as of its newest point."""
-        spec = parse_window(window) if isinstance(window, str) else window
+        spec = _parse_window(window) if isinstance(window, str) else window
         reg = self._registers.get(series)
         if reg is None:
             raise KeyError(f"unknown series {series!r}; registered: {len(self._registers)}")
@@ -404,6 +457,14 @@ class Monitor:
             "queries": len(self._queries),
             "points_stored": sum(len(r) for r in self._registers.values()),
         }
+
+
+def _parse_window(text: str) -> WindowSpec:
+    """Read a window written as in a query (``5m``, ``100 points``, ``since ...``)."""
+    expr = parse_expr(f"count({text})")
+    if not isinstance(expr, Stat):
+        raise ValueError(f"{text!r} is not a window; write e.g. '5m' or '100 points'")
+    return expr.window
 
 
 def _millis(value: str | int | None) -> int | None:

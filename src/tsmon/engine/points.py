@@ -40,13 +40,24 @@ def read_batch(
     numbers, reasons = _read_values(raw_values)
     keep = ts_ok & (reasons == "")
     bad_ts = ~ts_ok
-    dead.add(seq[bad_ts], names[bad_ts], np.full(bad_ts.sum(), None), raw_values[bad_ts],
-             Reason.BAD_TIMESTAMP,
-             [f"cannot read timestamp {t!r}; pass epoch ms or ISO-8601" for t in raw_ts[bad_ts]])
+    dead.add(
+        seq[bad_ts],
+        names[bad_ts],
+        np.full(bad_ts.sum(), None),
+        raw_values[bad_ts],
+        Reason.BAD_TIMESTAMP,
+        [f"cannot read timestamp {t!r}; pass epoch ms or ISO-8601" for t in raw_ts[bad_ts]],
+    )
     for reason in (Reason.MISSING, Reason.NOT_NUMERIC, Reason.NAN, Reason.INFINITE):
         hit = ts_ok & (reasons == reason.value)
-        dead.add(seq[hit], names[hit], ts_ms[hit], raw_values[hit], reason,
-                 [f"value {v!r} is {_EXPLAIN[reason]}" for v in raw_values[hit]])
+        dead.add(
+            seq[hit],
+            names[hit],
+            ts_ms[hit],
+            raw_values[hit],
+            reason,
+            [f"value {v!r} is {_EXPLAIN[reason]}" for v in raw_values[hit]],
+        )
     return Batch(seq[keep], names[keep], ts_ms[keep], numbers[keep])
 
 

@@ -94,7 +94,7 @@ def _constant(number: float) -> Evaluator:
     return lambda b: np.full(len(b.value), number, dtype=np.float64)
 
 
-def _build(expr: ast.Expr) -> Evaluator:  # noqa: PLR0911 - one branch per node type
+def _build(expr: ast.Expr) -> Evaluator:
     if isinstance(expr, ast.Number):
         return _constant(expr.value)
     if isinstance(expr, ast.Duration):

@@ -8,20 +8,22 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 FRIENDLY_TERMINALS: dict[str, str] = {
     "_RPAR": "')'",
     "_COMMA": "','",
-    "_LPAR": "'('",
     "WINDOW": "a window like 5m or 100 points",
     "NUMBER": "a number",
     "DURATION": "a duration like 5m",
     "STAT_NAME": "a statistic like mean(5m)",
     "NAME": "a name",
     "SERIES": "a series name or pattern",
+    "_LPAR": "'('",
     "PLUS": "'+'",
     "MINUS": "'-'",
+    "_NOT": "NOT",
+    "OPERATOR": "an operator like + * or >",
+    "ARITH_OPERATOR": "an arithmetic operator like + or *",
     "STAR": "'*'",
     "SLASH": "'/'",
     "PERCENT": "'%'",
     "COMP_OP": "a comparison like > or <=",
-    "_NOT": "NOT",
     "_AND": "AND",
     "_OR": "OR",
     "_AS": "AS",
@@ -33,8 +35,8 @@ FRIENDLY_TERMINALS: dict[str, str] = {
     "_SEMI": "';'",
     "$END": "end of input",
 }
-_BINARY_OPERATORS = frozenset({"STAR", "SLASH", "PERCENT", "COMP_OP"})
-OPERATOR = "an operator like + * or >"
+_OPERATORS = frozenset({"PLUS", "MINUS", "STAR", "SLASH", "PERCENT", "COMP_OP"})
+_OPERAND_STARTS = frozenset({"NUMBER", "DURATION", "STAT_NAME", "NAME"})
 _IGNORED = frozenset({"WS", "COMMENT"})
 
 
@@ -64,7 +66,12 @@ class QuerySyntaxError(ValueError):
     """
 
     def __init__(
-        self, detail: str, line: int, column: int, source: str = "", expected: list[str] | None = None
+        self,
+        detail: str,
+        line: int,
+        column: int,
+        source: str = "",
+        expected: list[str] | None = None,
     ) -> None:
         self.detail = detail
         self.line = line
@@ -82,24 +89,23 @@ class QuerySyntaxError(ValueError):
 def friendly_expected(names: set[str] | frozenset[str] | list[str]) -> list[str]:
     """Turn lark terminal names into the sorted, human-readable list shown to users.
 
-    When the parser would accept any binary operator the operators collapse into one entry.
+    After a complete operand the binary operators collapse into one entry.
 
     Examples
     --------
     >>> friendly_expected({"_RPAR", "_COMMA"})
     ["')'", "','"]
-    >>> friendly_expected({"STAR", "SLASH", "PLUS", "MINUS", "_LPAR", "_RPAR"})
+    >>> friendly_expected({"STAR", "COMP_OP", "PLUS", "MINUS", "_LPAR", "_RPAR"})
     ["')'", 'an operator like + * or >']
     """
     names = {n for n in names if n not in _IGNORED}
-    group = bool(names & _BINARY_OPERATORS)
-    if group:  # after a complete operand: '(' could only start a call of an unknown function
-        names -= _BINARY_OPERATORS | {"PLUS", "MINUS", "_LPAR"}
+    if names & _OPERATORS and not names & _OPERAND_STARTS:
+        # After a complete operand: any binary operator may follow ('(' only as the call of an
+        # unknown function, so it is left out).
+        group = "OPERATOR" if "COMP_OP" in names else "ARITH_OPERATOR"
+        names = (names - _OPERATORS - {"_LPAR"}) | {group}
     shown = [text for name, text in FRIENDLY_TERMINALS.items() if name in names]
-    shown += sorted(n for n in names if n not in FRIENDLY_TERMINALS)
-    if group:
-        shown.append(OPERATOR)
-    return shown
+    return shown + sorted(n for n in names if n not in FRIENDLY_TERMINALS)
 
 
 def _expectation(expected: list[str]) -> str:

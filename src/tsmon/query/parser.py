@@ -50,7 +50,14 @@ def parse_queries(text: str) -> list[ast.QueryDef]:
     (['hot', 'all', 'low'], ('host*.cpu',), 'QUERY hot ON host*.cpu WHEN mean(5m) > 0.9')
     """
     tree = _parse(text, "start")
-    builder = _Builder(text)
+    try:
+        return _statements(tree, _Builder(text))
+    except RecursionError:
+        raise QuerySyntaxError("expression is nested too deeply", 1, 1, text) from None
+
+
+def _statements(tree: Tree, builder: _Builder) -> list[ast.QueryDef]:
+    text = builder.source
     queries: list[ast.QueryDef] = []
     seen: dict[str, ast.QueryDef] = {}
     previous_end = 0
@@ -78,8 +85,8 @@ def parse_query(text: str) -> ast.QueryDef:
     Examples
     --------
     >>> q = parse_query("QUERY q ON a.b WHEN abs(value) > 3 * std(1h) SINCE -2h")
-    >>> q.since_ms, q.when.right
-    (7200000, BinOp(op='*', left=Number(value=3.0), right=Stat(name='stddev', window=WindowSpec(kind=<WindowKind.TIME: 'time'>, size=3600000))))
+    >>> q.since_ms, q.when.right.right
+    (7200000, Stat(name='stddev', window=WindowSpec(kind=<WindowKind.TIME: 'time'>, size=3600000)))
     """
     queries = parse_queries(text)
     if len(queries) != 1:
@@ -103,7 +110,11 @@ def parse_expr(text: str) -> ast.Expr:
     BinOp(op='%', left=Neg(operand=Value(spelling='value')), right=Number(value=2.0))
     """
     builder = _Builder(text)
-    expr = builder.expr(_parse(text, "expr"))
+    tree = _parse(text, "expr")
+    try:
+        expr = builder.expr(tree)
+    except RecursionError:
+        raise QuerySyntaxError("expression is nested too deeply", 1, 1, text) from None
     builder.no_series(expr)
     return expr
 

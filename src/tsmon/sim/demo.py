@@ -53,7 +53,9 @@ def run_demo(console: Console, hosts: int = 100, hours: float = 24.0) -> int:
         frame = fleet.points(min(chunk, steps - offset), offset)
         if offset == chunk * 3:
             frame = _with_bad_points(frame)
-        monitor.ingest(frame["series"].to_numpy(), frame["ts"].to_numpy(), frame["value"].to_numpy())
+        monitor.ingest(
+            frame["series"].to_numpy(), frame["ts"].to_numpy(), frame["value"].to_numpy()
+        )
         hour = (offset + chunk) // 60
         if hour == steps // 120:
             monitor.add_query(LATE_QUERY)
@@ -76,18 +78,33 @@ def _with_bad_points(frame: pd.DataFrame) -> pd.DataFrame:
     last_ts = int(frame["ts"].max())
     bad = pd.DataFrame(
         {
-            "series": ["host000.cpu", "host001.cpu", "host002.cpu", "nosuch.metric",
-                       "host003.cpu", "host004.cpu", "host005.cpu"],
-            "ts": [last_ts + 1, last_ts + 1, last_ts + 1, last_ts, last_ts - 90_000,
-                   last_ts - 3_570_000, last_ts],
+            "series": [
+                "host000.cpu",
+                "host001.cpu",
+                "host002.cpu",
+                "nosuch.metric",
+                "host003.cpu",
+                "host004.cpu",
+                "host005.cpu",
+            ],
+            "ts": [
+                last_ts + 1,
+                last_ts + 1,
+                last_ts + 1,
+                last_ts,
+                last_ts - 90_000,
+                last_ts - 3_570_000,
+                last_ts,
+            ],
             "value": [np.nan, "n/a", np.inf, 0.5, 0.42, 0.42, 0.99],
         }
     )  # NaN, text, inf, unknown series, late within 5m, too late, duplicate (kept last)
     return pd.concat([frame.astype({"value": object}), bad], ignore_index=True)
 
 
-def _report(console: Console, monitor: Monitor, counts: Counter[str], samples: list,
-            elapsed: float) -> None:
+def _report(
+    console: Console, monitor: Monitor, counts: Counter[str], samples: list, elapsed: float
+) -> None:
     stats = monitor.stats()
     table = Table(title="events per query")
     table.add_column("query")

@@ -82,7 +82,9 @@ def random_walks(n_series: int, n_points: int, seed: int = 0, step_ms: int = 1_0
     values = 100.0 + np.cumsum(rng.normal(0.0, 1.0, (n_points, n_series)), axis=0)
     frame = pd.DataFrame(
         {
-            "series": np.tile(np.array([f"rw{i}" for i in range(n_series)], dtype=object), n_points),
+            "series": np.tile(
+                np.array([f"rw{i}" for i in range(n_series)], dtype=object), n_points
+            ),
             "ts": ts.reshape(-1),
             "value": values.reshape(-1),
         }

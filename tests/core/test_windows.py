@@ -1,0 +1,159 @@
+"""Window statistics against a from-scratch recomputation, on hypothesis-generated streams."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.oracle import tolerance, window_index, window_stats
+from tsmon.core.register import Register, RegisterConfig
+from tsmon.core.window_spec import WindowSpec
+from tsmon.core.windows import STATS, Window
+
+MOMENT_AND_ORDER_STATS = [s for s in STATS if s != "coverage"]
+
+
+@st.composite
+def streams(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
+    """Irregular timestamps, values around a possibly huge offset, with occasional outliers."""
+    n = draw(st.integers(1, 160))
+    gaps = draw(st.lists(st.integers(1, 400_000), min_size=n, max_size=n))
+    ts = 1_700_000_000_000 + np.cumsum(np.array(gaps, dtype=np.int64))
+    offset = draw(st.sampled_from([0.0, 1e9, -3.5e6, 1e-3]))
+    kind = draw(st.sampled_from(["noise", "walk", "steps"]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    noise = rng.normal(0.0, draw(st.sampled_from([1e-3, 1.0, 50.0])), n)
+    if kind == "walk":
+        noise = np.cumsum(noise)
+    elif kind == "steps":
+        noise = np.round(noise)  # many ties for min/max
+    return ts, offset + noise
+
+
+@st.composite
+def specs(draw: st.DrawFn, ts: np.ndarray) -> WindowSpec:
+    kind = draw(st.sampled_from(["count", "time", "landmark"]))
+    if kind == "count":
+        return WindowSpec.count(draw(st.integers(1, 40)))
+    if kind == "time":
+        return WindowSpec.time(draw(st.integers(1, 3_000_000)))
+    return WindowSpec.landmark(int(draw(st.sampled_from(ts.tolist()))) + draw(st.integers(-5, 5)))
+
+
+def split_points(draw: st.DrawFn, n: int) -> list[int]:
+    cuts = draw(st.lists(st.integers(1, max(n - 1, 1)), max_size=8))
+    return sorted({0, n, *[c for c in cuts if 0 < c < n]})
+
+
+def assert_matches(
+    name: str, got: np.ndarray, ts: np.ndarray, values: np.ndarray, spec, first: int
+):
+    expected = np.array(
+        [
+            window_stats(ts[idx], values[idx])[name]
+            for idx in (window_index(ts, j, spec) for j in range(first, first + len(got)))
+        ]
+    )
+    rtol, atol = tolerance(name, values, ts)
+    np.testing.assert_allclose(
+        got, expected, rtol=rtol, atol=atol, equal_nan=True, err_msg=f"{name} of window {spec}"
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), stream=streams())
+def test_every_statistic_matches_recomputation(data: st.DataObject, stream) -> None:
+    ts, values = stream
+    spec = data.draw(specs(ts))
+    bounds = split_points(data.draw, len(ts))
+    reg = Register("s", RegisterConfig(retention_ms=None))
+    window = Window(spec, reg)
+    got = {name: [] for name in MOMENT_AND_ORDER_STATS}
+    for lo, hi in itertools.pairwise(bounds):
+        p0, p1 = reg.append(ts[lo:hi], values[lo:hi])
+        view = window.advance(p0, p1, STATS)
+        for name in got:
+            got[name].append(view.stat(name))
+        np.testing.assert_array_equal(view.stat("coverage"), 1.0)
+    for name, parts in got.items():
+        assert_matches(name, np.concatenate(parts), ts, values, spec, 0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data(), stream=streams())
+def test_window_inserted_mid_stream_equals_recomputation(data: st.DataObject, stream) -> None:
+    """Claim 3: a window created while running is populated from history at once."""
+    ts, values = stream
+    spec = data.draw(specs(ts))
+    insert_at = data.draw(st.integers(0, len(ts) - 1))
+    reg = Register("s", RegisterConfig(retention_ms=None))
+    reg.append(ts[:insert_at], values[:insert_at])
+    window = Window(spec, reg)
+    p0, p1 = reg.append(ts[insert_at:], values[insert_at:])
+    view = window.advance(p0, p1, STATS)
+    for name in MOMENT_AND_ORDER_STATS:
+        assert_matches(name, view.stat(name), ts, values, spec, insert_at)
+
+
+def test_larger_window_keeps_history_for_an_inserted_one() -> None:
+    """The register keeps only 10 points itself; a 100-point window pins what it holds, so a
+    50-point window inserted later is full and exact. Without it, coverage says 10/50."""
+    ts = np.arange(300, dtype=np.int64) * 1000
+    values = np.sin(np.arange(300) / 7.0) * 100 + 1e9
+    for with_larger in (True, False):
+        reg = Register("s", RegisterConfig(capacity_points=10, retention_ms=None))
+        larger = Window(WindowSpec.count(100), reg) if with_larger else None
+        for lo in range(0, 200, 37):
+            hi = min(lo + 37, 200)
+            p0, p1 = reg.append(ts[lo:hi], values[lo:hi])
+            if larger is not None:
+                larger.advance(p0, p1, {"mean"})
+            reg.evict()
+        inserted = Window(WindowSpec.count(50), reg)
+        p0, p1 = reg.append(ts[200:201], values[200:201])
+        view = inserted.advance(p0, p1, STATS)
+        if with_larger:
+            assert view.stat("coverage")[0] == 1.0
+            assert_matches("mean", view.stat("mean"), ts, values, WindowSpec.count(50), 200)
+            assert_matches("max", view.stat("max"), ts, values, WindowSpec.count(50), 200)
+        else:
+            assert view.stat("coverage")[0] == pytest.approx(11 / 50)
+            assert view.stat("count")[0] == 11
+
+
+def test_time_window_coverage_grows_until_span_observed() -> None:
+    ts = np.arange(0, 100_000, 1000, dtype=np.int64)
+    reg = Register("s", RegisterConfig(capacity_points=5, retention_ms=None))
+    reg.append(ts[:50], np.ones(50))
+    reg.evict()  # keeps ts 45_000 .. 49_000: history complete from 44_001
+    window = Window(WindowSpec.time(20_000), reg)
+    p0, p1 = reg.append(ts[50:], np.ones(50))
+    coverage = window.advance(p0, p1, {"coverage"}).stat("coverage")
+    expected = np.clip((ts[50:] - 44_001 + 1) / 20_000, 0, 1)
+    np.testing.assert_allclose(coverage, expected)
+    assert coverage[0] < 1 and coverage[-1] == 1
+
+
+def test_sliding_window_pins_only_what_it_holds() -> None:
+    reg = Register("s", RegisterConfig(capacity_points=1, retention_ms=None))
+    window = Window(WindowSpec.time(10_000), reg)
+    p0, p1 = reg.append(np.arange(0, 60_000, 1000, dtype=np.int64), np.arange(60.0))
+    window.advance(p0, p1, {"mean"})
+    reg.evict()
+    assert reg.ts(reg.start, reg.end).tolist() == list(range(50_000, 60_000, 1000))
+    window.close()
+    reg.evict()
+    assert len(reg) == 1
+
+
+def test_advance_rejects_positions_it_does_not_follow() -> None:
+    reg = Register("s", RegisterConfig(retention_ms=None))
+    window = Window(WindowSpec.count(3), reg)
+    reg.append(np.array([1, 2]), np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="advance with the positions"):
+        window.advance(1, 2, {"mean"})

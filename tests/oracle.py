@@ -1,0 +1,52 @@
+"""From-scratch recomputation of window statistics: the exact answers tests compare against."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tsmon.core.window_spec import WindowKind, WindowSpec
+
+
+def window_index(ts: np.ndarray, j: int, spec: WindowSpec) -> np.ndarray:
+    """Indices of the points in ``spec``'s window as of point ``j`` (``ts`` sorted)."""
+    upto = np.arange(j + 1)
+    if spec.kind is WindowKind.COUNT:
+        return upto[max(0, j + 1 - spec.size) :]
+    if spec.kind is WindowKind.TIME:
+        return upto[ts[: j + 1] > ts[j] - spec.size]
+    return upto[ts[: j + 1] >= spec.size]
+
+
+def window_stats(ts: np.ndarray, values: np.ndarray) -> dict[str, float]:
+    """Every statistic of the points given, recomputed with numpy."""
+    n = len(values)
+    nan = float("nan")
+    out = {"count": float(n), "sum": float(values.sum()) if n else 0.0}
+    out["mean"] = float(values.mean()) if n else nan
+    out["var"] = float(values.var(ddof=1)) if n > 1 else nan
+    out["stddev"] = float(np.sqrt(out["var"]))
+    out["min"] = float(values.min()) if n else nan
+    out["max"] = float(values.max()) if n else nan
+    out["first"] = float(values[0]) if n else nan
+    out["last"] = float(values[-1]) if n else nan
+    span_s = (ts[-1] - ts[0]) / 1000.0 if n else 0.0
+    out["rate"] = float((values[-1] - values[0]) / span_s) if span_s > 0 else nan
+    if n > 1 and span_s > 0:
+        tau = (ts - ts.mean()) / 1000.0
+        out["slope"] = float(tau @ (values - values.mean()) / (tau @ tau))
+    else:
+        out["slope"] = nan
+    return out
+
+
+def tolerance(name: str, values: np.ndarray, ts: np.ndarray) -> tuple[float, float]:
+    """(rtol, atol) for comparing ``name``: relative to the scale of the whole stream, so a
+    cancellation error on large offsets (1e9 + noise) cannot hide inside it."""
+    spread = float(np.ptp(values)) if len(values) else 0.0
+    scale = float(np.abs(values).max()) if len(values) else 0.0
+    t_spread = max(float(np.ptp(ts)) / 1000.0, 1e-3) if len(ts) else 1.0
+    if name in ("var", "stddev"):
+        return 1e-6, 1e-9 * (spread**2 + 1.0) if name == "var" else 1e-4 * (spread + 1e-3)
+    if name in ("slope", "rate"):
+        return 1e-6, 1e-8 * (spread + 1.0) / 1e-3 + 1e-9 * scale / t_spread
+    return 1e-9, 1e-12 * scale * len(values) + 1e-12

@@ -1,0 +1,122 @@
+"""Malformed queries: exact positions, expected tokens and readable messages."""
+
+from __future__ import annotations
+
+import pytest
+
+from tsmon.query import QuerySyntaxError, parse_queries, parse_query
+
+WINDOW = "a window like 5m or 100 points"
+OPERATOR = "an operator like + * or >"
+
+# (text, line, column, tokens that must be in .expected, text the message must contain)
+PARSE_ERRORS = [
+    ("QUERY q ON x\n  EMIT abs(value WHEN", 2, 18, ["')'", "','", OPERATOR, "AND"], "got 'WHEN'"),
+    ("QUERY q ON x WHEN mean() > 1", 1, 24, [WINDOW], "got ')'"),
+    ("QUERY q ON x WHEN mean(5m > 1", 1, 27, ["')'"], "expected ')' but got '>'"),
+    (
+        "QUERY q ON x WHEN",
+        1,
+        18,
+        ["a number", "'('", "NOT", "a statistic like mean(5m)"],
+        "got end of input",
+    ),
+    (
+        "QUERY q ON x WHEN value >",
+        1,
+        26,
+        ["a number", "a duration like 5m", "'-'"],
+        "got end of input",
+    ),
+    ("QUERY q ON x WHEN (value > 1", 1, 29, ["')'"], "expected ')' but got end of input"),
+    ("QUERY q x", 1, 9, ["ON"], "expected ON but got 'x'"),
+    ("QUERY q ON x, WHEN value > 1", 1, 20, ["','", "WHEN", "EMIT", "SINCE"], "got 'value'"),
+    ("SELECT * FROM x", 1, 1, ["QUERY", "';'"], "got 'SELECT'"),
+    ("QUERY q ON x WHEN value # 2", 1, 25, ["AND", "OR", "EMIT"], "got '#'"),
+    ("QUERY q ON x EMIT value AS", 1, 27, ["a name"], "got end of input"),
+    ("QUERY q ON x WHEN mean(100 pints) > 1", 1, 24, [WINDOW], "got '100'"),
+    ("-- comment\nQUERY q ON x WHEN value > 1 > 2 -- chained", 2, 29, ["AND", "EMIT"], "got '>'"),
+    ("QUERY q ON x SINCE -", 1, 21, ["a duration like 5m"], "got end of input"),
+    ("QUERY 7 ON x", 1, 7, ["a name"], "got '7'"),
+]
+
+SEMANTIC_ERRORS = [
+    ("QUERY q ON x WHEN meen(5m) > 1", 1, 19, "unknown function 'meen'; functions are abs, count"),
+    ("QUERY q ON x WHEN mean > 1", 1, 19, "mean needs a window"),
+    ("QUERY q ON x WHEN 1 < STD", 1, 23, "stddev needs a window"),
+    ("QUERY q ON x WHEN abs(1, 2) > 1", 1, 19, "abs takes exactly 1 argument, got 2"),
+    ("QUERY q ON x WHEN abs() > 1", 1, 19, "abs takes exactly 1 argument, got 0"),
+    ("QUERY q ON x WHEN mean(0 points) > 1", 1, 24, "whole number of points > 0"),
+    ("QUERY q ON x WHEN mean(1.5 points) > 1", 1, 24, "whole number of points > 0"),
+    ("QUERY q ON x WHEN mean(0m) > 1", 1, 24, "duration must be > 0 ms"),
+    ("QUERY q ON x WHEN value > 0s", 1, 27, "duration must be > 0 ms"),
+    ("QUERY q ON x\n-- again\nQUERY Q ON y", 3, 1, "duplicate query name 'Q'"),
+    ("QUERY q ON x EMIT mean(5m), avg(5m)", 1, 29, "duplicate EMIT label 'mean(5m)'"),
+    ("QUERY q ON x EMIT value AS v, ts AS v", 1, 31, "duplicate EMIT label 'v'"),
+    ("QUERY q ON x SINCE 1h", 1, 20, "SINCE takes a negative duration"),
+    ("QUERY q ON x SINCE +1h", 1, 20, "SINCE takes a negative duration"),
+    ("QUERY q ON x WHEN mean(since 2024-13-01) > 1", 1, 24, "cannot read instant '2024-13-01'"),
+    ("QUERY q ON x WHEN value > 1 QUERY r ON y", 1, 29, "new line or after ';'"),
+    ("QUERY q ON x WHEN series == 1", 1, 19, "can only be a whole EMIT item"),
+    ("QUERY q ON x EMIT abs(series)", 1, 23, "can only be a whole EMIT item"),
+    ("QUERY q ON x WHEN foo > 1", 1, 19, "unknown name 'foo'"),
+    ("QUERY q ON WHEN", 1, 12, "expected a series name or pattern but got 'WHEN'"),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "column", "expected", "found"), PARSE_ERRORS)
+def test_parse_errors(text: str, line: int, column: int, expected: list[str], found: str) -> None:
+    with pytest.raises(QuerySyntaxError) as info:
+        parse_queries(text)
+    err = info.value
+    assert (err.line, err.column) == (line, column), str(err)
+    for token in expected:
+        assert token in err.expected, (token, err.expected)
+    message = str(err)
+    assert message.startswith(f"line {line}:{column}: expected "), message
+    assert found in message
+    source_line = text.splitlines()[line - 1]
+    caret_line = message.splitlines()[-1]
+    assert message.splitlines()[-2] == f"  {source_line}"
+    assert caret_line == "  " + " " * (column - 1) + "^"
+
+
+@pytest.mark.parametrize(("text", "line", "column", "detail"), SEMANTIC_ERRORS)
+def test_semantic_errors(text: str, line: int, column: int, detail: str | None) -> None:
+    with pytest.raises(QuerySyntaxError) as info:
+        parse_queries(text)
+    err = info.value
+    assert (err.line, err.column) == (line, column), str(err)
+    assert f"line {line}:{column}: " in str(err)
+    if detail is not None:
+        assert detail in str(err)
+    assert err.expected == []
+
+
+def test_syntax_error_is_value_error_and_never_a_lark_exception() -> None:
+    for text in ["QUERY", "QUERY q ON", "QUERY q ON x WHEN ((", "\x00", "QUERY q ON x WHEN 1 @ 2"]:
+        with pytest.raises(QuerySyntaxError) as info:
+            parse_queries(text)
+        assert isinstance(info.value, ValueError)
+        assert type(info.value) is QuerySyntaxError
+        assert info.value.__cause__ is None
+
+
+def test_unknown_function_lists_the_functions() -> None:
+    with pytest.raises(QuerySyntaxError) as info:
+        parse_query("QUERY q ON x WHEN meen(5m) > 1")
+    for name in ["abs", "mean", "stddev", "coverage", "slope", "rate"]:
+        assert name in str(info.value)
+
+
+def test_parse_query_wants_exactly_one_statement() -> None:
+    with pytest.raises(QuerySyntaxError, match="exactly one"):
+        parse_query("QUERY a ON x; QUERY b ON y")
+    with pytest.raises(QuerySyntaxError, match="exactly one"):
+        parse_query("-- nothing here")
+
+
+def test_deep_nesting_is_a_syntax_error_not_a_crash() -> None:
+    text = "QUERY q ON x WHEN " + "abs(" * 3000 + "1" + ")" * 3000
+    with pytest.raises(QuerySyntaxError, match="nested too deeply"):
+        parse_query(text)
