@@ -40,13 +40,27 @@ def window_stats(ts: np.ndarray, values: np.ndarray) -> dict[str, float]:
 
 
 def tolerance(name: str, values: np.ndarray, ts: np.ndarray) -> tuple[float, float]:
-    """(rtol, atol) for comparing ``name``: relative to the scale of the whole stream, so a
-    cancellation error on large offsets (1e9 + noise) cannot hide inside it."""
+    """(rtol, atol) for comparing ``name`` over windows of this stream.
+
+    Order statistics and counts are picked or counted, so they must match exactly. The others
+    get float64 rounding bounds: a few ulps of the stream's magnitude (``scale``) per point
+    summed, plus a 1e-9 share of its spread for the moments. A cancellation error on large
+    offsets (1e9 + noise) is many orders of magnitude above these bounds.
+    """
+    eps = np.finfo(np.float64).eps
+    n = max(len(values), 1)
     spread = float(np.ptp(values)) if len(values) else 0.0
     scale = float(np.abs(values).max()) if len(values) else 0.0
+    if name in ("count", "min", "max", "first", "last"):
+        return 0.0, 0.0
+    if name == "mean":
+        return 1e-12, 8 * eps * scale + 1e-10 * spread
+    if name == "sum":
+        return 1e-12, n * (8 * eps * scale + 1e-10 * spread)
+    var_atol = 1e-9 * spread**2 + (8 * eps * scale) ** 2
+    if name == "var":
+        return 1e-6, var_atol
+    if name == "stddev":  # |sqrt(a) - sqrt(b)| <= sqrt(|a - b|)
+        return 1e-6, float(np.sqrt(var_atol))
     t_spread = max(float(np.ptp(ts)) / 1000.0, 1e-3) if len(ts) else 1.0
-    if name in ("var", "stddev"):
-        return 1e-6, 1e-9 * (spread**2 + 1.0) if name == "var" else 1e-4 * (spread + 1e-3)
-    if name in ("slope", "rate"):
-        return 1e-6, 1e-8 * (spread + 1.0) / 1e-3 + 1e-9 * scale / t_spread
-    return 1e-9, 1e-12 * scale * len(values) + 1e-12
+    return 1e-6, 1e-9 * (spread + 1.0) / 1e-3 + 8 * eps * scale / t_spread  # slope, rate

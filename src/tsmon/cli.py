@@ -59,7 +59,11 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--batch", type=int, default=2_000, help="points per ingest call")
     replay.add_argument("--show", type=int, default=20, help="events to print (0: none)")
     replay.add_argument("--events-out", type=Path, help="write every event to this CSV")
-    replay.add_argument("--allowed-lateness", default="0ms", help="e.g. 5m")
+    replay.add_argument(
+        "--allowed-lateness",
+        default="0ms",
+        help="how far behind its series' newest point a point may arrive, e.g. 5m (default: 0ms)",
+    )
     replay.set_defaults(run=_replay)
     return parser
 

@@ -1,96 +1,130 @@
-"""Feature sums of ``(t, x)`` pairs: what count, sum, mean, variance and slope derive from.
+"""Feature sums of ``(t, x)`` pairs: what sum, mean, variance and slope derive from.
 
-A window keeps the sums of ``[1, d, d^2, tau, tau^2, tau*d]`` with ``d = x - K`` and
-``tau = (t - T0) / 1000`` (seconds) about anchors ``K`` (a value) and ``T0`` (an integer
-timestamp in ms). Anchors near the window's means keep the sums small, so the variance is free
-of catastrophic cancellation even for values like ``1e9 + noise`` (the shifted-data form of
-Chan, Golub & LeVeque). Before each batch the anchors move to the current means by an exact
-algebraic shift of the sums; the time anchor stays an integer so that timestamps of ~1.7e12 ms
-lose nothing to rounding.
+A window keeps the count ``n`` and the sums of ``[d, d^2]`` (plus ``[tau, tau^2, tau*d]`` when
+a slope is asked for) with ``d = x - K`` and ``tau = (t - T0) / 1000`` seconds, about anchors
+``K`` (a value) and ``T0`` (an integer timestamp in ms). Anchors near the window's means keep
+the sums small, so the variance is free of catastrophic cancellation even for values like
+``1e9 + noise`` (the shifted-data form of Chan, Golub & LeVeque). Before each batch the anchors
+move to the current means by an exact algebraic shift of the sums; the time anchor stays an
+integer so that timestamps of ~1.7e12 ms lose nothing to rounding.
 """
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass, field
 
 import numpy as np
 
-N_FEATURES = 6
+VALUE_ROWS = 2  # d, d^2
+TIME_ROWS = 5  # d, d^2, tau, tau^2, tau*d
+SQUARE_ROWS = {VALUE_ROWS: [1], TIME_ROWS: [1, 3]}  # the rows that only grow
 
 
 @dataclass
 class Moments:
-    """Feature sums about ``(anchor, anchor_t_ms)``.
+    """Count and feature sums about ``(anchor, anchor_t_ms)``.
 
     Examples
     --------
-    >>> m = Moments.exact(np.array([0, 1000, 2000]), np.array([1.0, 3.0, 5.0]))
-    >>> {k: float(v[0]) for k, v in stats_from_sums(m.sums[None, :], m.anchor).items()}
-    {'count': 3.0, 'sum': 9.0, 'mean': 3.0, 'var': 4.0, 'stddev': 2.0, 'slope': 2.0}
+    >>> m = Moments.exact(np.array([0, 1000, 2000]), np.array([1.0, 3.0, 5.0]), with_time=True)
+    >>> stats = stats_from_sums(np.array([m.n]), m.sums[:, None], m.anchor, {"var", "slope"})
+    >>> float(stats["var"][0]), float(stats["slope"][0])
+    (4.0, 2.0)
     """
 
     anchor: float = 0.0
     anchor_t_ms: int = 0
-    sums: np.ndarray = field(default_factory=lambda: np.zeros(N_FEATURES))
+    n: float = 0.0
+    sums: np.ndarray = field(default_factory=lambda: np.zeros(VALUE_ROWS))
 
     @property
-    def n(self) -> float:
-        """Number of points summed."""
-        return float(self.sums[0])
+    def with_time(self) -> bool:
+        """Whether the time moments (for the slope) are kept."""
+        return len(self.sums) == TIME_ROWS
 
     @classmethod
-    def exact(cls, ts_ms: np.ndarray, values: np.ndarray) -> Moments:
+    def exact(cls, ts_ms: np.ndarray, values: np.ndarray, with_time: bool = False) -> Moments:
         """Sums of the given points about their own means: the most accurate form."""
         if len(values) == 0:
-            return cls()
+            return cls(sums=np.zeros(TIME_ROWS if with_time else VALUE_ROWS))
         anchor = float(values.mean())
         anchor_t = int(ts_ms[0]) + round(float(np.mean(ts_ms - ts_ms[0])))
-        return cls(anchor, anchor_t, features(ts_ms, values, anchor, anchor_t).sum(axis=0))
+        rows = features(ts_ms, values, anchor, anchor_t, with_time)
+        return cls(anchor, anchor_t, float(len(values)), rows.sum(axis=1))
 
     def rebased(self, ts_ms: np.ndarray, values: np.ndarray) -> Moments:
         """The same sums about the current means (or the batch's first point when empty)."""
         n = self.n
         if n <= 0:
-            return Moments(float(values[0]), int(ts_ms[0]))
-        s1, s2, s3, s4, s5 = self.sums[1:]
+            return Moments(float(values[0]), int(ts_ms[0]), 0.0, np.zeros_like(self.sums))
+        s1, s2 = self.sums[:2]
         new_anchor = self.anchor + s1 / n
         delta = new_anchor - self.anchor  # the shift actually applied, after rounding
-        shift_ms = round(1000.0 * s3 / n)
-        eps = shift_ms / 1000.0
-        sums = np.array(
-            [
-                n,
-                s1 - n * delta,
-                s2 - 2 * delta * s1 + n * delta * delta,
+        shifted = [s1 - n * delta, s2 - 2 * delta * s1 + n * delta * delta]
+        shift_ms = 0
+        if self.with_time:
+            s3, s4, s5 = self.sums[2:]
+            shift_ms = round(1000.0 * s3 / n)
+            eps = shift_ms / 1000.0
+            shifted += [
                 s3 - n * eps,
                 s4 - 2 * eps * s3 + n * eps * eps,
                 s5 - delta * s3 - eps * s1 + n * eps * delta,
-            ]
-        )  # exact shift of each sum to d' = d - delta, tau' = tau - eps
-        return Moments(new_anchor, self.anchor_t_ms + shift_ms, sums)
+            ]  # exact shift of each sum to d' = d - delta, tau' = tau - eps
+        return Moments(new_anchor, self.anchor_t_ms + shift_ms, n, np.array(shifted))
 
 
-def features(ts_ms: np.ndarray, values: np.ndarray, anchor: float, anchor_t_ms: int) -> np.ndarray:
-    """Per-point feature rows ``[1, d, d^2, tau, tau^2, tau*d]`` about the anchors."""
-    d = values - anchor
-    tau = (ts_ms - anchor_t_ms) / 1000.0
-    return np.column_stack((np.ones_like(d), d, d * d, tau, tau * tau, tau * d))
+def features(
+    ts_ms: np.ndarray, values: np.ndarray, anchor: float, anchor_t_ms: int, with_time: bool
+) -> np.ndarray:
+    """Feature rows about the anchors, one column per point: ``d, d^2[, tau, tau^2, tau*d]``."""
+    out = np.empty((TIME_ROWS if with_time else VALUE_ROWS, len(values)))
+    np.subtract(values, anchor, out=out[0])
+    np.multiply(out[0], out[0], out=out[1])
+    if with_time:
+        np.subtract(ts_ms, anchor_t_ms, out=out[2])
+        out[2] /= 1000.0
+        np.multiply(out[2], out[2], out=out[3])
+        np.multiply(out[2], out[0], out=out[4])
+    return out
 
 
-def stats_from_sums(sums: np.ndarray, anchor: float) -> dict[str, np.ndarray]:
-    """count, sum, mean, var (ddof=1), stddev and least-squares slope per second, per row."""
-    n, s_d, s_dd, s_t, s_tt, s_td = sums.T
+def stats_from_sums(
+    n: np.ndarray, sums: np.ndarray, anchor: float, wanted: Set[str]
+) -> dict[str, np.ndarray]:
+    """The wanted ones of count, sum, mean, var (ddof=1), stddev and slope per second."""
+    out: dict[str, np.ndarray] = {}
     with np.errstate(divide="ignore", invalid="ignore"):
-        mean_d = np.where(n > 0, s_d / n, np.nan)
-        m2 = np.maximum(s_dd - s_d * mean_d, 0.0)
-        m2_t = s_tt - s_t * s_t / n
-        var = np.where(n > 1, m2 / (n - 1), np.nan)
-        slope = np.where((n > 1) & (m2_t > 0), (s_td - s_t * mean_d) / m2_t, np.nan)
-    return {
-        "count": n,
-        "sum": n * anchor + s_d,
-        "mean": anchor + mean_d,
-        "var": var,
-        "stddev": np.sqrt(var),
-        "slope": slope,
-    }
+        if "count" in wanted:
+            out["count"] = n
+        if "sum" in wanted:
+            out["sum"] = n * anchor + sums[0]
+        mean_d = sums[0] / n
+        if "mean" in wanted:
+            out["mean"] = anchor + mean_d
+        if "var" in wanted or "stddev" in wanted:
+            var = np.maximum(sums[1] - sums[0] * mean_d, 0.0) / (n - 1)
+            var[n < 2] = np.nan
+            out["var"] = var
+            out["stddev"] = np.sqrt(var)
+        if "slope" in wanted:
+            m2_t = sums[3] - sums[2] * sums[2] / n
+            slope = (sums[4] - sums[2] * mean_d) / m2_t
+            slope[(n < 2) | ~(m2_t > 0)] = np.nan
+            out["slope"] = slope
+    return out
+
+
+def ill_conditioned(n: np.ndarray, sums: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Points whose second moments are so small next to the running sums they came from that
+    the subtraction may have lost precision (a short window at the end of a long batch).
+
+    ``scale`` holds the sums of the squared rows added and subtracted to reach ``sums``.
+    """
+    limit = 2.0**-20  # unflagged points keep a relative error below ~ 2**20 * eps ~ 2e-10
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ill = sums[1] - sums[0] ** 2 / n < limit * scale[0]
+        if len(scale) > 1:
+            ill |= sums[3] - sums[2] ** 2 / n < limit * scale[1]
+    return ill & (n >= 2)

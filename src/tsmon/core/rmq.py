@@ -9,7 +9,7 @@ def range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """``max(values[lo[i] : hi[i] + 1])`` for every i; needs ``lo <= hi``.
 
     Builds the levels of a sparse table only up to the longest range asked for, so the cost is
-    O(m log L) for m ranges of length at most L.
+    O(m log L) for m ranges of length at most L, then answers every range with two lookups.
 
     Examples
     --------
@@ -20,15 +20,12 @@ def range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         return np.empty(0, dtype=values.dtype)
     if not lo.any():
         return np.maximum.accumulate(values)[hi]
-    length = hi - lo + 1
-    level = np.frexp(length.astype(np.float64))[1] - 1  # floor(log2(length)), exact for ints
-    out = np.empty(len(lo), dtype=values.dtype)
-    table = values
-    for k in range(int(level.max()) + 1):
-        if k:
-            step = 1 << (k - 1)
-            table = np.maximum(table[:-step], table[step:])
-        at = level == k
-        if at.any():
-            out[at] = np.maximum(table[lo[at]], table[hi[at] - (1 << k) + 1])
-    return out
+    level = np.frexp((hi - lo + 1).astype(np.float64))[1] - 1  # floor(log2(length))
+    top = int(level.max())
+    table = np.empty((top + 1, len(values)), dtype=values.dtype)
+    table[0] = values
+    for k in range(1, top + 1):
+        step = 1 << (k - 1)
+        np.maximum(table[k - 1, :-step], table[k - 1, step:], out=table[k, :-step])
+        table[k, -step:] = table[k - 1, -step:]  # never read: ranges stay inside the array
+    return np.maximum(table[level, lo], table[level, hi - (1 << level) + 1])

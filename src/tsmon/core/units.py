@@ -27,13 +27,18 @@ class UnitError(ValueError):
     """A duration or timestamp that cannot be read."""
 
 
-def parse_duration_ms(text: str) -> int:
+def parse_duration_ms(text: str, *, allow_zero: bool = False) -> int:
     """Read a duration such as ``"5m"`` or ``"1.5h"`` into milliseconds.
+
+    A zero duration is an error unless ``allow_zero`` is set: a window or a retention of 0 ms
+    is a mistake, while an allowed lateness of 0 ms is the natural default ("no lateness").
 
     Examples
     --------
     >>> parse_duration_ms("5m"), parse_duration_ms("250ms"), parse_duration_ms("1.5h")
     (300000, 250, 5400000)
+    >>> parse_duration_ms("0s", allow_zero=True)
+    0
     """
     match = _DURATION.match(text)
     if match is None:
@@ -43,7 +48,7 @@ def parse_duration_ms(text: str) -> int:
         )
     number, unit = match.groups()
     millis = round(float(number) * UNIT_MS[unit])
-    if millis <= 0:
+    if millis == 0 and not allow_zero:
         raise UnitError(f"duration must be > 0 ms, got {text!r}; pass a positive duration")
     return millis
 
@@ -62,11 +67,40 @@ def format_duration_ms(millis: int) -> str:
     return f"{millis}ms"
 
 
-def to_epoch_ms(ts: object) -> np.ndarray:
-    """Convert timestamps (ints in ms, datetime64, strings, pandas Timestamps) to int64 ms.
+def as_column(data: object) -> np.ndarray:
+    """One input column (array, pandas object, list, scalar) as a flat numpy array.
 
-    Integers are taken as milliseconds since the epoch; anything else goes through pandas and
-    naive times are read as UTC.
+    Arrays pass through without a copy. A list or tuple becomes an ``int64`` or ``float64``
+    array only when every item is a plain ``int`` or every item a plain ``float``; anything else
+    becomes an ``object`` array of the items as given, because ``np.asarray`` would silently turn
+    ``[True, 2.0]`` into ``[1.0, 2.0]`` and ``[5, "x"]`` into ``["5", "x"]``.
+
+    Examples
+    --------
+    >>> as_column([1, 2]).dtype, as_column([True, 2.0]).dtype, as_column([5, "x"]).tolist()
+    (dtype('int64'), dtype('O'), [5, 'x'])
+    """
+    if isinstance(data, np.ndarray):
+        return data.reshape(-1)
+    if not isinstance(data, (list, tuple)):
+        return np.asarray(data).reshape(-1)
+    types = set(map(type, data))
+    if types == {int}:
+        try:
+            return np.asarray(data, dtype=np.int64)
+        except OverflowError:  # an int beyond int64: keep it, the reader rejects it alone
+            pass
+    elif types == {float}:
+        return np.asarray(data, dtype=np.float64)
+    column = np.empty(len(data), dtype=object)
+    column[:] = data
+    return column
+
+
+def to_epoch_ms(ts: object) -> np.ndarray:
+    """Convert timestamps to int64 epoch milliseconds, raising if any cannot be read.
+
+    See :func:`read_epoch_ms` for what is accepted.
 
     Examples
     --------
@@ -75,20 +109,86 @@ def to_epoch_ms(ts: object) -> np.ndarray:
     >>> to_epoch_ms([5, 6]).tolist()
     [5, 6]
     """
-    arr = np.asarray(ts)
-    if arr.dtype.kind in "iu":
-        return arr.astype(np.int64, copy=False).reshape(-1)
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-            raise UnitError("float timestamps must be whole milliseconds; got fractions or NaN")
-        return arr.astype(np.int64).reshape(-1)
-    try:
-        stamps = pd.to_datetime(pd.Series(arr.reshape(-1)), utc=True)
-    except (ValueError, TypeError) as exc:
+    millis, ok = read_epoch_ms(ts)
+    if not ok.all():
+        bad = as_column(ts)[~ok]
         raise UnitError(
-            f"cannot read timestamps: {exc}; pass epoch ms or ISO-8601 strings"
-        ) from exc
-    return (stamps.astype("datetime64[ns, UTC]").astype("int64") // 1_000_000).to_numpy()
+            f"cannot read {len(bad)} timestamp(s), first {bad[0]!r}; "
+            "pass epoch ms or ISO-8601 strings"
+        )
+    return millis
+
+
+def read_epoch_ms(ts: object) -> tuple[np.ndarray, np.ndarray]:
+    """Convert timestamps to int64 epoch milliseconds, with a mask of the ones that were read.
+
+    Integers (Python or numpy, or strings of digits) are epoch milliseconds; floats are too
+    when whole; strings, ``datetime`` and ``datetime64`` values are instants (naive = UTC).
+    Missing (None, NaN, NaT), bools, fractional floats and unreadable strings are not read:
+    their mask entry is False and their value 0. Integer, float and datetime64 arrays are
+    converted without a Python loop; object arrays and mixed lists are read item by item.
+
+    Examples
+    --------
+    >>> millis, ok = read_epoch_ms([5, "1970-01-01T00:00:01Z", None, "not a time", 2.0])
+    >>> millis.tolist(), ok.tolist()
+    ([5, 1000, 0, 0, 2], [True, True, False, False, True])
+    """
+    if isinstance(ts, (pd.Series, pd.Index)) and isinstance(ts.dtype, pd.DatetimeTZDtype):
+        ts = ts.to_numpy(dtype="datetime64[ns]")  # UTC instants
+    arr = as_column(ts)
+    kind = arr.dtype.kind
+    if kind == "i" or (kind == "u" and arr.dtype.itemsize < 8):
+        return arr.astype(np.int64, copy=False), np.ones(len(arr), dtype=bool)
+    if kind == "f":
+        ok = np.isfinite(arr) & (arr == np.floor(arr)) & (np.abs(arr) < 2.0**63)
+        return np.where(ok, arr, 0).astype(np.int64), ok
+    if kind == "M":
+        ok = ~np.isnat(arr)
+        return np.where(ok, arr.astype("datetime64[ms]").astype(np.int64), 0), ok
+    return _read_objects(arr.astype(object))
+
+
+_INT64 = np.iinfo(np.int64)
+_INT_TEXT = re.compile(r"^\s*[+-]?\d+\s*$")
+
+
+def _read_objects(items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`read_epoch_ms` of an object array: numbers one by one, instants through pandas."""
+    millis = np.zeros(len(items), dtype=np.int64)
+    ok = np.zeros(len(items), dtype=bool)
+    instants = np.zeros(len(items), dtype=bool)
+    for i, item in enumerate(items):
+        if item is None or isinstance(item, (bool, np.bool_)):
+            continue
+        if isinstance(item, str) and _INT_TEXT.match(item):
+            item = int(item)
+        if isinstance(item, (int, np.integer, float, np.floating)):
+            number = _whole_ms(item)
+            if number is not None:
+                millis[i], ok[i] = number, True
+        else:
+            instants[i] = True
+    if instants.any():
+        stamps = pd.DatetimeIndex(
+            pd.to_datetime(
+                pd.Series(items[instants], dtype=object), utc=True, format="mixed", errors="coerce"
+            )
+        )
+        read = ~stamps.isna()
+        millis[instants] = np.where(read, stamps.as_unit("ns").asi8 // 1_000_000, 0)
+        ok[instants] = read
+    return millis, ok
+
+
+def _whole_ms(number: float | int | np.number) -> int | None:
+    """A number of epoch milliseconds as an int, or None when not whole or beyond int64."""
+    if isinstance(number, (float, np.floating)):
+        if not float(number).is_integer():  # also NaN and infinities
+            return None
+        number = int(number)
+    number = int(number)
+    return number if _INT64.min <= number <= _INT64.max else None
 
 
 def parse_instant_ms(text: str) -> int:

@@ -61,4 +61,3 @@ class WindowSpec:
         if self.kind is WindowKind.TIME:
             return format_duration_ms(self.size)
         return f"since {self.size}"
-

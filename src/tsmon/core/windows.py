@@ -1,29 +1,35 @@
 """Windows over a register with statistics maintained online (claims 1 and 2).
 
 Every statistic is updated as points enter and leave the window, never by rescanning it:
-moments (count, sum, mean, variance, slope) by adding the feature rows of entering points and
-subtracting those of leaving ones, minimum and maximum by monotonic queues, first and last by
-position. A batch of new points is processed at once with numpy, yet each point gets the
-statistics of the window *as of that point* (per-point semantics): cumulative sums over the
+moments (sum, mean, variance, slope) by adding the feature sums of entering points and
+subtracting those of leaving ones, minimum and maximum by monotonic queues, count, first and
+last by position. A batch of new points is processed at once with numpy, yet each point gets
+the statistics of the window *as of that point* (per-point semantics): cumulative sums over the
 entering points and over the leaving points give every intermediate window.
 
-Sliding windows pin the register points they hold, so those points stay available. After a
-window has turned over completely its moments are recomputed exactly from the points it holds
-(amortized O(1) per point), which bounds the rounding error that add/subtract accumulates.
+A window keeps only what its queries read: the time moments (for ``slope``) and the monotonic
+queues (for ``min``/``max``) start when a query first asks for them, rebuilt at once from the
+points the window holds. Sliding windows pin those points in the register, so they are always
+there; landmark windows keep everything from the start because their points are not pinned.
+
+Precision: moments are kept about anchors near the window's means (see ``moments``); points
+whose window is so short next to the batch that subtracting cumulative sums could lose digits
+are recomputed exactly from the points held; and after a window has turned over four times its
+sums are recomputed exactly (amortized O(1) per point), bounding accumulated rounding.
 
 ``coverage`` says how much of the window's span the stored history covers: a window inserted
 while running is populated at once from the register (which holds at least what the other
-windows of the series pin), and where the history was already evicted it reports coverage < 1
+windows of the series pin), and where history was already evicted it reports coverage < 1
 until its span has been observed live.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 
 import numpy as np
 
-from tsmon.core.moments import Moments, features, stats_from_sums
+from tsmon.core.moments import SQUARE_ROWS, Moments, features, ill_conditioned, stats_from_sums
 from tsmon.core.monotonic import MaxQueue
 from tsmon.core.register import Register
 from tsmon.core.window_spec import WindowKind, WindowSpec
@@ -32,21 +38,9 @@ STATS = (
     "count", "sum", "mean", "var", "stddev", "min", "max",
     "first", "last", "rate", "slope", "coverage",
 )  # fmt: skip
-_MOMENT_STATS = frozenset({"count", "sum", "mean", "var", "stddev", "slope"})
-_SQUARES = [2, 4]  # the d^2 and tau^2 feature columns
-_ILL_CONDITIONED = 2.0**-20  # a second moment this small next to its sums loses > ~1e-10
-
-
-def _ill_conditioned(sums: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """Rows whose second moments are so small next to the running sums they came from that
-    subtracting the sums would lose precision (a short window at the end of a long batch)."""
-    n = sums[:, 0]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        m2 = sums[:, 2] - sums[:, 1] ** 2 / n
-        m2_t = sums[:, 4] - sums[:, 3] ** 2 / n
-    return (n >= 2) & (
-        (m2 < _ILL_CONDITIONED * scale[:, 0]) | (m2_t < _ILL_CONDITIONED * scale[:, 1])
-    )
+_SECOND_MOMENTS = frozenset({"var", "stddev", "slope"})
+_TURNOVERS_BETWEEN_EXACT = 16
+_CHUNK_WINDOWS, _MIN_CHUNK = 8, 256  # a batch is advanced in chunks of 8 windows' points
 
 
 class WindowView:
@@ -55,6 +49,10 @@ class WindowView:
     def __init__(self, spec: WindowSpec, stats: dict[str, np.ndarray]) -> None:
         self.spec = spec
         self._stats = stats
+
+    def names(self) -> list[str]:
+        """The statistics this view holds."""
+        return list(self._stats)
 
     def stat(self, name: str) -> np.ndarray:
         """The values of statistic ``name``, one per point (NaN where undefined)."""
@@ -81,13 +79,15 @@ class Window:
     ([1.0, 3.0, 4.0], [1.0, 5.0, 5.0], [1.0, 1.0, 1.0])
     """
 
-    def __init__(self, spec: WindowSpec, register: Register) -> None:
+    def __init__(self, spec: WindowSpec, register: Register, until: int | None = None) -> None:
         self.spec = spec
         self.register = register
         self.refcount = 0
-        self._max = MaxQueue()
-        self._neg_min = MaxQueue()
-        self.populate(register.end)
+        self._sliding = spec.kind is not WindowKind.LANDMARK
+        self._with_time = not self._sliding
+        self._max: MaxQueue | None = None if self._sliding else MaxQueue()
+        self._neg_min: MaxQueue | None = None if self._sliding else MaxQueue()  # min = -max(-x)
+        self.populate(register.end if until is None else until)
 
     # -- (re)building from history -------------------------------------------------------------
     def populate(self, until: int) -> None:
@@ -96,16 +96,15 @@ class Window:
         self.end = until
         self.start = self._start_as_of(until)
         ts, values = reg.ts(self.start, until), reg.values(self.start, until)
-        self.moments = Moments.exact(ts, values)
-        self._max.reset(values, self.start)
-        self._neg_min.reset(-values, self.start)
+        self.moments = Moments.exact(ts, values, self._with_time)
+        for queue, signed in self._queues(values):
+            queue.reset(signed, self.start)
+            if not self._sliding:
+                queue.truncate_to_max()
         self.first_ts = int(ts[0]) if len(ts) else None
         self.first_value = float(values[0]) if len(ts) else None
         self.complete_from_ts = reg.complete_from_ts
         self._left_since_exact = 0
-        if self.spec.kind is WindowKind.LANDMARK:
-            self._max.truncate_to_max()
-            self._neg_min.truncate_to_max()
         self._pin()
 
     def _start_as_of(self, until: int) -> int:
@@ -114,13 +113,36 @@ class Window:
             return until
         if self.spec.kind is WindowKind.COUNT:
             return max(until - self.spec.size, reg.start)
-        last_ts = int(reg.ts(until - 1, until)[0])
         if self.spec.kind is WindowKind.TIME:
+            last_ts = int(reg.ts(until - 1, until)[0])
             return max(int(reg.search(last_ts - self.spec.size, side="right")), reg.start)
         return max(int(reg.search(self.spec.size, side="left")), reg.start)
 
+    def _track(self, wanted: Set[str]) -> None:
+        """Start keeping time moments or extremes when a query first reads them."""
+        start_time = "slope" in wanted and not self._with_time
+        start_max = "max" in wanted and self._max is None
+        start_min = "min" in wanted and self._neg_min is None
+        if start_time:
+            self._with_time = True
+        if start_max:
+            self._max = MaxQueue()
+        if start_min:
+            self._neg_min = MaxQueue()
+        if start_time or start_max or start_min:
+            self.populate(self.end)  # the points are pinned: rebuild from them
+
+    def _queues(self, values: np.ndarray) -> list[tuple[MaxQueue, np.ndarray]]:
+        """The monotonic queues kept, each with the values it is fed (negated for the min)."""
+        queues = []
+        if self._max is not None:
+            queues.append((self._max, values))
+        if self._neg_min is not None:
+            queues.append((self._neg_min, -values))
+        return queues
+
     def _pin(self) -> None:
-        if self.spec.kind is not WindowKind.LANDMARK:
+        if self._sliding:
             self.register.pin(id(self), self.start)
 
     def close(self) -> None:
@@ -137,45 +159,96 @@ class Window:
                 "advance with the positions returned by Register.append"
             )
         wanted = frozenset(wanted)
-        if self.spec.kind is WindowKind.LANDMARK:
+        self._track(wanted)
+        if not self._sliding:
             return self._advance_landmark(p0, p1, wanted)
-        return self._advance_sliding(p0, p1, wanted)
+        views = []
+        while p0 < p1:  # chunks a few windows long keep the cumulative sums well-conditioned
+            chunk = _CHUNK_WINDOWS * max(int(self.moments.n), _MIN_CHUNK)
+            views.append(self._advance_sliding(p0, min(p0 + chunk, p1), wanted))
+            p0 += chunk
+        if len(views) == 1:
+            return views[0]
+        return WindowView(
+            self.spec, {k: np.concatenate([v.stat(k) for v in views]) for k in views[0].names()}
+        )
 
     def _advance_sliding(self, p0: int, p1: int, wanted: frozenset[str]) -> WindowView:
         reg = self.register
         ts, values = reg.ts(p0, p1), reg.values(p0, p1)
         old_start = self.start
+        positions = np.arange(p0, p1)
         if self.spec.kind is WindowKind.COUNT:
-            starts = np.maximum(np.arange(p0, p1) - self.spec.size + 1, old_start)
+            starts = np.maximum(positions - (self.spec.size - 1), old_start)
         else:
             starts = np.maximum(reg.search(ts - self.spec.size, side="right"), old_start)
         new_start = int(starts[-1])
+        n = (positions - starts + 1).astype(np.float64)
         base = self.moments.rebased(ts, values)
-        anchor, anchor_t = base.anchor, base.anchor_t_ms
-        entered = np.cumsum(features(ts, values, anchor, anchor_t), axis=0)
-        sums = base.sums + entered
-        scale = base.sums[_SQUARES] + entered[:, _SQUARES]
+        squares = SQUARE_ROWS[len(base.sums)]
+        sums = np.cumsum(features(ts, values, base.anchor, base.anchor_t_ms, self._with_time), 1)
+        scale = sums[squares] + base.sums[squares, None]
+        sums += base.sums[:, None]
         if new_start > old_start:  # subtract the points that left, as of each new point
+            held = slice(old_start, new_start)
             leaving = features(
-                reg.ts(old_start, new_start), reg.values(old_start, new_start), anchor, anchor_t
+                reg.ts(held.start, held.stop),
+                reg.values(held.start, held.stop),
+                base.anchor,
+                base.anchor_t_ms,
+                self._with_time,
             )
-            left = np.vstack((np.zeros((1, leaving.shape[1])), np.cumsum(leaving, axis=0)))
-            left = left[starts - old_start]
+            left = np.zeros((len(leaving), leaving.shape[1] + 1))
+            np.cumsum(leaving, axis=1, out=left[:, 1:])
+            left = left[:, starts - old_start]
             sums -= left
-            scale += left[:, _SQUARES]
-        stats = self._per_point(wanted, sums, anchor, ts, values, p0, starts)
-        ill = np.flatnonzero(_ill_conditioned(sums, scale))
-        if len(ill) and wanted & _MOMENT_STATS:
+            scale += left[squares]
+        stats = stats_from_sums(n, sums, base.anchor, wanted)
+        if wanted & _SECOND_MOMENTS:
+            ill = np.flatnonzero(ill_conditioned(n, sums, scale))
             self._exact_rows(stats, ill, starts, p0, wanted)
+            exact = len(ill) > 0 and ill[-1] == len(ts) - 1
+        else:  # only the state carried to the next batch must be well-conditioned
+            exact = bool(ill_conditioned(n[-1:], sums[:, -1:], scale[:, -1:])[0])
+        if "min" in wanted or "max" in wanted:
+            self._extremes(stats, wanted, values, p0, starts)
         if "first" in wanted or "rate" in wanted:
-            held_ts, held = reg.ts(old_start, p1), reg.values(old_start, p1)
-            self._first_last(
-                stats, held_ts[starts - old_start], held[starts - old_start], ts, values
-            )
-        last_ill = len(ill) > 0 and ill[-1] == len(ts) - 1
-        self._commit(sums[-1], anchor, anchor_t, values, p0, p1, new_start, exact=last_ill)
+            offset = starts - old_start
+            held_ts, held_values = reg.ts(old_start, p1), reg.values(old_start, p1)
+            self._first_rate(stats, held_ts[offset], held_values[offset], ts, values)
+        self._common(stats, wanted, ts, values, n)
+        self._commit(base, n[-1], sums[:, -1], values, p0, p1, new_start, exact)
         return WindowView(self.spec, stats)
 
+    def _advance_landmark(self, p0: int, p1: int, wanted: frozenset[str]) -> WindowView:
+        reg = self.register
+        ts, values = reg.ts(p0, p1), reg.values(p0, p1)
+        k = int(np.searchsorted(ts, self.spec.size, side="left"))  # points before k precede it
+        inside = np.arange(len(ts)) >= k
+        base = self.moments.rebased(ts[k:], values[k:]) if k < len(ts) else self.moments
+        rows = features(ts, values, base.anchor, base.anchor_t_ms, with_time=True)
+        rows[:, :k] = 0.0
+        sums = np.cumsum(rows, axis=1) + base.sums[:, None]
+        n = base.n + np.cumsum(inside)
+        stats = stats_from_sums(n, sums, base.anchor, wanted)
+        if self.first_ts is None and k < len(ts):
+            self.first_ts, self.first_value = int(ts[k]), float(values[k])
+        if "min" in wanted or "max" in wanted:
+            starts = np.full(len(ts), self.start)
+            self._extremes(stats, wanted, values[k:], p0 + k, starts[k:], skipped=k)
+        if "first" in wanted or "rate" in wanted:
+            first_ts = self.first_ts if self.first_ts is not None else 0
+            first = self.first_value if self.first_value is not None else np.nan
+            self._first_rate(stats, np.full(len(ts), first_ts), np.full(len(ts), first), ts, values)
+            stats["first"][:k] = np.nan
+            stats["rate"][:k] = np.nan
+        self._common(stats, wanted, ts, values, n)
+        if "last" in wanted:
+            stats["last"][:k] = np.nan
+        self._commit(base, float(n[-1]), sums[:, -1], values[k:], p0 + k, p1, self.start)
+        return WindowView(self.spec, stats)
+
+    # -- per-point statistics ------------------------------------------------------------------
     def _exact_rows(
         self,
         stats: dict[str, np.ndarray],
@@ -184,94 +257,58 @@ class Window:
         p0: int,
         wanted: frozenset[str],
     ) -> None:
-        """Recompute the moment statistics of ill-conditioned rows from the points held."""
+        """Recompute the moment statistics of ill-conditioned points from the points held."""
         reg = self.register
         for j in rows.tolist():
             lo, hi = int(starts[j]), p0 + j + 1
-            exact = Moments.exact(reg.ts(lo, hi), reg.values(lo, hi))
-            for name, value in stats_from_sums(exact.sums[None, :], exact.anchor).items():
-                if name in wanted:
-                    stats[name][j] = value[0]
+            exact = Moments.exact(reg.ts(lo, hi), reg.values(lo, hi), self._with_time)
+            one = stats_from_sums(np.array([exact.n]), exact.sums[:, None], exact.anchor, wanted)
+            for name, value in one.items():
+                stats[name][j] = value[0]
 
-    def _advance_landmark(self, p0: int, p1: int, wanted: frozenset[str]) -> WindowView:
-        reg = self.register
-        ts, values = reg.ts(p0, p1), reg.values(p0, p1)
-        inside = np.asarray(ts >= self.spec.size)
-        k = int(np.argmax(inside)) if inside.any() else len(ts)  # points before k precede it
-        base = self.moments.rebased(ts[k:], values[k:]) if k < len(ts) else self.moments
-        anchor, anchor_t = base.anchor, base.anchor_t_ms
-        rows = features(ts, values, anchor, anchor_t) * inside[:, None]
-        sums = base.sums + np.cumsum(rows, axis=0)
-        starts = np.where(
-            inside, max(self.start, p0 + k) if self.moments.n == 0 else self.start, p1
-        )
-        stats = self._per_point(wanted, sums, anchor, ts, values, p0, starts)
-        if self.first_ts is None and k < len(ts):
-            self.first_ts, self.first_value = int(ts[k]), float(values[k])
-        if "first" in wanted or "rate" in wanted:
-            first_ts = np.where(inside, self.first_ts if self.first_ts is not None else 0, 0)
-            first = np.where(inside, self.first_value if self.first_value is not None else 0.0, 0.0)
-            self._first_last(stats, first_ts, first, ts, values, defined=inside)
-        self._commit(sums[-1], anchor, anchor_t, values[k:], p0 + k, p1, self.start)
-        self._max.truncate_to_max()
-        self._neg_min.truncate_to_max()
-        return WindowView(self.spec, stats)
-
-    # -- per-point statistics ------------------------------------------------------------------
-    def _per_point(
+    def _extremes(
         self,
+        stats: dict[str, np.ndarray],
         wanted: frozenset[str],
-        sums: np.ndarray,
-        anchor: float,
-        ts: np.ndarray,
         values: np.ndarray,
         p0: int,
         starts: np.ndarray,
-    ) -> dict[str, np.ndarray]:
-        stats: dict[str, np.ndarray] = {}
-        if wanted & _MOMENT_STATS or "coverage" in wanted:
-            moment_stats = stats_from_sums(sums, anchor)
-            stats.update({k: v for k, v in moment_stats.items() if k in wanted})
-        empty = starts > np.arange(p0, p0 + len(values))
-        if "max" in wanted:
-            stats["max"] = self._extreme(self._max, values, p0, starts, empty)
-        if "min" in wanted:
-            stats["min"] = -self._extreme(self._neg_min, -values, p0, starts, empty)
-        if "last" in wanted:
-            stats["last"] = np.where(empty, np.nan, values)
-        if "coverage" in wanted:
-            stats["coverage"] = self._coverage(ts, sums[:, 0])
-        return stats
+        skipped: int = 0,
+    ) -> None:
+        """Per-point max/min; the first ``skipped`` points (before a landmark) get NaN."""
+        pad = np.full(skipped, np.nan)
+        if "max" in wanted and self._max is not None:
+            stats["max"] = np.concatenate((pad, self._max.per_point(values, p0, starts)))
+        if "min" in wanted and self._neg_min is not None:
+            stats["min"] = np.concatenate((pad, -self._neg_min.per_point(-values, p0, starts)))
 
     @staticmethod
-    def _extreme(
-        queue: MaxQueue, values: np.ndarray, p0: int, starts: np.ndarray, empty: np.ndarray
-    ) -> np.ndarray:
-        if not empty.any():
-            return queue.per_point(values, p0, starts)
-        out = np.full(len(values), np.nan)
-        k = int(empty.sum())  # landmark: the points before its instant come first
-        if k < len(values):
-            out[k:] = queue.per_point(values[k:], p0 + k, starts[k:])
-        return out
-
-    @staticmethod
-    def _first_last(
+    def _first_rate(
         stats: dict[str, np.ndarray],
         first_ts: np.ndarray,
         first: np.ndarray,
         ts: np.ndarray,
         values: np.ndarray,
-        defined: np.ndarray | None = None,
     ) -> None:
         with np.errstate(divide="ignore", invalid="ignore"):
             span_s = (ts - first_ts) / 1000.0
-            rate = np.where(span_s > 0, (values - first) / span_s, np.nan)
-        if defined is not None:
-            first = np.where(defined, first, np.nan)
-            rate = np.where(defined, rate, np.nan)
-        stats["first"] = first
+            rate = (values - first) / span_s
+        rate[~(span_s > 0)] = np.nan
+        stats["first"] = first.astype(np.float64)
         stats["rate"] = rate
+
+    def _common(
+        self,
+        stats: dict[str, np.ndarray],
+        wanted: frozenset[str],
+        ts: np.ndarray,
+        values: np.ndarray,
+        n: np.ndarray,
+    ) -> None:
+        if "last" in wanted:
+            stats["last"] = values.astype(np.float64)
+        if "coverage" in wanted:
+            stats["coverage"] = self._coverage(ts, n)
 
     def _coverage(self, ts: np.ndarray, count: np.ndarray) -> np.ndarray:
         complete_from = self.complete_from_ts
@@ -289,23 +326,27 @@ class Window:
     # -- state after a batch -------------------------------------------------------------------
     def _commit(
         self,
+        base: Moments,
+        n: float,
         last_sums: np.ndarray,
-        anchor: float,
-        anchor_t: int,
         values: np.ndarray,
         p0: int,
         p1: int,
         new_start: int,
         exact: bool = False,
     ) -> None:
-        self._max.push(values, p0, keep_from=new_start)
-        self._neg_min.push(-values, p0, keep_from=new_start)
+        for queue, signed in self._queues(values):
+            queue.push(signed, p0, keep_from=new_start)
+            if not self._sliding:
+                queue.truncate_to_max()
         self._left_since_exact += new_start - self.start
         self.start, self.end = new_start, p1
-        self.moments = Moments(anchor, anchor_t, last_sums.copy())
-        if exact or self._left_since_exact >= max(self.moments.n, 1):
+        self.moments = Moments(base.anchor, base.anchor_t_ms, float(n), last_sums.copy())
+        turned_over = self._left_since_exact >= _TURNOVERS_BETWEEN_EXACT * max(n, 1.0)
+        if self._sliding and (exact or turned_over):
+            reg = self.register
             self.moments = Moments.exact(
-                self.register.ts(self.start, p1), self.register.values(self.start, p1)
+                reg.ts(new_start, p1), reg.values(new_start, p1), self._with_time
             )
             self._left_since_exact = 0
         self._pin()

@@ -109,7 +109,7 @@ class Monitor:
         self.config = RegisterConfig(
             capacity_points=capacity_points,
             retention_ms=_millis(retention),
-            allowed_lateness_ms=_millis(allowed_lateness) or 0,
+            allowed_lateness_ms=_millis(allowed_lateness, allow_zero=True) or 0,
             duplicates=DuplicatePolicy(duplicates),
         )
         self._registers: dict[str, Register] = {}
@@ -430,6 +430,22 @@ class Monitor:
         """Every rejected point: seq, series, ts_ms, value, reason, detail."""
         return self._dead.frame()
 
+    def points(self, series: str) -> pd.DataFrame:
+        """The retained points of one series in time order: columns ``ts_ms`` and ``value``.
+
+        A copy: later ingests do not change it. Raises ``KeyError`` for an unknown series.
+        """
+        reg = self._registers.get(series)
+        if reg is None:
+            raise KeyError(
+                f"unknown series {series!r}; Monitor.series() lists the "
+                f"{len(self._registers)} registered series"
+            )
+        return pd.DataFrame(
+            {"ts_ms": reg.ts(reg.start, reg.end), "value": reg.values(reg.start, reg.end)},
+            copy=True,
+        )
+
     def window_stats(self, series: str, window: str | WindowSpec) -> dict[str, float]:
         """Every statistic of one window of a series as of its newest point."""
         spec = _parse_window(window) if isinstance(window, str) else window
@@ -467,8 +483,8 @@ def _parse_window(text: str) -> WindowSpec:
     return expr.window
 
 
-def _millis(value: str | int | None) -> int | None:
-    """A duration given as ``"5m"`` or as int milliseconds."""
+def _millis(value: str | int | None, allow_zero: bool = False) -> int | None:
+    """A duration given as ``"5m"`` or as int milliseconds; ``"0ms"`` only if ``allow_zero``."""
     if value is None or isinstance(value, int):
         return value
-    return parse_duration_ms(value)
+    return parse_duration_ms(value, allow_zero=allow_zero)

@@ -1,13 +1,22 @@
-"""Reading a batch of ``(series, ts, value)`` into clean arrays, rejecting bad points."""
+"""Reading a batch of ``(series, ts, value)`` into clean arrays, rejecting bad points.
+
+Every point either comes out in the :class:`Batch` or goes to the dead letters with one reason,
+so ``received == accepted + rejected`` always holds. Int/float arrays (the common case) are
+checked without Python loops; object arrays and mixed lists are read item by item, so that one
+bad item rejects only its own point and no item is silently converted (``True`` is no number,
+``5`` in a list next to a string is still 5 ms).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
+from numbers import Real
 
 import numpy as np
 import pandas as pd
 
-from tsmon.core.units import UnitError, to_epoch_ms
+from tsmon.core.units import as_column, read_epoch_ms
 from tsmon.engine.deadletters import DeadLetters, Reason
 
 
@@ -26,19 +35,16 @@ def read_batch(
 ) -> Batch:
     """Validate a batch; rejected points go to ``dead`` and are left out of the result."""
     names = np.asarray(series, dtype=object).reshape(-1)
-    raw_ts = np.asarray(ts).reshape(-1)
-    raw_values = np.asarray(values).reshape(-1)
-    if raw_values.dtype.kind in "OUSb":
-        raw_values = raw_values.astype(object)
+    raw_ts = as_column(ts)
+    raw_values = as_column(values)
     if not len(names) == len(raw_ts) == len(raw_values):
         raise ValueError(
             f"series, ts and value must have one entry per point, got lengths "
             f"{len(names)}, {len(raw_ts)}, {len(raw_values)}; pass arrays of equal length"
         )
     seq = np.arange(first_seq, first_seq + len(names), dtype=np.int64)
-    ts_ms, ts_ok = _read_timestamps(raw_ts)
+    ts_ms, ts_ok = read_epoch_ms(raw_ts)
     numbers, reasons = _read_values(raw_values)
-    keep = ts_ok & (reasons == "")
     bad_ts = ~ts_ok
     dead.add(
         seq[bad_ts],
@@ -48,7 +54,7 @@ def read_batch(
         Reason.BAD_TIMESTAMP,
         [f"cannot read timestamp {t!r}; pass epoch ms or ISO-8601" for t in raw_ts[bad_ts]],
     )
-    for reason in (Reason.MISSING, Reason.NOT_NUMERIC, Reason.NAN, Reason.INFINITE):
+    for reason in _VALUE_REASONS:  # a bad timestamp is the one reason of its point
         hit = ts_ok & (reasons == reason.value)
         dead.add(
             seq[hit],
@@ -58,9 +64,12 @@ def read_batch(
             reason,
             [f"value {v!r} is {_EXPLAIN[reason]}" for v in raw_values[hit]],
         )
+    keep = ts_ok & (reasons == "")
     return Batch(seq[keep], names[keep], ts_ms[keep], numbers[keep])
 
 
+_VALUE_REASONS = (Reason.MISSING, Reason.NOT_NUMERIC, Reason.NAN, Reason.INFINITE)
+_REASON_DTYPE = f"<U{max(len(r.value) for r in _VALUE_REASONS)}"  # compared without a loop
 _EXPLAIN = {
     Reason.MISSING: "missing; send a finite number",
     Reason.NOT_NUMERIC: "not a number; send a finite number",
@@ -69,47 +78,40 @@ _EXPLAIN = {
 }
 
 
-def _read_timestamps(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    try:
-        return to_epoch_ms(raw), np.ones(len(raw), dtype=bool)
-    except (UnitError, ValueError, TypeError, OverflowError):
-        pass
-    out = np.zeros(len(raw), dtype=np.int64)
-    ok = np.zeros(len(raw), dtype=bool)
-    for i, item in enumerate(raw):  # slow path: find which ones are bad
-        try:
-            out[i] = to_epoch_ms([item])[0]
-            ok[i] = item is not None and not (isinstance(item, float) and np.isnan(item))
-        except (UnitError, ValueError, TypeError, OverflowError):
-            ok[i] = False
-    return out, ok
-
-
 def _read_values(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Float values and a reason per point ('' when the value is good)."""
+    """Float values and the rejection reason of each point (``""`` when the value is good).
+
+    Int and float arrays convert at once; anything else (object, str or bool arrays) is read
+    item by item with :func:`_read_value`. NaN and infinities are then classified for both.
+    """
+    reasons = np.full(len(raw), "", dtype=_REASON_DTYPE)
     if raw.dtype.kind in "fiu":
-        numbers = raw.astype(np.float64)
-        reasons = np.full(len(raw), "", dtype=object)
+        numbers = raw.astype(np.float64, copy=False)
     else:
-        is_bool = np.array([isinstance(v, (bool, np.bool_)) for v in raw], dtype=bool)
-        missing = np.array([v is None or v is pd.NA for v in raw], dtype=bool)
-        numbers = pd.to_numeric(pd.Series(raw, dtype=object), errors="coerce").to_numpy(
-            dtype=np.float64, na_value=np.nan
-        )
-        was_nan = np.array([_is_nan_number(v) for v in raw], dtype=bool)
-        reasons = np.full(len(raw), "", dtype=object)
-        reasons[np.isnan(numbers) & ~was_nan] = Reason.NOT_NUMERIC.value
-        reasons[is_bool] = Reason.NOT_NUMERIC.value
-        reasons[missing] = Reason.MISSING.value
-        numbers = np.where(is_bool, np.nan, numbers)
-    reasons[(reasons == "") & np.isnan(numbers)] = Reason.NAN.value
-    reasons[(reasons == "") & np.isinf(numbers)] = Reason.INFINITE.value
+        numbers = np.empty(len(raw), dtype=np.float64)
+        for i, item in enumerate(raw.tolist()):  # tolist: bool_ arrays give Python bools
+            numbers[i], reasons[i] = _read_value(item)
+    finite = np.isfinite(numbers)
+    if not finite.all():
+        good_so_far = reasons == ""
+        reasons[good_so_far & np.isnan(numbers)] = Reason.NAN.value
+        reasons[good_so_far & np.isinf(numbers)] = Reason.INFINITE.value
     return numbers, reasons
 
 
-def _is_nan_number(value: object) -> bool:
-    if isinstance(value, (float, np.floating)):
-        return bool(np.isnan(value))
-    if isinstance(value, str):
-        return value.strip().lower() in {"nan", "+nan", "-nan"}
-    return False
+def _read_value(item: object) -> tuple[float, str]:
+    """One value as a float, or NaN and why it is not a number.
+
+    Bools are not numbers (``True`` is not 1.0); numeric strings such as ``" 2.5 "``,
+    ``"nan"`` or ``"-inf"`` are read as numbers, so NaN and infinities are reported as such.
+    """
+    if item is None or item is pd.NA:
+        return np.nan, Reason.MISSING.value
+    if isinstance(item, (bool, np.bool_)) or not isinstance(item, (Real, Decimal, str)):
+        return np.nan, Reason.NOT_NUMERIC.value
+    try:
+        return float(item), ""
+    except OverflowError:  # an int too large for a float
+        return np.inf, ""
+    except ValueError:  # a non-numeric string
+        return np.nan, Reason.NOT_NUMERIC.value
