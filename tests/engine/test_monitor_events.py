@@ -13,7 +13,6 @@ non-firing must match exactly.
 from __future__ import annotations
 
 import math
-import operator
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
@@ -22,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.oracle import tolerance, window_index, window_stats
-from tests.query.query_strategies import _div, _mod
+from tests.query.query_strategies import _CMP, _div, _mod
 from tsmon import Monitor
 from tsmon.core.window_spec import WindowSpec
 from tsmon.query import ast as A
@@ -96,16 +95,6 @@ def _truth(v: object, e: float) -> bool | None:
     if not math.isfinite(e) or abs(x) <= e:
         return None
     return True
-
-
-_CMP = {
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-    "==": operator.eq,
-    "!=": operator.ne,
-}
 
 
 def _compare(op: str, x: float, ex: float, y: float, ey: float) -> bool | None:

@@ -23,6 +23,7 @@ class Event:
     payload: dict[str, object] = field(default_factory=dict)
     coverage: float = 1.0
     replayed: bool = False
+    seq: int | None = None  # the arrival number of the triggering point (None when replayed)
 
 
 @dataclass
@@ -56,20 +57,34 @@ class EventLog:
     def drain(self) -> list[Event]:
         """Return and forget the pending events, ordered by (epoch, point, query rank)."""
         chunks, self._chunks = self._chunks, []
-        rows = []
+        if not chunks:
+            return []
+        events: list[Event] = []
         for chunk in chunks:
-            payload_lists = {k: np.asarray(v).tolist() for k, v in chunk.payload.items()}
-            for i, (order, ts, value, cov) in enumerate(
-                zip(
-                    chunk.order.tolist(),
+            labels = list(chunk.payload)
+            payloads = zip(*(np.asarray(v).tolist() for v in chunk.payload.values()), strict=True)
+            seqs = [None] * len(chunk.ts_ms) if chunk.replayed else chunk.order.tolist()
+            events.extend(
+                Event(
+                    chunk.query,
+                    chunk.series,
+                    ts,
+                    value,
+                    dict(zip(labels, row, strict=True)),
+                    cov,
+                    chunk.replayed,
+                    seq,
+                )
+                for ts, value, cov, row, seq in zip(
                     chunk.ts_ms.tolist(),
                     chunk.values.tolist(),
                     chunk.coverage.tolist(),
+                    payloads if labels else ([] for _ in chunk.ts_ms),
+                    seqs,
                     strict=True,
                 )
-            ):
-                payload = {k: v[i] for k, v in payload_lists.items()}
-                event = Event(chunk.query, chunk.series, ts, value, payload, cov, chunk.replayed)
-                rows.append(((chunk.epoch, order, chunk.rank), event))
-        rows.sort(key=lambda row: row[0])
-        return [event for _, event in rows]
+            )
+        rank = np.concatenate([np.full(len(c.ts_ms), c.rank) for c in chunks])
+        order = np.concatenate([c.order for c in chunks])
+        epoch = np.concatenate([np.full(len(c.ts_ms), c.epoch) for c in chunks])
+        return [events[i] for i in np.lexsort((rank, order, epoch)).tolist()]

@@ -239,11 +239,7 @@ class Monitor:
         """The statistics each window of a series must produce for the queries it triggers."""
         plan = self._plans.get(name)
         if plan is None:
-            wanted: dict[WindowSpec, set[str]] = {s: {"coverage"} for s in self._windows[name]}
-            for query in self._triggered(name):
-                for stat, spec in query.needs:
-                    wanted[spec].add(stat)
-            plan = self._plans[name] = {s: frozenset(v) for s, v in wanted.items()}
+            plan = self._plans[name] = _wanted_stats(self._triggered(name), self._windows[name])
         return plan
 
     # -- ingest --------------------------------------------------------------------------------
@@ -364,14 +360,13 @@ class Monitor:
         ts: np.ndarray,
         vals: np.ndarray,
         views: dict[WindowSpec, WindowView],
-        replayed: bool = False,
-        queries: Iterable[CompiledQuery] | None = None,
+        replay_of: CompiledQuery | None = None,
     ) -> None:
+        """Evaluate the queries the series triggers (or just ``replay_of``) over its points."""
         bindings = _Bindings(name, ts, vals, views)
         for rank, query in enumerate(self._queries.values()):
-            if queries is None and name not in self._attached[query.name]:
-                continue
-            if queries is not None and query not in queries:
+            wanted = name in self._attached[query.name] if replay_of is None else query is replay_of
+            if not wanted:
                 continue
             fired = np.asarray(query.condition(bindings), dtype=bool)
             if not fired.any():
@@ -391,7 +386,7 @@ class Monitor:
                     values=hit.value,
                     payload={label: evaluate(hit) for label, evaluate in query.payload},
                     coverage=coverage,
-                    replayed=replayed,
+                    replayed=replay_of is not None,
                 )
             )
 
@@ -403,20 +398,10 @@ class Monitor:
             p0 = int(reg.search(from_ts, side="left"))
             if p0 >= reg.end:
                 continue
-            plan: dict[WindowSpec, set[str]] = {spec: {"coverage"} for spec in query.windows}
-            for stat, spec in query.needs:
-                plan[spec].add(stat)
-            views = self._views_as_of(name, p0, reg.end, {s: frozenset(v) for s, v in plan.items()})
+            views = self._views_as_of(name, p0, reg.end, _wanted_stats([query], query.windows))
             ts = np.array(reg.ts(p0, reg.end))
-            self._evaluate(
-                name,
-                ts,
-                ts,
-                np.array(reg.values(p0, reg.end)),
-                views,
-                replayed=True,
-                queries=[query],
-            )
+            values = np.array(reg.values(p0, reg.end))
+            self._evaluate(name, ts, ts, values, views, replay_of=query)
 
     def _note_time(self, ts: int) -> None:
         self.now_ms = ts if self.now_ms is None else max(self.now_ms, ts)
@@ -473,6 +458,17 @@ class Monitor:
             "queries": len(self._queries),
             "points_stored": sum(len(r) for r in self._registers.values()),
         }
+
+
+def _wanted_stats(
+    queries: Iterable[CompiledQuery], specs: Iterable[WindowSpec]
+) -> dict[WindowSpec, frozenset[str]]:
+    """The statistics each window must produce for these queries (coverage always)."""
+    wanted: dict[WindowSpec, set[str]] = {spec: {"coverage"} for spec in specs}
+    for query in queries:
+        for stat, spec in query.needs:
+            wanted[spec].add(stat)
+    return {spec: frozenset(stats) for spec, stats in wanted.items()}
 
 
 def _parse_window(text: str) -> WindowSpec:
