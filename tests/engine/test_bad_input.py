@@ -151,6 +151,18 @@ def test_missing_timestamp_is_bad_timestamp() -> None:
     assert (report.accepted, report.rejected) == (1, 1)
 
 
+@pytest.mark.parametrize("bad_name", [None, float("nan"), "", 7])
+def test_missing_or_non_string_series_names_are_rejected(bad_name) -> None:
+    mon = Monitor(["*"], retention=None)
+    report = mon.ingest(["s", bad_name, "s"], [T0, T0 + 1, T0 + 2], [1.0, 2.0, 3.0])
+    dead = mon.dead_letters()
+    assert dead["reason"].tolist() == ["bad_series"]
+    assert dead["seq"].tolist() == [1]
+    assert (report.accepted, report.rejected) == (2, 1)
+    assert mon.series() == ["s"]
+    assert_counts_add_up(mon)
+
+
 def test_integer_timestamps_in_an_object_array_are_milliseconds() -> None:
     mon = Monitor(["s"], retention=None)
     report = mon.ingest(["s", "s"], np.array([T0, T0 + 1000], dtype=object), [1.0, 2.0])

@@ -17,6 +17,7 @@ class Reason(str, Enum):
     NAN = "nan"
     INFINITE = "infinite"
     BAD_TIMESTAMP = "bad_timestamp"
+    BAD_SERIES = "bad_series"  # a series name that is missing or no string
     UNKNOWN_SERIES = "unknown_series"
     TOO_LATE = "too_late"  # older than the allowed lateness, or than the retained history
     DUPLICATE = "duplicate"  # timestamp already stored, policy keep_first

@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 
-@dataclass(frozen=True)
-class Event:
+class Event(NamedTuple):
     """One firing of a persistent query at one stored point of a trigger series.
 
     ``coverage`` is the smallest coverage of the windows the query read: below 1 the answer was
     computed from a window whose span the stored history did not fully cover. ``replayed`` marks
-    events produced by a ``SINCE`` query over stored history when it was registered.
+    events produced by a ``SINCE`` query over stored history when it was registered. (A named
+    tuple: immutable and about ten times cheaper to build than a frozen dataclass.)
     """
 
     query: str
     series: str
     ts_ms: int
     value: float
-    payload: dict[str, object] = field(default_factory=dict)
+    payload: dict[str, object]
     coverage: float = 1.0
     replayed: bool = False
     seq: int | None = None  # the arrival number of the triggering point (None when replayed)
@@ -84,7 +85,8 @@ class EventLog:
                     strict=True,
                 )
             )
-        rank = np.concatenate([np.full(len(c.ts_ms), c.rank) for c in chunks])
+        sizes = [len(c.ts_ms) for c in chunks]
+        rank = np.repeat([c.rank for c in chunks], sizes)
+        epoch = np.repeat([c.epoch for c in chunks], sizes)
         order = np.concatenate([c.order for c in chunks])
-        epoch = np.concatenate([np.full(len(c.ts_ms), c.epoch) for c in chunks])
         return [events[i] for i in np.lexsort((rank, order, epoch)).tolist()]

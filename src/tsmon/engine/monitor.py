@@ -255,20 +255,20 @@ class Monitor:
         received = first_seq + len(np.asarray(series, dtype=object).reshape(-1))
         self._counts["received"] = received
         self._epoch += 1
-        codes, names = pd.factorize(batch.series, sort=False)
-        order = np.argsort(codes, kind="stable")
+        codes, names = pd.factorize(batch.series, sort=False, use_na_sentinel=False)
+        small = np.uint16 if len(names) < 2**16 else np.int64  # stable sort of uint16 is radix
+        order = np.argsort(codes.astype(small), kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
         for code, name in enumerate(names):
             take = order[bounds[code] : bounds[code + 1]]
-            if name not in self._registers and not (self._accepts(name) and self.add_series(name)):
+            problem = self._admit(name)
+            if problem is not None:
                 self._dead.add(
                     batch.seq[take],
                     batch.series[take],
                     batch.ts_ms[take],
                     batch.values[take],
-                    Reason.UNKNOWN_SERIES,
-                    f"unknown series {name!r}; declare it with Monitor.add_series "
-                    "(a name or a glob) before sending its points",
+                    *problem,
                 )
                 continue
             self._ingest_series(name, batch.seq[take], batch.ts_ms[take], batch.values[take])
@@ -279,6 +279,19 @@ class Monitor:
             received - first_seq - rejected,
             rejected,
             self._events.emitted - before_events,
+        )
+
+    def _admit(self, name: object) -> tuple[Reason, str] | None:
+        """Why points of series ``name`` cannot be stored, or None (registering the series
+        when a declared glob accepts it)."""
+        if not isinstance(name, str) or not name:
+            return Reason.BAD_SERIES, f"series name {name!r} is not a non-empty string"
+        if name in self._registers or (self._accepts(name) and self.add_series(name)):
+            return None
+        return (
+            Reason.UNKNOWN_SERIES,
+            f"unknown series {name!r}; declare it with Monitor.add_series "
+            "(a name or a glob) before sending its points",
         )
 
     def _ingest_series(self, name: str, seq: np.ndarray, ts: np.ndarray, vals: np.ndarray) -> None:

@@ -55,7 +55,7 @@ def read_batch(
         [f"cannot read timestamp {t!r}; pass epoch ms or ISO-8601" for t in raw_ts[bad_ts]],
     )
     for reason in _VALUE_REASONS:  # a bad timestamp is the one reason of its point
-        hit = ts_ok & (reasons == reason.value)
+        hit = ts_ok & (reasons == _CODE[reason.value])
         dead.add(
             seq[hit],
             names[hit],
@@ -64,12 +64,12 @@ def read_batch(
             reason,
             [f"value {v!r} is {_EXPLAIN[reason]}" for v in raw_values[hit]],
         )
-    keep = ts_ok & (reasons == "")
+    keep = ts_ok & (reasons == 0)
     return Batch(seq[keep], names[keep], ts_ms[keep], numbers[keep])
 
 
 _VALUE_REASONS = (Reason.MISSING, Reason.NOT_NUMERIC, Reason.NAN, Reason.INFINITE)
-_REASON_DTYPE = f"<U{max(len(r.value) for r in _VALUE_REASONS)}"  # compared without a loop
+_CODE = {"": 0} | {r.value: i + 1 for i, r in enumerate(_VALUE_REASONS)}  # small ints, no strings
 _EXPLAIN = {
     Reason.MISSING: "missing; send a finite number",
     Reason.NOT_NUMERIC: "not a number; send a finite number",
@@ -79,23 +79,24 @@ _EXPLAIN = {
 
 
 def _read_values(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Float values and the rejection reason of each point (``""`` when the value is good).
+    """Float values and the rejection reason code of each point (0 when the value is good).
 
     Int and float arrays convert at once; anything else (object, str or bool arrays) is read
     item by item with :func:`_read_value`. NaN and infinities are then classified for both.
     """
-    reasons = np.full(len(raw), "", dtype=_REASON_DTYPE)
+    reasons = np.zeros(len(raw), dtype=np.uint8)
     if raw.dtype.kind in "fiu":
         numbers = raw.astype(np.float64, copy=False)
     else:
         numbers = np.empty(len(raw), dtype=np.float64)
         for i, item in enumerate(raw.tolist()):  # tolist: bool_ arrays give Python bools
-            numbers[i], reasons[i] = _read_value(item)
+            numbers[i], reason = _read_value(item)
+            reasons[i] = _CODE[reason]
     finite = np.isfinite(numbers)
     if not finite.all():
-        good_so_far = reasons == ""
-        reasons[good_so_far & np.isnan(numbers)] = Reason.NAN.value
-        reasons[good_so_far & np.isinf(numbers)] = Reason.INFINITE.value
+        good_so_far = reasons == 0
+        reasons[good_so_far & np.isnan(numbers)] = _CODE[Reason.NAN.value]
+        reasons[good_so_far & np.isinf(numbers)] = _CODE[Reason.INFINITE.value]
     return numbers, reasons
 
 
