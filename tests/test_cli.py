@@ -145,3 +145,274 @@ def test_replay_nab_matches_pandas(tmp_path: Path, lateness: str | None) -> None
     assert (events["coverage"] == 1.0).all()
     assert not events["replayed"].any()
     assert f"points received {len(oracle)}" in run.stdout.replace("\n", " ")
+
+
+def _queries(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "q.tsq"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+_EVERY_POINT = "QUERY every ON * WHEN last > -1e300 EMIT count(1h) AS n, sum(1h) AS s\n"
+_SUMMARY = re.compile(
+    r"points received (\d+) = accepted (\d+) \+ rejected (\d+)(?: \(([^)]*)\))?; "
+    r"late inserted (\d+), duplicates replaced (\d+)"
+)
+
+
+def _summary(out: str) -> dict[str, object]:
+    """The counts of the closing summary line, read back from the output."""
+    match = _SUMMARY.search(out)
+    assert match, out
+    received, accepted, rejected, reasons, late, dups = match.groups()
+    by_reason = (
+        dict((k, int(v)) for k, v in (item.split(": ") for item in reasons.split(", ")))
+        if reasons
+        else {}
+    )
+    return {
+        "received": int(received),
+        "accepted": int(accepted),
+        "rejected": int(rejected),
+        "by_reason": by_reason,
+        "late_inserted": int(late),
+        "duplicates_replaced": int(dups),
+    }
+
+
+def _points_csv(tmp_path: Path) -> Path:
+    path = tmp_path / "points.csv"
+    path.write_text("series,ts,value\nx.cpu,1000,1\nx.cpu,2000,2\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("where", ["folder", "missing-parent", "no-permission"])
+def test_bad_events_out_path_fails_before_replaying(tmp_path: Path, where: str) -> None:
+    if where == "folder":
+        target = tmp_path / "out"
+        target.mkdir()
+        expected = "is a folder"
+    elif where == "missing-parent":
+        target = tmp_path / "no" / "such" / "events.csv"
+        expected = "does not exist"
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("a superuser may write anywhere")
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        target = locked / "events.csv"
+        expected = "no permission"
+    run = tsmon(
+        "replay",
+        str(_points_csv(tmp_path)),
+        "--queries",
+        str(_queries(tmp_path, _EVERY_POINT)),
+        "--events-out",
+        str(target),
+    )
+    out = run.stdout + run.stderr
+    assert run.returncode == 2, out
+    assert "error:" in out and "--events-out" in out and expected in out, out
+    assert "Traceback" not in out
+    assert "points received" not in out and "every" not in out, out  # nothing was replayed
+    assert not (target.is_file() if where != "folder" else any(target.iterdir()))
+
+
+@pytest.mark.parametrize(
+    ("args", "option", "value"),
+    [
+        (("replay", "x.csv", "--queries", "q.tsq", "--batch", "0"), "--batch", "'0'"),
+        (("replay", "x.csv", "--queries", "q.tsq", "--batch", "-5"), "--batch", "'-5'"),
+        (("replay", "x.csv", "--queries", "q.tsq", "--batch", "2.5"), "--batch", "'2.5'"),
+        (("replay", "x.csv", "--queries", "q.tsq", "--show", "-1"), "--show", "'-1'"),
+        (("replay", "x.csv", "--queries", "q.tsq", "--allowed-lateness", "5x"), "lateness", "5x"),
+        (("demo", "--hosts", "0"), "--hosts", "'0'"),
+        (("demo", "--hours", "inf"), "--hours", "'inf'"),
+        (("demo", "--hours", "nan"), "--hours", "'nan'"),
+        (("demo", "--hours", "-1"), "--hours", "'-1'"),
+    ],
+)
+def test_bad_numeric_options_are_clear_errors(
+    args: tuple[str, ...], option: str, value: str
+) -> None:
+    run = tsmon(*args, timeout=30)
+    out = run.stdout + run.stderr
+    assert run.returncode == 2, out
+    assert "Traceback" not in out
+    assert "range()" not in out and "Overflow" not in out
+    error = next(line for line in out.splitlines() if "error:" in line)
+    assert option in error and value in error, error
+    assert "e.g." in error, error  # says what to pass instead
+
+
+def _oracle_feed(rows: pd.DataFrame, lateness_ms: int) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Per-point semantics by brute force, rows taken in the given order (no sorting).
+
+    A row is rejected for an unreadable timestamp or when older than its series' newest
+    accepted point by more than ``lateness_ms``; each accepted row emits count and sum of its
+    series' accepted rows with ``t - 1h < ts <= t`` as of that row.
+    """
+    parsed = pd.to_datetime(rows["ts"], utc=True, errors="coerce", format="ISO8601")
+    accepted: list[tuple[str, int, float]] = []
+    events = []
+    counts = {"received": 0, "bad_timestamp": 0, "too_late": 0, "late_inserted": 0}
+    newest: dict[str, int] = {}
+    for series, stamp, value in zip(rows["series"], parsed, rows["value"], strict=True):
+        counts["received"] += 1
+        if pd.isna(stamp):
+            counts["bad_timestamp"] += 1
+            continue
+        ts = int(stamp.value // 1_000_000)
+        top = newest.get(series)
+        if top is not None and ts < top - lateness_ms:
+            counts["too_late"] += 1
+            continue
+        if top is not None and ts < top:
+            counts["late_inserted"] += 1
+        newest[series] = max(ts, top if top is not None else ts)
+        accepted.append((series, ts, float(value)))
+        inside = [v for s, t, v in accepted if s == series and ts - 3_600_000 < t <= ts]
+        events.append({"series": series, "ts_ms": ts, "n": len(inside), "s": sum(inside)})
+    return pd.DataFrame(events), counts
+
+
+@pytest.mark.parametrize("lateness", [None, "10m"], ids=["no-lateness", "lateness-10m"])
+@pytest.mark.parametrize("batch", ["1", "4", "2000"])
+def test_replay_keeps_row_order_late_and_bad_rows(
+    tmp_path: Path, lateness: str | None, batch: str
+) -> None:
+    rows = pd.DataFrame(
+        {
+            "series": ["h1.cpu", "h1.cpu", "h2.cpu", "h1.cpu", "h1.cpu", "h2.cpu", "h1.cpu"],
+            "ts": [
+                "2024-01-01T00:00:00Z",
+                "2024-01-01T00:10:00Z",
+                "2024-01-01T00:10:00Z",
+                "2024-01-01T00:05:00Z",  # out of order: 5 min behind h1's newest
+                "not a time",  # unreadable: this row only goes to the dead letters
+                "2024-01-01T00:20:00Z",
+                "2024-01-01T00:20:00Z",
+            ],
+            "value": [1.0, 2.0, 10.0, 4.0, 8.0, 20.0, 16.0],
+        }
+    )
+    path = tmp_path / "long.csv"
+    rows.to_csv(path, index=False)
+    out_csv = tmp_path / "events.csv"
+    run = tsmon(
+        "replay",
+        str(path),
+        "--queries",
+        str(_queries(tmp_path, _EVERY_POINT)),
+        "--events-out",
+        str(out_csv),
+        "--batch",
+        batch,
+        *(["--allowed-lateness", lateness] if lateness else []),
+    )
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+    assert "Traceback" not in out
+    want, counts = _oracle_feed(rows, 600_000 if lateness else 0)
+    assert counts["late_inserted"] == (1 if lateness else 0)  # the data exercise what we test
+    assert counts["too_late"] == (0 if lateness else 1) and counts["bad_timestamp"] == 1
+
+    summary = _summary(run.stdout)
+    rejected = {k: v for k, v in counts.items() if k in ("bad_timestamp", "too_late") and v}
+    assert summary == {
+        "received": counts["received"],
+        "accepted": counts["received"] - sum(rejected.values()),
+        "rejected": sum(rejected.values()),
+        "by_reason": rejected,
+        "late_inserted": counts["late_inserted"],
+        "duplicates_replaced": 0,
+    }
+    assert summary["received"] == summary["accepted"] + summary["rejected"]
+
+    got = pd.read_csv(out_csv)
+    assert got["series"].tolist() == want["series"].tolist()
+    assert got["ts_ms"].tolist() == want["ts_ms"].tolist()
+    assert got["payload.n"].tolist() == want["n"].tolist()
+    np.testing.assert_allclose(got["payload.s"], want["s"], rtol=1e-12)
+
+
+def _stable_merge(files: list[list[tuple[str, int]]]) -> list[tuple[str, int]]:
+    """Merge files by time, taking heads in turn; a file's row order is never changed.
+
+    The head of each file competes with the largest timestamp its file has reached (a late row
+    waits behind the newer row before it); ties go to the file given first.
+    """
+    pos = [0] * len(files)
+    reached = [-(2**63)] * len(files)
+    merged: list[tuple[str, int]] = []
+    while any(p < len(f) for p, f in zip(pos, files, strict=True)):
+        best = None
+        for i, rows in enumerate(files):
+            if pos[i] < len(rows):
+                key = max(reached[i], rows[pos[i]][1])
+                if best is None or key < best[0]:
+                    best = (key, i)
+        assert best is not None
+        key, i = best
+        merged.append(files[i][pos[i]])
+        reached[i] = key
+        pos[i] += 1
+    return merged
+
+
+def test_replay_merges_files_by_time_keeping_each_files_order(tmp_path: Path) -> None:
+    minute = 60_000
+    a = [("a.cpu", t * minute) for t in (0, 3, 6, 4, 9, 12)]  # one late row (4 after 6)
+    b_minutes = [1, 2, 7, 5, 8, 13]  # one late row (5 after 7)
+    folder = tmp_path / "nab"
+    folder.mkdir()
+    pd.DataFrame({"series": [s for s, _ in a], "ts": [t for _, t in a], "value": 1.0}).to_csv(
+        folder / "a.csv", index=False
+    )
+    pd.DataFrame(
+        {
+            "timestamp": pd.to_datetime([m * minute for m in b_minutes], unit="ms").strftime(
+                "%Y-%m-%d %H:%M:%S"
+            ),
+            "value": 2.0,
+        }
+    ).to_csv(folder / "b.csv", index=False)
+    b = [("nab.b", m * minute) for m in b_minutes]
+    out_csv = tmp_path / "events.csv"
+    run = tsmon(
+        "replay",
+        str(folder / "a.csv"),
+        str(folder / "b.csv"),
+        "--queries",
+        str(_queries(tmp_path, _EVERY_POINT)),
+        "--events-out",
+        str(out_csv),
+        "--allowed-lateness",
+        "5m",
+        "--batch",
+        "5",
+    )
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+    want = _stable_merge([a, b])
+    assert [t for s, t in want if s == "a.cpu"] == [t for _, t in a]
+    assert want != sorted(want, key=lambda row: row[1])  # the files' own order matters here
+    got = pd.read_csv(out_csv)
+    assert list(zip(got["series"], got["ts_ms"], strict=True)) == want
+    summary = _summary(run.stdout)
+    assert (summary["received"], summary["accepted"], summary["late_inserted"]) == (12, 12, 2)
+
+
+def test_series_option_with_several_timestamp_value_files_is_refused(tmp_path: Path) -> None:
+    paths = []
+    for name in ("one.csv", "two.csv"):
+        path = tmp_path / name
+        path.write_text("timestamp,value\n2024-01-01 00:00:00,1\n", encoding="utf-8")
+        paths.append(str(path))
+    run = tsmon(
+        "replay", *paths, "--series", "x", "--queries", str(_queries(tmp_path, _EVERY_POINT))
+    )
+    out = run.stdout + run.stderr
+    assert run.returncode == 2, out
+    assert "--series" in out and "one series" in out and "Traceback" not in out
+    assert "points received" not in out

@@ -7,25 +7,34 @@ exit with status 2; nothing prints a bare traceback unless ``--debug`` is given.
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tsmon.core.units import UnitError
+from tsmon.core.units import UnitError, parse_duration_ms
 from tsmon.engine.events import Event
 from tsmon.engine.monitor import Monitor
 from tsmon.query import QuerySyntaxError, compile_query, parse_queries
+from tsmon.report import events_table, format_event, summary_line
 
 console = Console(highlight=False)
-_USER_ERRORS = (QuerySyntaxError, UnitError, ValueError, KeyError, FileNotFoundError)
+_USER_ERRORS = (QuerySyntaxError, UnitError, ValueError, KeyError, OSError)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``tsmon`` console script."""
+    """Entry point of the ``tsmon`` console script.
+
+    User errors (bad query, bad file, unwritable output path) print one ``error:`` line and
+    return 2; ``--debug`` shows the traceback instead. Bad option values are rejected by
+    argparse before anything runs (also status 2).
+    """
     parser = _parser()
     args = parser.parse_args(argv)
     try:
@@ -38,29 +47,113 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _int_at_least(minimum: int, hint: str) -> Callable[[str], int]:
+    """An argparse ``type=`` reading an int >= ``minimum``; ``hint`` says what to pass instead.
+
+    argparse prefixes the message with the option (``argument --batch: ...``) and exits with
+    status 2 before any work is done.
+    """
+    what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+
+    def read(text: str) -> int:
+        try:
+            number = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}; {hint}") from None
+        if number < minimum:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}; {hint}")
+        return number
+
+    read.__name__ = f"int_at_least_{minimum}"
+    return read
+
+
+def _positive_finite_float(hint: str) -> Callable[[str], float]:
+    """An argparse ``type=`` reading a float > 0 that is neither inf nor NaN."""
+
+    def read(text: str) -> float:
+        try:
+            number = float(text)
+        except ValueError:
+            number = math.nan
+        if not (math.isfinite(number) and number > 0):
+            raise argparse.ArgumentTypeError(
+                f"must be a positive finite number, got {text!r}; {hint}"
+            )
+        return number
+
+    read.__name__ = "positive_finite_float"
+    return read
+
+
+def _duration(text: str) -> str:
+    """An argparse ``type=`` checking a duration such as ``5m`` (0 allowed) before any work."""
+    try:
+        parse_duration_ms(text, allow_zero=True)
+    except UnitError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tsmon", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="run the main job on a built-in generator of host metrics")
-    demo.add_argument("--hosts", type=int, default=100, help="hosts (3 series each)")
-    demo.add_argument("--hours", type=float, default=24.0, help="event time to generate")
+    demo.add_argument(
+        "--hosts",
+        type=_int_at_least(1, "pass the number of hosts, e.g. --hosts 100"),
+        default=100,
+        help="hosts (3 series each)",
+    )
+    demo.add_argument(
+        "--hours",
+        type=_positive_finite_float("pass the event time to generate in hours, e.g. --hours 24"),
+        default=24.0,
+        help="event time to generate",
+    )
     demo.set_defaults(run=_demo)
 
     check = sub.add_parser("check", help="validate a query file")
     check.add_argument("file", type=Path)
     check.set_defaults(run=_check)
 
-    replay = sub.add_parser("replay", help="run queries over a recorded series (CSV)")
+    replay = sub.add_parser(
+        "replay",
+        help="run queries over recorded series (CSV)",
+        description=(
+            "Run queries over recorded series. Each file's rows are fed in the file's own order, "
+            "so out-of-order rows arrive late: within --allowed-lateness they are inserted (and "
+            "counted as late inserted), older ones are rejected as too_late. Several files are "
+            "merged by timestamp with a stable merge that keeps each file's row order (a row "
+            "that is late or has an unreadable timestamp stays between its file's neighbours). "
+            "Unreadable timestamps and values are rejected one by one to the dead letters."
+        ),
+    )
     replay.add_argument("csv", type=Path, nargs="+", help="timestamp,value or series,ts,value")
     replay.add_argument("--queries", type=Path, required=True, help="query file")
-    replay.add_argument("--series", help="series name for a timestamp,value file")
-    replay.add_argument("--batch", type=int, default=2_000, help="points per ingest call")
-    replay.add_argument("--show", type=int, default=20, help="events to print (0: none)")
-    replay.add_argument("--events-out", type=Path, help="write every event to this CSV")
+    replay.add_argument(
+        "--series", help="series name for a timestamp,value file (only with one such file)"
+    )
+    replay.add_argument(
+        "--batch",
+        type=_int_at_least(1, "pass the number of points per ingest call, e.g. --batch 2000"),
+        default=2_000,
+        help="points per ingest call",
+    )
+    replay.add_argument(
+        "--show",
+        type=_int_at_least(0, "pass how many events to print, 0 for none, e.g. --show 20"),
+        default=20,
+        help="events to print (0: none)",
+    )
+    replay.add_argument(
+        "--events-out", type=Path, help="write every event to this CSV (checked before replaying)"
+    )
     replay.add_argument(
         "--allowed-lateness",
+        type=_duration,
         default="0ms",
         help="how far behind its series' newest point a point may arrive, e.g. 5m (default: 0ms)",
     )
@@ -91,15 +184,23 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    import pandas as pd
+    """Feed recorded CSV rows to a :class:`Monitor` in batches, printing events as they come.
 
-    from tsmon.sim.replay import read_series_csv
+    Everything that can be checked cheaply is checked before the replay (the events output
+    path, the CSV headers, ``--series``, the query file), so a mistake costs no replay time.
+    Rows keep their file's order; several files are merged by time (:func:`merge_by_time`).
+    """
+    from tsmon.sim.replay import csv_layout, merge_by_time, read_series_csv
 
-    frames = [read_series_csv(path, args.series) for path in args.csv]
-    points = pd.concat(frames, ignore_index=True).sort_values("ts", kind="stable")
+    if args.events_out is not None:
+        _check_writable(args.events_out)
+    layouts = [csv_layout(path) for path in args.csv]
+    _check_series_option(args.series, args.csv, layouts)
+    queries = _read_text(args.queries)
+    points = merge_by_time([read_series_csv(path, args.series) for path in args.csv])
     monitor = Monitor(points["series"].unique(), allowed_lateness=args.allowed_lateness)
-    monitor.add_query(_read_text(args.queries))
-    shown: list[Event] = []
+    monitor.add_query(queries)
+    shown = 0
     counts: Counter[str] = Counter()
     collected: list[Event] = []
     with _progress() as progress:
@@ -111,16 +212,62 @@ def _replay(args: argparse.Namespace) -> int:
             )
             for event in monitor.events():
                 counts[event.query] += 1
-                if len(shown) < args.show:
-                    shown.append(event)
-                    progress.console.print(_format_event(event))
-                if args.events_out:
+                if shown < args.show:
+                    shown += 1
+                    progress.console.print(format_event(event), soft_wrap=True)
+                if args.events_out is not None:
                     collected.append(event)
             progress.update(task, advance=len(chunk))
-    if args.events_out:
+    if args.events_out is not None:
         _write_events(collected, args.events_out)
-    _print_summary(monitor, counts)
+    console.print(events_table(counts, monitor.queries()))
+    console.print(summary_line(monitor.stats()), soft_wrap=True)
     return 0
+
+
+def _check_writable(path: Path) -> None:
+    """Raise ``OSError`` with the fix unless ``path`` can be written as a file.
+
+    Run before the replay: finding out afterwards would cost the whole replay and its events.
+    (Permission checks use ``os.access``; a superuser passes them, and the write itself is
+    still guarded by the ``OSError`` handler in :func:`main`.)
+    """
+    fix = "pass a file path in an existing, writable folder to --events-out"
+    if path.is_dir():
+        raise OSError(f"--events-out {path} is a folder, not a file; {fix}")
+    parent = path.parent
+    if not parent.exists():
+        raise OSError(f"--events-out {path}: folder {parent} does not exist; {fix}")
+    if not parent.is_dir():
+        raise OSError(f"--events-out {path}: {parent} is not a folder; {fix}")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise OSError(f"--events-out {path}: no permission to overwrite the file; {fix}")
+    if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        raise OSError(f"--events-out {path}: no permission to create files in {parent}; {fix}")
+
+
+def _check_series_option(series: str | None, paths: list[Path], layouts: list[str]) -> None:
+    """Reject ``--series`` where it would be ignored or would merge several files into one.
+
+    ``--series`` names the one series of a ``timestamp,value`` file; given with several such
+    files it would silently make all of them one series, and with none it would do nothing.
+    """
+    if series is None:
+        return
+    plain = [
+        str(p) for p, layout in zip(paths, layouts, strict=True) if layout == "timestamp_value"
+    ]
+    if len(plain) > 1:
+        raise ValueError(
+            f"--series {series!r} would merge {len(plain)} timestamp,value files "
+            f"({', '.join(plain)}) into one series; drop --series (each file is then named "
+            "<folder>.<file stem>) or replay the files one at a time"
+        )
+    if not plain:
+        raise ValueError(
+            f"--series {series!r} names the series of a timestamp,value file, but every CSV "
+            "given has a series column; drop --series"
+        )
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -141,21 +288,8 @@ def _progress() -> Progress:
     )
 
 
-def _format_event(event: Event) -> str:
-    import pandas as pd
-
-    when = pd.Timestamp(event.ts_ms, unit="ms", tz="UTC").strftime("%Y-%m-%d %H:%M:%S")
-    payload = ", ".join(f"{k}={_short(v)}" for k, v in event.payload.items())
-    flags = "" if event.coverage >= 1 else f" [coverage {event.coverage:.2f}]"
-    flags += " [replayed]" if event.replayed else ""
-    return f"{when}  {event.query:<14} {event.series:<28} {payload}{flags}"
-
-
-def _short(value: object) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
-
-
 def _write_events(events: list[Event], path: Path) -> None:
+    """Write events as CSV: one row each, payload entries as ``payload.<name>`` columns."""
     import pandas as pd
 
     rows = [
@@ -172,23 +306,6 @@ def _write_events(events: list[Event], path: Path) -> None:
     ]
     pd.DataFrame(rows).to_csv(path, index=False)
     console.print(f"wrote {len(rows)} events to {path}")
-
-
-def _print_summary(monitor: Monitor, counts: Counter[str]) -> None:
-    stats = monitor.stats()
-    table = Table(title="events per query")
-    table.add_column("query")
-    table.add_column("events", justify="right")
-    for name in monitor.queries():
-        table.add_row(name, str(counts[name]))
-    console.print(table)
-    rejected = ", ".join(f"{k}: {v}" for k, v in sorted(stats["rejected_by_reason"].items()))
-    console.print(
-        f"points received {stats['received']}, accepted {stats['accepted']}, "
-        f"rejected {stats['rejected']}{f' ({rejected})' if rejected else ''}; "
-        f"late inserted {stats['late_inserted']}, duplicates replaced "
-        f"{stats['duplicates_replaced']}; series {stats['series']}, windows {stats['windows']}"
-    )
 
 
 if __name__ == "__main__":

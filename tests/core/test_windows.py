@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tests.oracle import tolerance, window_index, window_stats
 from tsmon.core.register import Register, RegisterConfig
 from tsmon.core.window_spec import WindowSpec
-from tsmon.core.windows import STATS, Window
+from tsmon.core.windows import STATS, open_window
 
 MOMENT_AND_ORDER_STATS = [s for s in STATS if s != "coverage"]
 
@@ -72,7 +72,7 @@ def test_every_statistic_matches_recomputation(data: st.DataObject, stream) -> N
     spec = data.draw(specs(ts))
     bounds = split_points(data.draw, len(ts))
     reg = Register("s", RegisterConfig(retention_ms=None))
-    window = Window(spec, reg)
+    window = open_window(spec, reg)
     got = {name: [] for name in MOMENT_AND_ORDER_STATS}
     for lo, hi in itertools.pairwise(bounds):
         p0, p1 = reg.append(ts[lo:hi], values[lo:hi])
@@ -93,7 +93,7 @@ def test_window_inserted_mid_stream_equals_recomputation(data: st.DataObject, st
     insert_at = data.draw(st.integers(0, len(ts) - 1))
     reg = Register("s", RegisterConfig(retention_ms=None))
     reg.append(ts[:insert_at], values[:insert_at])
-    window = Window(spec, reg)
+    window = open_window(spec, reg)
     p0, p1 = reg.append(ts[insert_at:], values[insert_at:])
     view = window.advance(p0, p1, STATS)
     for name in MOMENT_AND_ORDER_STATS:
@@ -107,14 +107,14 @@ def test_larger_window_keeps_history_for_an_inserted_one() -> None:
     values = np.sin(np.arange(300) / 7.0) * 100 + 1e9
     for with_larger in (True, False):
         reg = Register("s", RegisterConfig(capacity_points=10, retention_ms=None))
-        larger = Window(WindowSpec.count(100), reg) if with_larger else None
+        larger = open_window(WindowSpec.count(100), reg) if with_larger else None
         for lo in range(0, 200, 37):
             hi = min(lo + 37, 200)
             p0, p1 = reg.append(ts[lo:hi], values[lo:hi])
             if larger is not None:
                 larger.advance(p0, p1, {"mean"})
             reg.evict()
-        inserted = Window(WindowSpec.count(50), reg)
+        inserted = open_window(WindowSpec.count(50), reg)
         p0, p1 = reg.append(ts[200:201], values[200:201])
         view = inserted.advance(p0, p1, STATS)
         if with_larger:
@@ -131,7 +131,7 @@ def test_time_window_coverage_grows_until_span_observed() -> None:
     reg = Register("s", RegisterConfig(capacity_points=5, retention_ms=None))
     reg.append(ts[:50], np.ones(50))
     reg.evict()  # keeps ts 45_000 .. 49_000: history complete from 44_001
-    window = Window(WindowSpec.time(20_000), reg)
+    window = open_window(WindowSpec.time(20_000), reg)
     p0, p1 = reg.append(ts[50:], np.ones(50))
     coverage = window.advance(p0, p1, {"coverage"}).stat("coverage")
     expected = np.clip((ts[50:] - 44_001 + 1) / 20_000, 0, 1)
@@ -141,7 +141,7 @@ def test_time_window_coverage_grows_until_span_observed() -> None:
 
 def test_sliding_window_pins_only_what_it_holds() -> None:
     reg = Register("s", RegisterConfig(capacity_points=1, retention_ms=None))
-    window = Window(WindowSpec.time(10_000), reg)
+    window = open_window(WindowSpec.time(10_000), reg)
     p0, p1 = reg.append(np.arange(0, 60_000, 1000, dtype=np.int64), np.arange(60.0))
     window.advance(p0, p1, {"mean"})
     reg.evict()
@@ -153,7 +153,7 @@ def test_sliding_window_pins_only_what_it_holds() -> None:
 
 def test_advance_rejects_positions_it_does_not_follow() -> None:
     reg = Register("s", RegisterConfig(retention_ms=None))
-    window = Window(WindowSpec.count(3), reg)
+    window = open_window(WindowSpec.count(3), reg)
     reg.append(np.array([1, 2]), np.array([1.0, 2.0]))
     with pytest.raises(ValueError, match="advance with the positions"):
         window.advance(1, 2, {"mean"})

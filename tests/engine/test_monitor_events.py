@@ -36,7 +36,7 @@ POOL = [
     "0.5 * abs(first(5 points) - last(5 points)) "
     "EMIT max(5 points), min(5 points), first(5 points), last(5 points)",
     f"QUERY lm ON s.* WHEN NOT (mean({LANDMARK}) < first({LANDMARK})) "
-    f"EMIT count({LANDMARK}), sum({LANDMARK}), var({LANDMARK}), ts",
+    f"EMIT count({LANDMARK}), sum({LANDMARK}), var({LANDMARK}), ts, ts_ms",
     "QUERY trend ON s.* WHEN slope(2m) > 0 OR rate(3 points) < 0 "
     "EMIT slope(2m), rate(3 points), slope(2m) * 1m AS per_min",
     "QUERY dev ON s.b, s.c WHEN abs(last - mean(10 points)) > 2 * stddev(10 points) "
@@ -227,7 +227,7 @@ def evaluate_at(
     for label, expr in payload_items(q):
         if isinstance(expr, A.SeriesName):
             payload[label] = (series, 0.0)
-        elif isinstance(expr, A.Timestamp):
+        elif isinstance(expr, A.TimestampMs):
             payload[label] = (int(ts[j]), 0.0)
         else:
             payload[label] = approx(expr, c)
@@ -253,10 +253,10 @@ class Reference:
         if series not in self.stored and not any(fnmatchcase(series, p) for p in self.patterns):
             return "unknown_series"
         points = self.stored.get(series, {})
+        if points and max(points) - ts > self.lateness_ms:  # lateness first, duplicates too
+            return "too_late"
         if ts in points:
             return "duplicate" if self.keep_first else None
-        if points and max(points) - ts > self.lateness_ms:
-            return "too_late"
         return None
 
     def offer(self, series: str, ts: int, value: float, scale: tuple[np.ndarray, np.ndarray]):

@@ -7,10 +7,9 @@ import operator
 
 from hypothesis import strategies as st
 
-from tsmon.core.units import UNIT_MS
-from tsmon.core.window_spec import WindowSpec
+from tsmon.core.units import MAX_DURATION_MS, MAX_INSTANT_MS, MIN_INSTANT_MS, UNIT_MS
+from tsmon.core.window_spec import MAX_POINTS, WindowSpec
 from tsmon.query import ast as A
-from tsmon.query.printer import format_window
 
 # ---- syntax trees in canonical form ----------------------------------------------------------
 
@@ -18,6 +17,16 @@ windows = st.one_of(
     st.integers(1, 10_000).map(WindowSpec.count),
     st.integers(1, 10**10).map(WindowSpec.time),
     st.integers(0, 4 * 10**12).map(WindowSpec.landmark),
+)
+#: Every valid window, limits included: counts up to 2**40, spans up to 100 years, instants
+#: across pandas' whole Timestamp range (before 1970 too).
+all_windows = st.one_of(
+    st.integers(1, MAX_POINTS).map(WindowSpec.count),
+    st.sampled_from([1, MAX_POINTS]).map(WindowSpec.count),
+    st.integers(1, MAX_DURATION_MS).map(WindowSpec.time),
+    st.sampled_from([1, 1000, MAX_DURATION_MS]).map(WindowSpec.time),
+    st.integers(MIN_INSTANT_MS, MAX_INSTANT_MS).map(WindowSpec.landmark),
+    st.sampled_from([MIN_INSTANT_MS, -1, 0, MAX_INSTANT_MS]).map(WindowSpec.landmark),
 )
 numbers = st.one_of(
     st.sampled_from([0.0, 1.0, 0.5, 3.0, 1e9, 2.5e-3]),
@@ -45,11 +54,13 @@ def _extend(children: st.SearchStrategy[A.Expr]) -> st.SearchStrategy[A.Expr]:
 
 exprs = st.recursive(leaves, _extend, max_leaves=12)
 
+KEYWORDS = frozenset({"query", "on", "when", "emit", "since", "as", "and", "or", "not"})
 names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True).filter(
-    lambda s: s.lower() not in {"query", "on", "when", "emit", "since", "as", "and", "or", "not"}
+    lambda s: s.lower() not in KEYWORDS
 )
+# Any keyword (not only those that start a clause) is refused as a trigger, e.g. "ON as".
 patterns = st.from_regex(r"[A-Za-z0-9_*?][A-Za-z0-9_.:*?\-]{0,10}", fullmatch=True).filter(
-    lambda s: "--" not in s and s.lower() not in {"query", "on", "when", "emit", "since"}
+    lambda s: "--" not in s and s.lower() not in KEYWORDS
 )
 
 
@@ -61,7 +72,7 @@ def queries(draw: st.DrawFn) -> A.QueryDef:
     items: list[A.EmitItem] = []
     labels: set[str] = set()
     for _ in range(draw(st.integers(0, 3))):
-        expr = draw(st.one_of(exprs, st.just(A.SeriesName())))
+        expr = draw(st.one_of(exprs, st.sampled_from([A.SeriesName(), A.TimestampMs()])))
         alias = draw(st.one_of(st.none(), names))
         label = alias if alias is not None else format_expr(expr)
         if label not in labels:
@@ -100,7 +111,7 @@ def source_text(draw: st.DrawFn, expr: A.Expr | None = None) -> str:
     def render(e: A.Expr) -> str:
         if isinstance(e, A.Stat):
             name = draw(st.sampled_from(_SPELLINGS.get(e.name, [e.name, e.name.upper()])))
-            win = format_window(e.window)
+            win = str(e.window)
             if e.window.kind.value == "count" and e.window.size == 1:
                 win = draw(st.sampled_from(["1 point", "1 points", "1 POINT"]))
             return f"{name}({space}{win}{space})"

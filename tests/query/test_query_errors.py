@@ -61,6 +61,26 @@ SEMANTIC_ERRORS = [
     ("QUERY q ON x EMIT abs(series)", 1, 23, "can only be a whole EMIT item"),
     ("QUERY q ON x WHEN foo > 1", 1, 19, "unknown name 'foo'"),
     ("QUERY q ON WHEN", 1, 12, "expected a series name or pattern but got 'WHEN'"),
+    ("QUERY q ON x WHEN ts_ms > 1", 1, 19, "'ts_ms' (int64 milliseconds) can only be a whole EMIT"),
+    ("QUERY q ON x EMIT ts_ms + 1 AS t", 1, 19, "use ts (seconds) in expressions"),
+    # Limits: durations <= 36525d, counts <= 2**40 points, instants in pandas' range.
+    ("QUERY q ON x WHEN mean(36526d) > 1", 1, 24, "duration '36526d' is too long; the limit"),
+    ("QUERY q ON x WHEN mean(99999999999999w) > 1", 1, 24, "is 36525d (100 years"),
+    ("QUERY q ON x WHEN mean(1099511627777 points) > 1", 1, 24, "at most 1099511627776 points"),
+    ("QUERY q ON x\n WHEN mean(since 2262-04-12) > 1", 2, 12, "outside the supported range"),
+    ("QUERY q ON x WHEN mean(since 1677-09-21T00:00:00Z) > 1", 1, 24, "1677-09-21T00:12:43.146Z"),
+    ("QUERY q ON x WHEN value > 1e309", 1, 27, "number '1e309' is too large"),
+]
+
+HUGE = "9" * 400
+# Findings: each of these raised a bare OverflowError (or parsed, then crashed the engine).
+TOO_LARGE = [
+    (f"QUERY q ON x WHEN mean({HUGE}ms) > 1", 1, 24, "is too long; the limit is 36525d"),
+    (f"QUERY q ON x WHEN value > {HUGE}s", 1, 27, "is too long; the limit is 36525d"),
+    (f"QUERY q ON x\nSINCE -{HUGE}h", 2, 8, "is too long; the limit is 36525d"),
+    ("QUERY q ON x WHEN mean(99999999999999w) > 1", 1, 24, "3155760000000 ms"),
+    (f"QUERY q ON x WHEN count({'9' * 5000} points) > 1", 1, 25, "at most 1099511627776 points"),
+    (f"QUERY q ON x WHEN value > {HUGE}", 1, 27, "is too large"),
 ]
 
 
@@ -120,3 +140,30 @@ def test_deep_nesting_is_a_syntax_error_not_a_crash() -> None:
     text = "QUERY q ON x WHEN " + "abs(" * 3000 + "1" + ")" * 3000
     with pytest.raises(QuerySyntaxError, match="nested too deeply"):
         parse_query(text)
+
+
+@pytest.mark.parametrize(("text", "line", "column", "detail"), TOO_LARGE)
+def test_huge_values_are_syntax_errors_with_a_short_message(
+    text: str, line: int, column: int, detail: str
+) -> None:
+    with pytest.raises(QuerySyntaxError) as info:
+        parse_queries(text)
+    err = info.value
+    assert (err.line, err.column) == (line, column), str(err)
+    first = str(err).splitlines()[0]
+    assert detail in first
+    assert len(first) < 200, first  # the value is abbreviated, not quoted in full
+
+
+def test_limits_are_inclusive() -> None:
+    q = parse_query(
+        "QUERY q ON x WHEN mean(36525d) + count(1099511627776 points) + first(since "
+        "2262-04-11T23:47:16.854Z) + last(since 1677-09-21T00:12:43.146Z) > 1 SINCE -36525d"
+    )
+    assert q.since_ms == 36_525 * 86_400_000
+    assert sorted(str(s.window) for s in q.when.walk() if hasattr(s, "window")) == [
+        "1099511627776 points",
+        "36525d",
+        "since 1677-09-21T00:12:43.146Z",
+        "since 2262-04-11T23:47:16.854Z",
+    ]

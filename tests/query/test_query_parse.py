@@ -8,12 +8,14 @@ import pytest
 from tsmon.core.window_spec import WindowSpec
 from tsmon.query import (
     ArrayBindings,
+    QuerySyntaxError,
     compile_query,
     format_expr,
     format_query,
     parse_expr,
     parse_queries,
     parse_query,
+    query_key,
 )
 from tsmon.query import ast as A
 
@@ -190,15 +192,27 @@ def test_default_payload_and_all_true_condition() -> None:
 
 def test_payload_labels_and_types() -> None:
     q = compile_query(
-        "QUERY q ON x EMIT series, ts, ts AS t, ts * 1, abs(last - mean(1h)), value > 1 AS big"
+        "QUERY q ON x EMIT series, ts, ts AS t, ts * 1, ts_ms, ts_ms AS exact, "
+        "abs(last - mean(1h)), value > 1 AS big"
     )
     labels = [label for label, _ in q.payload]
-    assert labels == ["series", "ts", "t", "ts * 1", "abs(last - mean(1h))", "big"]
+    assert labels == [
+        "series",
+        "ts",
+        "t",
+        "ts * 1",
+        "ts_ms",
+        "exact",
+        "abs(last - mean(1h))",
+        "big",
+    ]
     b = ArrayBindings("x", [1500, 2500], [0.5, 4.0], {("mean", ONE_H): [1.0, 1.0]})
     out = {label: f(b) for label, f in q.payload}
-    assert out["ts"].dtype == np.int64 and out["ts"].tolist() == [1500, 2500]
-    assert out["t"].tolist() == [1500, 2500]
-    assert out["ts * 1"].tolist() == [1.5, 2.5]
+    # ts is float seconds everywhere, whole item or not; ts_ms is exact int64 milliseconds.
+    for label in ["ts", "t", "ts * 1"]:
+        assert out[label].dtype == np.float64 and out[label].tolist() == [1.5, 2.5], label
+    for label in ["ts_ms", "exact"]:
+        assert out[label].dtype == np.int64 and out[label].tolist() == [1500, 2500], label
     assert out["abs(last - mean(1h))"].tolist() == [0.5, 3.0]
     assert out["big"].tolist() == [False, True]
 
@@ -213,3 +227,33 @@ def test_condition_semantics() -> None:
     assert cond("(value > 1) + (value < 0) = 1") == [False, False, True, True]
     assert cond("value > 1 OR ts = 1") == [False, True, True, False]
     assert cond("1m = 60 AND 250ms = 0.25") == [True] * 4
+
+
+def test_ts_is_seconds_in_every_position_and_ts_ms_is_exact() -> None:
+    """The finding: ``EMIT ts, ts + 0`` gave 5000 and 5.0; both are 5.0 now."""
+    q = compile_query("QUERY q ON x WHEN ts >= 5 EMIT ts, ts + 0 AS t2, ts_ms AS ms")
+    big = 1_700_000_000_123  # exact in int64; ts keeps it to float64 precision
+    b = ArrayBindings("x", [4999, 5000, big], [1.0, 1.0, 1.0])
+    assert q.condition(b).tolist() == [False, True, True]
+    out = {label: f(b).tolist() for label, f in q.payload}
+    assert out == {
+        "ts": [4.999, 5.0, big / 1000],
+        "t2": [4.999, 5.0, big / 1000],
+        "ms": [4999, 5000, big],
+    }
+
+
+def test_ts_ms_round_trips_as_an_emit_item() -> None:
+    q = parse_query("QUERY q ON x EMIT ts_ms, TS_MS AS t")
+    assert [item.expr for item in q.emit] == [A.TimestampMs(), A.TimestampMs()]
+    assert format_query(q) == "QUERY q ON x EMIT ts_ms, ts_ms AS t"
+    assert parse_query(format_query(q)) == q
+
+
+def test_query_key_is_the_duplicate_name_rule() -> None:
+    assert query_key("Hot_CPU") == query_key("hot_cpu") == "hot_cpu"
+    assert query_key("a") != query_key("b")
+    names = [q.name for q in parse_queries("QUERY a ON x\nQUERY b ON x")]
+    assert len({query_key(n) for n in names}) == 2
+    with pytest.raises(QuerySyntaxError, match="duplicate query name 'A'"):
+        parse_queries("QUERY a ON x\nQUERY A ON x")

@@ -7,10 +7,13 @@ import math
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from query_strategies import exprs, queries, reference, source_text, truthy
+from query_strategies import all_windows, exprs, queries, reference, source_text, truthy
 
+from tsmon.core.units import UNIT_MS
+from tsmon.core.window_spec import WindowSpec
 from tsmon.query import (
     ArrayBindings,
+    QuerySyntaxError,
     compile_query,
     format_expr,
     format_query,
@@ -20,6 +23,7 @@ from tsmon.query import (
 )
 from tsmon.query import ast as A
 from tsmon.query.compile import compile_expr
+from tsmon.query.printer import format_window
 
 
 @given(exprs)
@@ -57,6 +61,45 @@ def test_canonical_statement_round_trip(query: A.QueryDef) -> None:
 def test_files_of_statements_round_trip(qs: list[A.QueryDef]) -> None:
     text = "-- generated\n" + "\n;\n".join(f"{format_query(q)}  -- #{i}" for i, q in enumerate(qs))
     assert parse_queries(text) == qs
+
+
+@given(all_windows)
+@settings(max_examples=300)
+def test_every_window_round_trips_through_its_text(window: WindowSpec) -> None:
+    text = str(window)
+    assert format_window(window) == text  # one formatter
+    parsed = parse_expr(f"count({text})")
+    assert parsed == A.Stat("count", window), text
+    assert str(parsed.window) == text
+
+
+# Digit strings of any length, some beyond what int() reads (4300 digits) or a float holds.
+digit_strings = st.one_of(
+    st.text("0123456789", min_size=1, max_size=40),
+    st.builds(lambda n, d: d * n, st.integers(300, 5000), st.sampled_from("19")),
+)
+fractions = st.one_of(st.just(""), st.text("0123456789", min_size=1, max_size=20).map(".{}".format))
+
+
+@given(
+    digit_strings,
+    fractions,
+    st.sampled_from([*UNIT_MS, " points", " point", " POINTS"]),
+    st.sampled_from(["mean({})", "value > {}", "SINCE -{}"]),
+)
+@settings(max_examples=400)
+def test_any_digit_string_parses_or_is_a_syntax_error(
+    digits: str, fraction: str, unit: str, where: str
+) -> None:
+    text = "QUERY q ON x " + ("" if where.startswith("SINCE") else "WHEN ")
+    text += where.format(digits + fraction + unit) + ("" if where != "mean({})" else " > 1")
+    try:
+        parsed = parse_query(text)
+    except QuerySyntaxError as err:
+        assert err.line == 1 and 1 <= err.column <= len(text)
+        return
+    # Whatever parsed is within the limits, and prints back to text that parses the same.
+    assert parse_query(format_query(parsed)) == parsed
 
 
 special = st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.0, 0.5, math.nan, math.inf, -math.inf])

@@ -74,6 +74,60 @@ class Moments:
             ]  # exact shift of each sum to d' = d - delta, tau' = tau - eps
         return Moments(new_anchor, self.anchor_t_ms + shift_ms, n, np.array(shifted))
 
+    def merged(self, other: Moments) -> Moments:
+        """The moments of both point sets together (pairwise combination of Chan et al.),
+        about the combined means; both must keep the time moments.
+
+        Examples
+        --------
+        >>> ts, x = np.array([0, 1000, 2000, 3000]), np.array([1.0, 4.0, 2.0, 8.0])
+        >>> both = Moments.exact(ts[:1], x[:1], True).merged(Moments.exact(ts[1:], x[1:], True))
+        >>> whole = Moments.exact(ts, x, True)
+        >>> bool(np.allclose(both.sums, whole.rebased(ts, x).sums)), both.n
+        (True, 4.0)
+        """
+        if other.n == 0:
+            return self
+        if self.n == 0:
+            return other
+        n = self.n + other.n
+        (mean_a, m2_a, t_a, m2t_a, c_a), (mean_b, m2_b, t_b, m2t_b, c_b) = (
+            self._centred(),
+            other._centred(),
+        )
+        weight = self.n * other.n / n
+        dx, dt = mean_b - mean_a, (t_b - t_a) / 1000.0
+        mean = mean_a + dx * other.n / n
+        mean_t = t_a + (t_b - t_a) * other.n / n
+        anchor_t = round(mean_t)
+        s_t = n * (mean_t - anchor_t) / 1000.0
+        m2_t = m2t_a + m2t_b + dt * dt * weight
+        return Moments(
+            mean,
+            anchor_t,
+            n,
+            np.array(
+                [
+                    0.0,
+                    m2_a + m2_b + dx * dx * weight,
+                    s_t,
+                    m2_t + s_t * s_t / n,
+                    c_a + c_b + dx * dt * weight,
+                ]
+            ),
+        )  # about d = x - mean, so the linear value sum is zero
+
+    def _centred(self) -> tuple[float, float, float, float, float]:
+        """(mean, M2, mean time in ms, M2 of time in s^2, comoment) of the points summed."""
+        n, (s1, s2, s3, s4, s5) = self.n, self.sums
+        return (
+            self.anchor + s1 / n,
+            s2 - s1 * s1 / n,
+            self.anchor_t_ms + 1000.0 * s3 / n,
+            s4 - s3 * s3 / n,
+            s5 - s3 * s1 / n,
+        )
+
 
 def features(
     ts_ms: np.ndarray, values: np.ndarray, anchor: float, anchor_t_ms: int, with_time: bool

@@ -60,8 +60,3 @@ class MaxQueue:
         old = slice(first_kept, max(first_kept, stays_above))
         self.positions = np.concatenate((self.positions[old], new_pos))
         self.values = np.concatenate((self.values[old], values[new_pos - p0]))
-
-    def truncate_to_max(self) -> None:
-        """Keep only the maximum (for landmark windows, whose points never leave)."""
-        self.positions = self.positions[:1]
-        self.values = self.values[:1]

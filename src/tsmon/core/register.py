@@ -17,8 +17,10 @@ windows (claim 3) even when the register's own retention is shorter.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from numbers import Integral
 
 import numpy as np
 
@@ -46,6 +48,13 @@ class RegisterConfig:
     duplicates: DuplicatePolicy = DuplicatePolicy.KEEP_LAST
 
     def __post_init__(self) -> None:
+        for option in ("capacity_points", "retention_ms", "allowed_lateness_ms"):
+            value = getattr(self, option)
+            if value is not None and (not isinstance(value, Integral) or isinstance(value, bool)):
+                raise TypeError(
+                    f"{option} must be a whole number, got {value!r}; pass an int"
+                    + (" or None" if option != "allowed_lateness_ms" else "")
+                )
         if self.capacity_points is not None and self.capacity_points <= 0:
             raise ValueError(
                 f"capacity_points must be > 0, got {self.capacity_points}; "
@@ -89,6 +98,7 @@ class Register:
         self._hi = 0  # array index one past the newest live point
         self._base = 0  # absolute position of array index 0
         self._pins: dict[int, int] = {}
+        self._watchers: dict[int, Callable[[int, int], None]] = {}
         self.complete_from_ts: int | None = None  # None: nothing was ever evicted
 
     # -- positions and reads -------------------------------------------------------------------
@@ -168,6 +178,15 @@ class Register:
         """Forget ``owner``'s pin."""
         self._pins.pop(owner, None)
 
+    def watch(self, owner: int, before_evict: Callable[[int, int], None]) -> None:
+        """Call ``before_evict(p0, p1)`` with each range of positions about to be evicted
+        (a landmark window folds them into its summary of older history)."""
+        self._watchers[owner] = before_evict
+
+    def unwatch(self, owner: int) -> None:
+        """Forget ``owner``'s eviction callback."""
+        self._watchers.pop(owner, None)
+
     def evict(self) -> None:
         """Drop points outside the retention policy that no window pins."""
         keep_from = self.end
@@ -178,10 +197,15 @@ class Register:
             keep_from = min(keep_from, int(self.search(cutoff, side="right")))
         if self.config.capacity_points is None and self.config.retention_ms is None:
             keep_from = self.start
+        if self.last_ts is not None:  # late points may still arrive within the lateness
+            horizon = self.last_ts - self.config.allowed_lateness_ms
+            keep_from = min(keep_from, int(self.search(horizon, side="left")))
         if self._pins:
             keep_from = min(keep_from, min(self._pins.values()))
         keep_from = max(keep_from, self.start)
         if keep_from > self.start:
+            for before_evict in self._watchers.values():
+                before_evict(self.start, keep_from)
             self.complete_from_ts = int(self._ts[keep_from - 1 - self._base]) + 1
             self._lo = keep_from - self._base
 

@@ -2,11 +2,22 @@
 
 Event time is what points carry; tsmon never reads the wall clock. Durations are written with a
 unit suffix (``250ms``, ``30s``, ``5m``, ``1h``, ``2d``, ``1w``) in queries, configs and the CLI.
+
+Limits, so that every time value fits an int64 with room to add and subtract:
+
+* a duration is at most :data:`MAX_DURATION_MS`, 100 Julian years (``36525d``,
+  3_155_760_000_000 ms); a longer one, or one too large to be a finite float, is a
+  :class:`UnitError`;
+* an instant read from text lies within pandas' ``Timestamp`` range,
+  :data:`MIN_INSTANT_MS` (1677-09-21T00:12:43.146Z) to :data:`MAX_INSTANT_MS`
+  (2262-04-11T23:47:16.854Z).
 """
 
 from __future__ import annotations
 
+import math
 import re
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pandas as pd
@@ -20,11 +31,35 @@ UNIT_MS: dict[str, int] = {
     "w": 604_800_000,
 }
 
+#: The longest duration tsmon reads: 100 Julian years (``36525d``) in milliseconds.
+MAX_DURATION_MS: int = 36_525 * UNIT_MS["d"]
+#: The earliest and latest instants tsmon reads from text, in epoch milliseconds: the whole
+#: milliseconds inside pandas' ``Timestamp`` range (nanoseconds in an int64).
+MIN_INSTANT_MS: int = -(-pd.Timestamp.min.value // 1_000_000)
+MAX_INSTANT_MS: int = pd.Timestamp.max.value // 1_000_000
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)\s*$")
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 class UnitError(ValueError):
     """A duration or timestamp that cannot be read."""
+
+
+def abbreviate(text: str, width: int = 40) -> str:
+    """``text`` cut to at most ``width`` characters, with ``...`` in the middle when cut.
+
+    Error messages quote user input through this, so a 5000-digit number stays readable.
+
+    Examples
+    --------
+    >>> abbreviate("5m"), abbreviate("9" * 100, 12)
+    ('5m', '99999...9999')
+    """
+    if len(text) <= width:
+        return text
+    keep = max(width - 3, 2)
+    return f"{text[: (keep + 1) // 2]}...{text[len(text) - keep // 2 :]}"
 
 
 def parse_duration_ms(text: str, *, allow_zero: bool = False) -> int:
@@ -32,6 +67,7 @@ def parse_duration_ms(text: str, *, allow_zero: bool = False) -> int:
 
     A zero duration is an error unless ``allow_zero`` is set: a window or a retention of 0 ms
     is a mistake, while an allowed lateness of 0 ms is the natural default ("no lateness").
+    A duration longer than :data:`MAX_DURATION_MS` (100 years, ``36525d``) is an error too.
 
     Examples
     --------
@@ -39,15 +75,26 @@ def parse_duration_ms(text: str, *, allow_zero: bool = False) -> int:
     (300000, 250, 5400000)
     >>> parse_duration_ms("0s", allow_zero=True)
     0
+    >>> try:
+    ...     parse_duration_ms("36526d")
+    ... except UnitError as exc:
+    ...     print(exc)
+    duration '36526d' is too long; the limit is 36525d (100 years, 3155760000000 ms)
     """
     match = _DURATION.match(text)
     if match is None:
         raise UnitError(
-            f"cannot read duration {text!r}; write a number and a unit from "
+            f"cannot read duration {abbreviate(text)!r}; write a number and a unit from "
             f"{', '.join(UNIT_MS)}, e.g. '5m' or '250ms'"
         )
     number, unit = match.groups()
-    millis = round(float(number) * UNIT_MS[unit])
+    scaled = float(number) * UNIT_MS[unit]  # inf when the number is too large for a float
+    if not math.isfinite(scaled) or round(scaled) > MAX_DURATION_MS:
+        raise UnitError(
+            f"duration {abbreviate(text.strip())!r} is too long; the limit is "
+            f"{format_duration_ms(MAX_DURATION_MS)} (100 years, {MAX_DURATION_MS} ms)"
+        )
+    millis = round(scaled)
     if millis == 0 and not allow_zero:
         raise UnitError(f"duration must be > 0 ms, got {text!r}; pass a positive duration")
     return millis
@@ -162,7 +209,10 @@ def _read_objects(items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if item is None or isinstance(item, (bool, np.bool_)):
             continue
         if isinstance(item, str) and _INT_TEXT.match(item):
-            item = int(item)
+            try:
+                item = int(item)
+            except ValueError:  # more digits than int() reads: far beyond int64 anyway
+                continue
         if isinstance(item, (int, np.integer, float, np.floating)):
             number = _whole_ms(item)
             if number is not None:
@@ -194,14 +244,67 @@ def _whole_ms(number: float | int | np.number) -> int | None:
 def parse_instant_ms(text: str) -> int:
     """Read one ISO-8601 instant (naive = UTC) into epoch milliseconds.
 
+    The instant must lie within :data:`MIN_INSTANT_MS` .. :data:`MAX_INSTANT_MS`
+    (1677-09-21T00:12:43.146Z .. 2262-04-11T23:47:16.854Z).
+
     Examples
     --------
     >>> parse_instant_ms("2024-01-01T00:00:00Z")
     1704067200000
+    >>> try:
+    ...     parse_instant_ms("3000-01-01")
+    ... except UnitError as exc:
+    ...     print(exc)
+    instant '3000-01-01' is outside the supported range
+    1677-09-21T00:12:43.146Z .. 2262-04-11T23:47:16.854Z
     """
+    out_of_range = UnitError(
+        f"instant {abbreviate(text.strip())!r} is outside the supported range "
+        f"{format_instant_ms(MIN_INSTANT_MS)} .. {format_instant_ms(MAX_INSTANT_MS)}"
+    )
     try:
-        return int(to_epoch_ms([text])[0])
+        millis = int(to_epoch_ms([text])[0])
     except UnitError as exc:
+        millis = _iso_ms(text)
+        if millis is not None and not MIN_INSTANT_MS <= millis <= MAX_INSTANT_MS:
+            raise out_of_range from exc
         raise UnitError(
-            f"cannot read instant {text!r}; write ISO-8601, e.g. 2024-01-01T00:00:00Z"
+            f"cannot read instant {abbreviate(text)!r}; write ISO-8601, e.g. 2024-01-01T00:00:00Z"
         ) from exc
+    if not MIN_INSTANT_MS <= millis <= MAX_INSTANT_MS:  # digits are read as epoch ms
+        raise out_of_range
+    return millis
+
+
+def _iso_ms(text: str) -> int | None:
+    """Epoch ms of an ISO-8601 text by the standard library (any year 1-9999), or None."""
+    text = text.strip()
+    if text[-1:] in ("Z", "z"):  # Python 3.10's fromisoformat does not read "Z"
+        text = text[:-1] + "+00:00"
+    try:
+        stamp = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=timezone.utc)
+    return (stamp - _EPOCH) // timedelta(milliseconds=1)
+
+
+def format_instant_ms(millis: int) -> str:
+    """Write epoch milliseconds as ISO-8601 UTC with ``Z``; milliseconds only when not zero.
+
+    The inverse of :func:`parse_instant_ms` over its range.
+
+    Examples
+    --------
+    >>> format_instant_ms(1_704_067_200_000), format_instant_ms(-1)
+    ('2024-01-01T00:00:00Z', '1969-12-31T23:59:59.999Z')
+    """
+    if not MIN_INSTANT_MS <= millis <= MAX_INSTANT_MS:
+        raise UnitError(
+            f"instant {millis} ms is outside the supported range {MIN_INSTANT_MS} .. "
+            f"{MAX_INSTANT_MS} ms; pass an instant between 1677 and 2262"
+        )
+    stamp = _EPOCH + timedelta(milliseconds=millis)
+    fraction = f".{millis % 1000:03d}" if millis % 1000 else ""
+    return f"{stamp:%Y-%m-%dT%H:%M:%S}{fraction}Z"

@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from tsmon.core.units import format_duration_ms
+from tsmon.core.units import (
+    MAX_DURATION_MS,
+    MAX_INSTANT_MS,
+    MIN_INSTANT_MS,
+    format_duration_ms,
+    format_instant_ms,
+)
+
+#: The largest count window: 2**40 points (about 1.1e12), far beyond what fits in memory.
+MAX_POINTS: int = 2**40
 
 
 class WindowKind(str, Enum):
@@ -20,24 +29,32 @@ class WindowKind(str, Enum):
 class WindowSpec:
     """A window shape; equal specs on one series share one window.
 
-    ``size`` is a point count (COUNT), a span in ms (TIME) or the landmark instant in epoch
-    ms (LANDMARK).
+    ``size`` is a point count (COUNT, 1 .. :data:`MAX_POINTS`), a span in ms (TIME, 1 ..
+    :data:`~tsmon.core.units.MAX_DURATION_MS`) or the landmark instant in epoch ms (LANDMARK,
+    within :data:`~tsmon.core.units.MIN_INSTANT_MS` .. :data:`~tsmon.core.units.MAX_INSTANT_MS`).
+    ``str(spec)`` is the window in query syntax, and reads back as an equal spec.
 
     Examples
     --------
-    >>> str(WindowSpec.count(100)), str(WindowSpec.time(300_000)), str(WindowSpec.landmark(0))
-    ('100 points', '5m', 'since 0')
+    >>> str(WindowSpec.count(100)), str(WindowSpec.count(1)), str(WindowSpec.time(300_000))
+    ('100 points', '1 point', '5m')
+    >>> str(WindowSpec.landmark(1_704_067_200_000))
+    'since 2024-01-01T00:00:00Z'
     """
 
     kind: WindowKind
     size: int
 
     def __post_init__(self) -> None:
-        if self.kind is not WindowKind.LANDMARK and self.size <= 0:
-            unit = "points" if self.kind is WindowKind.COUNT else "ms"
+        low, high, unit = {
+            WindowKind.COUNT: (1, MAX_POINTS, "points"),
+            WindowKind.TIME: (1, MAX_DURATION_MS, "ms"),
+            WindowKind.LANDMARK: (MIN_INSTANT_MS, MAX_INSTANT_MS, "ms since the epoch"),
+        }[self.kind]
+        if not low <= self.size <= high:
             raise ValueError(
-                f"{self.kind.value} window size must be > 0, got {self.size} {unit}; "
-                "pass a positive size"
+                f"{self.kind.value} window size must be in {low} .. {high} {unit}, "
+                f"got {self.size}; pass a size in that range"
             )
 
     @classmethod
@@ -56,8 +73,9 @@ class WindowSpec:
         return cls(WindowKind.LANDMARK, int(since_ms))
 
     def __str__(self) -> str:
+        """The window as written in a query: ``100 points``, ``1 point``, ``5m``, ``since ...Z``."""
         if self.kind is WindowKind.COUNT:
-            return f"{self.size} points"
+            return "1 point" if self.size == 1 else f"{self.size} points"
         if self.kind is WindowKind.TIME:
             return format_duration_ms(self.size)
-        return f"since {self.size}"
+        return f"since {format_instant_ms(self.size)}"

@@ -8,6 +8,7 @@ any time; an inserted window is populated at once from history (claims 2 and 3).
 
 A query's condition and payload read the windows of its trigger series only, so points of
 different series are independent and each series' points are processed as one vectorized run.
+Query names are case-insensitive, as in query files.
 """
 
 from __future__ import annotations
@@ -16,19 +17,21 @@ import fnmatch
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from numbers import Integral
 
 import numpy as np
 import pandas as pd
 
-from tsmon.core.register import DuplicatePolicy, Register, RegisterConfig
+from tsmon.core.register import DuplicatePolicy, RegisterConfig
 from tsmon.core.units import parse_duration_ms
 from tsmon.core.window_spec import WindowSpec
-from tsmon.core.windows import STATS, Window, WindowView
+from tsmon.core.windows import STATS, WindowView
 from tsmon.engine.deadletters import DeadLetters, Reason
 from tsmon.engine.events import Event, EventChunk, EventLog
 from tsmon.engine.points import read_batch
 from tsmon.engine.runs import regular_runs
-from tsmon.query import CompiledQuery, compile_query, parse_expr, parse_queries
+from tsmon.engine.series import Plan, SeriesNode
+from tsmon.query import CompiledQuery, compile_query, parse_expr, parse_queries, query_key
 from tsmon.query.ast import Stat
 
 _GLOB_CHARS = set("*?[")
@@ -79,10 +82,11 @@ class Monitor:
         other series are rejected as ``unknown_series``.
     capacity_points, retention
         Retention of each register: at most this many points and/or this much event time
-        (``"1d"`` by default). Windows keep the points they still cover in any case.
+        (``"1d"`` by default). Windows keep the points they still cover, and registers the
+        points within the allowed lateness, in any case.
     allowed_lateness
-        Points up to this much older than their series' newest point are inserted in order;
-        older ones are rejected as ``too_late``.
+        Points up to this much older than their series' newest point are inserted in order (or
+        replace the value at their timestamp); older ones are rejected as ``too_late``.
     duplicates
         ``"keep_last"`` (a point at an existing timestamp replaces it) or ``"keep_first"``.
 
@@ -106,18 +110,22 @@ class Monitor:
         allowed_lateness: str | int = 0,
         duplicates: str = "keep_last",
     ) -> None:
+        if isinstance(series, str):
+            raise TypeError(
+                f"series must be a list of names or globs, got the string {series!r}; "
+                f"pass [{series!r}]"
+            )
         self.config = RegisterConfig(
             capacity_points=capacity_points,
-            retention_ms=_millis(retention),
-            allowed_lateness_ms=_millis(allowed_lateness, allow_zero=True) or 0,
+            retention_ms=_millis("retention", retention),
+            allowed_lateness_ms=_millis("allowed_lateness", allowed_lateness, allow_zero=True) or 0,
             duplicates=DuplicatePolicy(duplicates),
         )
-        self._registers: dict[str, Register] = {}
+        self._nodes: dict[str, SeriesNode] = {}
         self._patterns: list[str] = []
-        self._windows: dict[str, dict[WindowSpec, Window]] = {}
-        self._queries: dict[str, CompiledQuery] = {}
-        self._attached: dict[str, set[str]] = {}  # query -> series whose windows it holds
-        self._plans: dict[str, dict[WindowSpec, frozenset[str]]] = {}  # series -> stats wanted
+        self._queries: dict[str, CompiledQuery] = {}  # by query_key, in registration order
+        self._attached: dict[str, set[str]] = {}  # query key -> series whose windows it holds
+        self._plans: dict[str, Plan] = {}  # series -> statistics its windows must produce
         self._dead = DeadLetters()
         self._events = EventLog()
         self._counts: Counter[str] = Counter()
@@ -127,29 +135,29 @@ class Monitor:
             self.add_series(name)
 
     # -- series --------------------------------------------------------------------------------
-    def add_series(self, name_or_glob: str) -> list[str]:
-        """Accept a series, or every series matching a glob; return the registers created."""
-        if _GLOB_CHARS & set(name_or_glob):
+    def add_series(self, name_or_glob: str, *, literal: bool = False) -> list[str]:
+        """Accept a series, or every series matching a glob; return the series created.
+
+        A name with ``*``, ``?`` or ``[`` is a glob unless ``literal`` is true.
+        """
+        if not literal and _GLOB_CHARS & set(name_or_glob):
             if name_or_glob not in self._patterns:
                 self._patterns.append(name_or_glob)
             return []
-        if name_or_glob in self._registers:
+        if name_or_glob in self._nodes:
             return []
-        self._registers[name_or_glob] = Register(name_or_glob, self.config)
-        self._windows[name_or_glob] = {}
-        for query in self._queries.values():
-            if query.matches(name_or_glob):
-                self._attach(query, name_or_glob)
+        self._create_series(name_or_glob)
         return [name_or_glob]
 
     def remove_series(self, name_or_glob: str) -> list[str]:
-        """Drop the series matching a name or glob (their points and windows) and the glob."""
+        """Drop the series matching a name or glob (their points and windows) and the glob.
+
+        A series that a remaining glob accepts comes back, empty, with its next point.
+        """
         self._patterns = [p for p in self._patterns if p != name_or_glob]
-        gone = [s for s in self._registers if fnmatch.fnmatchcase(s, name_or_glob)]
+        gone = [s for s in self._nodes if fnmatch.fnmatchcase(s, name_or_glob)]
         for name in gone:
-            for window in self._windows.pop(name).values():
-                window.close()
-            del self._registers[name]
+            self._nodes.pop(name).close()
             self._plans.pop(name, None)
             for attached in self._attached.values():
                 attached.discard(name)
@@ -157,89 +165,103 @@ class Monitor:
 
     def series(self) -> list[str]:
         """Names of the registered series."""
-        return list(self._registers)
+        return list(self._nodes)
 
-    def _accepts(self, name: str) -> bool:
-        return any(fnmatch.fnmatchcase(name, p) for p in self._patterns)
+    def _create_series(self, name: str) -> None:
+        self._nodes[name] = SeriesNode(name, self.config)
+        for query in self._queries.values():
+            if query.matches(name):
+                self._attach(query, name)
+
+    def _admit(self, name: object) -> tuple[Reason, str] | None:
+        """Why points of series ``name`` cannot be stored, or None (registering the series
+        when a declared glob accepts it)."""
+        if not isinstance(name, str) or not name:
+            return Reason.BAD_SERIES, f"series name {name!r} is not a non-empty string"
+        if name not in self._nodes and any(fnmatch.fnmatchcase(name, p) for p in self._patterns):
+            self._create_series(name)
+        if name in self._nodes:
+            return None
+        return (
+            Reason.UNKNOWN_SERIES,
+            f"unknown series {name!r}; declare it with Monitor.add_series "
+            "(a name or a glob) before sending its points",
+        )
 
     # -- queries -------------------------------------------------------------------------------
     def add_query(self, text: str) -> list[str]:
         """Register the queries in ``text``; a ``SINCE`` query first runs over stored history."""
         compiled = [compile_query(q) for q in parse_queries(text)]
         for query in compiled:
-            if query.name in self._queries:
+            if query_key(query.name) in self._queries:
                 raise ValueError(
-                    f"query {query.name!r} already exists; use alter_query to change it "
-                    "or remove_query first"
+                    f"query {query.name!r} already exists (names ignore case); use alter_query "
+                    "to change it or remove_query first"
                 )
         for query in compiled:
-            self._install(query)
+            key = query_key(query.name)
+            self._queries[key] = query
+            self._attach_everywhere(query)
+            if query.since_ms is not None and self.now_ms is not None:
+                self._replay(query, self.now_ms - query.since_ms)
         return [q.name for q in compiled]
 
     def alter_query(self, text: str) -> list[str]:
-        """Replace existing queries by the same names; windows still needed are kept."""
+        """Replace existing queries by the same names, in place: they keep their rank among
+        the queries, windows still needed are kept, and history is not replayed again."""
         compiled = [compile_query(q) for q in parse_queries(text)]
         for query in compiled:
-            if query.name not in self._queries:
+            if query_key(query.name) not in self._queries:
                 raise KeyError(f"no query named {query.name!r}; use add_query to create it")
         for query in compiled:
-            old_attached = self._attached.pop(query.name)
-            old = self._queries.pop(query.name)
-            self._install(query)
+            key = query_key(query.name)
+            old, old_attached = self._queries[key], self._attached[key]
+            self._queries[key] = query
+            self._attach_everywhere(query)
             for name in old_attached:
                 self._release(name, old.windows)
         return [q.name for q in compiled]
 
     def remove_query(self, name: str) -> None:
         """Unregister a query and release the windows only it used."""
-        if name not in self._queries:
-            raise KeyError(f"no query named {name!r}; registered: {sorted(self._queries)}")
-        query = self._queries.pop(name)
-        for series in self._attached.pop(name):
+        key = query_key(name)
+        if key not in self._queries:
+            names = sorted(q.name for q in self._queries.values())
+            raise KeyError(f"no query named {name!r}; registered: {names}")
+        query = self._queries.pop(key)
+        for series in self._attached.pop(key):
             self._release(series, query.windows)
 
     def queries(self) -> dict[str, str]:
         """The registered queries: name -> text."""
-        return {name: q.text for name, q in self._queries.items()}
+        return {q.name: q.text for q in self._queries.values()}
 
-    def _install(self, query: CompiledQuery) -> None:
-        self._queries[query.name] = query
-        self._attached[query.name] = set()
-        for name in list(self._registers):
+    def _attach_everywhere(self, query: CompiledQuery) -> None:
+        self._attached[query_key(query.name)] = set()
+        for name in list(self._nodes):
             if query.matches(name):
                 self._attach(query, name)
-        if query.since_ms is not None and self.now_ms is not None:
-            self._replay(query, self.now_ms - query.since_ms)
 
     def _attach(self, query: CompiledQuery, name: str) -> None:
-        windows = self._windows[name]
-        for spec in query.windows:
-            if spec not in windows:
-                windows[spec] = Window(spec, self._registers[name])  # populated from history
-            windows[spec].refcount += 1
-        self._attached[query.name].add(name)
+        self._nodes[name].acquire(query.windows)  # new windows are populated from history
+        self._attached[query_key(query.name)].add(name)
         self._plans.pop(name, None)
 
     def _release(self, name: str, specs: Iterable[WindowSpec]) -> None:
-        windows = self._windows.get(name)
-        if windows is None:
-            return
-        for spec in specs:
-            window = windows[spec]
-            window.refcount -= 1
-            if window.refcount == 0:
-                window.close()
-                del windows[spec]
-        self._plans.pop(name, None)
+        node = self._nodes.get(name)
+        if node is not None:
+            node.release(specs)
+            self._plans.pop(name, None)
 
     def _triggered(self, name: str) -> list[CompiledQuery]:
-        return [q for q in self._queries.values() if name in self._attached[q.name]]
+        return [q for key, q in self._queries.items() if name in self._attached[key]]
 
-    def _plan(self, name: str) -> dict[WindowSpec, frozenset[str]]:
+    def _plan(self, name: str) -> Plan:
         """The statistics each window of a series must produce for the queries it triggers."""
         plan = self._plans.get(name)
         if plan is None:
-            plan = self._plans[name] = _wanted_stats(self._triggered(name), self._windows[name])
+            plan = _wanted_stats(self._triggered(name), self._nodes[name].windows)
+            self._plans[name] = plan
         return plan
 
     # -- ingest --------------------------------------------------------------------------------
@@ -250,121 +272,63 @@ class Monitor:
         are taken in the order given; bad ones go to :meth:`dead_letters`.
         """
         before_events, before_dead = self._events.emitted, self._dead.total()
-        first_seq = self._counts["received"]
-        batch = read_batch(series, ts, value, first_seq, self._dead)
-        received = first_seq + len(np.asarray(series, dtype=object).reshape(-1))
-        self._counts["received"] = received
+        batch = read_batch(series, ts, value, self._counts["seq"], self._dead)
+        self._counts["seq"] += batch.received
+        self._counts["received"] += batch.received - len(batch.seq)  # rejected while reading
         self._epoch += 1
-        codes, names = pd.factorize(batch.series, sort=False, use_na_sentinel=False)
-        small = np.uint16 if len(names) < 2**16 else np.int64  # stable sort of uint16 is radix
-        order = np.argsort(codes.astype(small), kind="stable")
-        bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
-        for code, name in enumerate(names):
-            take = order[bounds[code] : bounds[code + 1]]
-            problem = self._admit(name)
-            if problem is not None:
-                self._dead.add(
-                    batch.seq[take],
-                    batch.series[take],
-                    batch.ts_ms[take],
-                    batch.values[take],
-                    *problem,
-                )
-                continue
-            self._ingest_series(name, batch.seq[take], batch.ts_ms[take], batch.values[take])
+        for name, take in _groups(batch.series):
+            try:
+                problem = self._admit(name)
+                if problem is not None:
+                    self._dead.add(
+                        batch.seq[take],
+                        batch.series[take],
+                        batch.ts_ms[take],
+                        batch.values[take],
+                        *problem,
+                    )
+                else:
+                    self._ingest_series(
+                        name, batch.seq[take], batch.ts_ms[take], batch.values[take]
+                    )
+            finally:  # counted even if a bug raises, so received = accepted + rejected holds
+                self._counts["received"] += len(take)
         rejected = self._dead.total() - before_dead
-        self._counts["accepted"] = received - self._dead.total()
         return IngestReport(
-            received - first_seq,
-            received - first_seq - rejected,
+            batch.received,
+            batch.received - rejected,
             rejected,
             self._events.emitted - before_events,
         )
 
-    def _admit(self, name: object) -> tuple[Reason, str] | None:
-        """Why points of series ``name`` cannot be stored, or None (registering the series
-        when a declared glob accepts it)."""
-        if not isinstance(name, str) or not name:
-            return Reason.BAD_SERIES, f"series name {name!r} is not a non-empty string"
-        if name in self._registers or (self._accepts(name) and self.add_series(name)):
-            return None
-        return (
-            Reason.UNKNOWN_SERIES,
-            f"unknown series {name!r}; declare it with Monitor.add_series "
-            "(a name or a glob) before sending its points",
-        )
-
     def _ingest_series(self, name: str, seq: np.ndarray, ts: np.ndarray, vals: np.ndarray) -> None:
-        reg = self._registers[name]
-        for lo, hi, regular in regular_runs(ts, reg.last_ts):
+        node = self._nodes[name]
+        for lo, hi, regular in regular_runs(ts, node.register.last_ts):
             if regular:
-                p0, p1 = reg.append(ts[lo:hi], vals[lo:hi])
-                plan = self._plan(name)
-                views = {
-                    spec: w.advance(p0, p1, plan[spec]) for spec, w in self._windows[name].items()
-                }
+                views = node.append(ts[lo:hi], vals[lo:hi], self._plan(name))
                 self._evaluate(name, seq[lo:hi], ts[lo:hi], vals[lo:hi], views)
-                self._note_time(int(ts[hi - 1]))
+                self.now_ms = max(self.now_ms or int(ts[hi - 1]), int(ts[hi - 1]))
             else:
                 for i in range(lo, hi):
-                    self._irregular(name, reg, int(seq[i]), int(ts[i]), float(vals[i]))
-            reg.evict()
+                    self._late(node, int(seq[i]), int(ts[i]), float(vals[i]))
 
-    def _irregular(self, name: str, reg: Register, seq: int, ts: int, value: float) -> None:
-        """A point not newer than its series' newest: a duplicate or a late point."""
-        pos = reg.position_of(ts)
-        last = reg.last_ts if reg.last_ts is not None else ts
-        reject = None
-        if pos is not None and self.config.duplicates is DuplicatePolicy.KEEP_FIRST:
-            stored = float(reg.values(pos, pos + 1)[0])
-            reject = (
-                Reason.DUPLICATE,
-                f"timestamp {ts} ms already holds {stored!r}; "
-                "policy keep_first keeps the stored value",
-            )
-        elif pos is None and last - ts > self.config.allowed_lateness_ms:
-            reject = (
-                Reason.TOO_LATE,
-                f"point is {last - ts} ms older than the newest point of "
-                f"{name!r}; allowed lateness is {self.config.allowed_lateness_ms} ms",
-            )
-        elif pos is None and reg.complete_from_ts is not None and ts < reg.complete_from_ts:
-            reject = (
-                Reason.TOO_LATE,
-                f"point at {ts} ms is older than the retained history "
-                f"of {name!r} (complete from {reg.complete_from_ts} ms)",
-            )
-        if reject is not None:
+    def _late(self, node: SeriesNode, seq: int, ts: int, value: float) -> None:
+        """A point not newer than its series' newest: rejected, inserted or replacing."""
+        problem = node.rejection(ts, value)
+        if problem is not None:
             self._dead.add(
                 np.array([seq]),
-                np.array([name], dtype=object),
+                np.array([node.name], dtype=object),
                 np.array([ts]),
                 np.array([value], dtype=object),
-                *reject,
+                *problem,
             )
             return
-        if pos is None:
-            pos = reg.insert(ts, value)
-            self._counts["late_inserted"] += 1
-        else:
-            reg.replace(pos, value)
-            self._counts["duplicates_replaced"] += 1
-        for window in self._windows[name].values():
-            window.populate(reg.end)
-        views = self._views_as_of(name, pos, pos + 1, self._plan(name))
-        self._evaluate(name, np.array([seq]), np.array([ts]), np.array([value]), views)
-
-    def _views_as_of(
-        self, name: str, p0: int, p1: int, plan: dict[WindowSpec, frozenset[str]]
-    ) -> dict[WindowSpec, WindowView]:
-        """Per-point statistics of points ``[p0, p1)`` from fresh windows built on history."""
-        views = {}
-        for spec, wanted in plan.items():
-            window = Window(spec, self._registers[name])
-            window.populate(p0)
-            views[spec] = window.advance(p0, p1, wanted)
-            window.close()
-        return views
+        pos, replaced = node.store_late(ts, value)
+        self._counts["duplicates_replaced" if replaced else "late_inserted"] += 1
+        views = node.views_as_of(pos, pos + 1, self._plan(node.name))
+        self._evaluate(node.name, np.array([seq]), np.array([ts]), np.array([value]), views)
+        node.register.evict()
 
     def _evaluate(
         self,
@@ -377,8 +341,8 @@ class Monitor:
     ) -> None:
         """Evaluate the queries the series triggers (or just ``replay_of``) over its points."""
         bindings = _Bindings(name, ts, vals, views)
-        for rank, query in enumerate(self._queries.values()):
-            wanted = name in self._attached[query.name] if replay_of is None else query is replay_of
+        for rank, (key, query) in enumerate(self._queries.items()):
+            wanted = name in self._attached[key] if replay_of is None else query is replay_of
             if not wanted:
                 continue
             fired = np.asarray(query.condition(bindings), dtype=bool)
@@ -404,20 +368,18 @@ class Monitor:
             )
 
     def _replay(self, query: CompiledQuery, from_ts: int) -> None:
-        """Evaluate a new query over stored history since ``from_ts`` (``SINCE``)."""
+        """Evaluate a new query over stored history since ``from_ts`` (``SINCE``): the newest
+        time over all series minus the query's span, the same instant for every series."""
         self._epoch += 1
-        for name in sorted(self._attached[query.name]):
-            reg = self._registers[name]
+        for name in sorted(self._attached[query_key(query.name)]):
+            node = self._nodes[name]
+            reg = node.register
             p0 = int(reg.search(from_ts, side="left"))
             if p0 >= reg.end:
                 continue
-            views = self._views_as_of(name, p0, reg.end, _wanted_stats([query], query.windows))
+            views = node.views_as_of(p0, reg.end, _wanted_stats([query], query.windows))
             ts = np.array(reg.ts(p0, reg.end))
-            values = np.array(reg.values(p0, reg.end))
-            self._evaluate(name, ts, ts, values, views, replay_of=query)
-
-    def _note_time(self, ts: int) -> None:
-        self.now_ms = ts if self.now_ms is None else max(self.now_ms, ts)
+            self._evaluate(name, ts, ts, np.array(reg.values(p0, reg.end)), views, replay_of=query)
 
     # -- outputs -------------------------------------------------------------------------------
     def events(self) -> list[Event]:
@@ -433,12 +395,7 @@ class Monitor:
 
         A copy: later ingests do not change it. Raises ``KeyError`` for an unknown series.
         """
-        reg = self._registers.get(series)
-        if reg is None:
-            raise KeyError(
-                f"unknown series {series!r}; Monitor.series() lists the "
-                f"{len(self._registers)} registered series"
-            )
+        reg = self._node(series).register
         return pd.DataFrame(
             {"ts_ms": reg.ts(reg.start, reg.end), "value": reg.values(reg.start, reg.end)},
             copy=True,
@@ -447,35 +404,56 @@ class Monitor:
     def window_stats(self, series: str, window: str | WindowSpec) -> dict[str, float]:
         """Every statistic of one window of a series as of its newest point."""
         spec = _parse_window(window) if isinstance(window, str) else window
-        reg = self._registers.get(series)
-        if reg is None:
-            raise KeyError(f"unknown series {series!r}; registered: {len(self._registers)}")
+        node = self._node(series)
+        reg = node.register
         if reg.end == reg.start:
             raise ValueError(f"series {series!r} holds no points yet")
-        views = self._views_as_of(series, reg.end - 1, reg.end, {spec: frozenset(STATS)})
+        views = node.views_as_of(reg.end - 1, reg.end, {spec: frozenset(STATS)})
         return {name: float(views[spec].stat(name)[0]) for name in STATS}
 
     def stats(self) -> dict[str, object]:
         """Counts: received = accepted + rejected; late inserts and replaced duplicates are
         among the accepted."""
+        received, rejected = self._counts["received"], self._dead.total()
         return {
-            "received": self._counts["received"],
-            "accepted": self._counts["accepted"],
-            "rejected": self._dead.total(),
+            "received": received,
+            "accepted": received - rejected,
+            "rejected": rejected,
             "rejected_by_reason": self._dead.counts(),
             "late_inserted": self._counts["late_inserted"],
             "duplicates_replaced": self._counts["duplicates_replaced"],
             "events": self._events.emitted,
-            "series": len(self._registers),
-            "windows": sum(len(w) for w in self._windows.values()),
+            "series": len(self._nodes),
+            "windows": sum(len(node.windows) for node in self._nodes.values()),
             "queries": len(self._queries),
-            "points_stored": sum(len(r) for r in self._registers.values()),
+            "points_stored": sum(len(node.register) for node in self._nodes.values()),
         }
 
+    def _node(self, series: str) -> SeriesNode:
+        node = self._nodes.get(series)
+        if node is None:
+            raise KeyError(
+                f"unknown series {series!r}; Monitor.series() lists the "
+                f"{len(self._nodes)} registered series"
+            )
+        return node
 
-def _wanted_stats(
-    queries: Iterable[CompiledQuery], specs: Iterable[WindowSpec]
-) -> dict[WindowSpec, frozenset[str]]:
+
+def _groups(names: np.ndarray) -> Iterable[tuple[object, np.ndarray]]:
+    """Each distinct series name with the indices of its points, in arrival order."""
+    try:
+        codes, uniques = pd.factorize(names, sort=False, use_na_sentinel=False)
+    except TypeError:  # unhashable names (lists, dicts) are no names: rejected as bad_series
+        keys = np.array([n if isinstance(n, str) else None for n in names], dtype=object)
+        codes, uniques = pd.factorize(keys, sort=False, use_na_sentinel=False)
+    small = np.uint16 if len(uniques) < 2**16 else np.int64  # stable sort of uint16 is radix
+    order = np.argsort(codes.astype(small), kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
+    for code, name in enumerate(uniques):
+        yield name, order[bounds[code] : bounds[code + 1]]
+
+
+def _wanted_stats(queries: Iterable[CompiledQuery], specs: Iterable[WindowSpec]) -> Plan:
     """The statistics each window must produce for these queries (coverage always)."""
     wanted: dict[WindowSpec, set[str]] = {spec: {"coverage"} for spec in specs}
     for query in queries:
@@ -492,8 +470,13 @@ def _parse_window(text: str) -> WindowSpec:
     return expr.window
 
 
-def _millis(value: str | int | None, allow_zero: bool = False) -> int | None:
-    """A duration given as ``"5m"`` or as int milliseconds; ``"0ms"`` only if ``allow_zero``."""
-    if value is None or isinstance(value, int):
-        return value
-    return parse_duration_ms(value, allow_zero=allow_zero)
+def _millis(option: str, value: object, allow_zero: bool = False) -> int | None:
+    """A duration given as ``"5m"`` or as whole milliseconds; ``0`` only if ``allow_zero``."""
+    if value is None or isinstance(value, str):
+        return None if value is None else parse_duration_ms(value, allow_zero=allow_zero)
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        return int(value)
+    raise TypeError(
+        f"{option} must be a duration like '5m' or whole milliseconds, got {value!r}; "
+        "pass e.g. '1h' or 3600000"
+    )

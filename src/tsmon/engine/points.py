@@ -28,6 +28,7 @@ class Batch:
     series: np.ndarray  # object (str)
     ts_ms: np.ndarray  # int64
     values: np.ndarray  # float64, finite
+    received: int  # points in the call, the rejected ones included
 
 
 def read_batch(
@@ -65,7 +66,7 @@ def read_batch(
             [f"value {v!r} is {_EXPLAIN[reason]}" for v in raw_values[hit]],
         )
     keep = ts_ok & (reasons == 0)
-    return Batch(seq[keep], names[keep], ts_ms[keep], numbers[keep])
+    return Batch(seq[keep], names[keep], ts_ms[keep], numbers[keep], len(names))
 
 
 _VALUE_REASONS = (Reason.MISSING, Reason.NOT_NUMERIC, Reason.NAN, Reason.INFINITE)

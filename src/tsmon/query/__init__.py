@@ -11,7 +11,7 @@ Examples
 from tsmon.query.ast import QueryDef
 from tsmon.query.compile import ArrayBindings, Bindings, CompiledQuery, compile_query
 from tsmon.query.errors import QuerySyntaxError
-from tsmon.query.parser import parse_expr, parse_queries, parse_query
+from tsmon.query.parser import parse_expr, parse_queries, parse_query, query_key
 from tsmon.query.printer import format_expr, format_query
 
 __all__ = [
@@ -26,4 +26,5 @@ __all__ = [
     "parse_expr",
     "parse_queries",
     "parse_query",
+    "query_key",
 ]

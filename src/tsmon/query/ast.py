@@ -118,12 +118,21 @@ class Value(Expr):
 
 @dataclass(frozen=True)
 class Timestamp(Expr):
-    """``ts``: the triggering point's timestamp, in seconds since the epoch inside expressions."""
+    """``ts``: the triggering point's timestamp in seconds since the epoch (float), everywhere."""
+
+
+@dataclass(frozen=True)
+class TimestampMs(Expr):
+    """``ts_ms``: the timestamp in exact int64 epoch milliseconds; only a whole EMIT item."""
 
 
 @dataclass(frozen=True)
 class SeriesName(Expr):
     """``series``: the trigger series' name; only allowed as a whole EMIT item."""
+
+
+#: Nodes that are not numbers and may only be a whole EMIT item, never part of an expression.
+WHOLE_ITEM_ONLY: tuple[type[Expr], ...] = (SeriesName, TimestampMs)
 
 
 @dataclass(frozen=True)

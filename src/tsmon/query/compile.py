@@ -4,6 +4,14 @@ Evaluation semantics: arithmetic is float64 with numpy floating-point warnings s
 (``x/0`` gives ``inf`` or ``nan``, ``x % 0`` gives ``nan``); every comparison involving NaN is
 False (``!=`` included); a number used as a condition is true where it is non-zero and not NaN;
 booleans used as numbers are 0/1; ``AND``/``OR``/``NOT`` work elementwise.
+
+Time: ``ts`` is the triggering point's timestamp in **seconds** since the epoch (float64), the
+same everywhere -- in ``WHEN``, inside ``EMIT`` expressions and as a whole ``EMIT ts`` item --
+so it matches duration literals, which are seconds too (``ts - 1700000000 > 5m``). For the exact
+timestamp, ``EMIT ts_ms`` gives int64 epoch **milliseconds**; ``ts_ms`` is only allowed as a
+whole EMIT item (optionally ``AS name``), never inside an expression, because a float64 result
+could not keep it exact. Example: at a point stamped 5000 ms, ``EMIT ts, ts + 0 AS t2, ts_ms``
+gives ``5.0, 5.0, 5000``.
 """
 
 from __future__ import annotations
@@ -103,6 +111,8 @@ def _build(expr: ast.Expr) -> Evaluator:
         return lambda b: np.asarray(b.value, dtype=np.float64)
     if isinstance(expr, ast.Timestamp):
         return lambda b: np.asarray(b.ts_ms, dtype=np.int64) / 1000.0
+    if isinstance(expr, ast.TimestampMs):
+        return lambda b: np.asarray(b.ts_ms, dtype=np.int64)
     if isinstance(expr, ast.SeriesName):
         return lambda b: np.full(len(b.value), b.series, dtype=object)
     if isinstance(expr, ast.Stat):
@@ -137,7 +147,7 @@ def compile_expr(expr: ast.Expr) -> Evaluator:
     """Compile an expression once into a function of :class:`Bindings`.
 
     The result is a float64 array for numeric expressions and a bool array for comparisons
-    and logic (``series`` gives an object array of the series name).
+    and logic (``series`` gives an object array of the series name, ``ts_ms`` int64).
 
     Examples
     --------
@@ -153,12 +163,6 @@ def compile_expr(expr: ast.Expr) -> Evaluator:
             return evaluate(b)
 
     return evaluator
-
-
-def _payload_item(expr: ast.Expr) -> Evaluator:
-    if isinstance(expr, ast.Timestamp):  # a whole `ts` item keeps exact int64 milliseconds
-        return lambda b: np.asarray(b.ts_ms, dtype=np.int64)
-    return compile_expr(expr)
 
 
 _DEFAULT_PAYLOAD = (ast.EmitItem(ast.SeriesName()), ast.EmitItem(ast.Value()))
@@ -211,6 +215,13 @@ def compile_query(query: ast.QueryDef | str) -> CompiledQuery:
     >>> b = ArrayBindings("x.y", [5, 6], [1.0, 2.0])
     >>> q.condition(b), [(label, f(b).tolist()) for label, f in q.payload]
     (array([ True,  True]), [('series', ['x.y', 'x.y']), ('value', [1.0, 2.0])])
+
+    ``ts`` is seconds wherever it appears; ``ts_ms`` is exact int64 milliseconds:
+
+    >>> q = compile_query("QUERY t ON x EMIT ts, ts + 0 AS t2, ts_ms")
+    >>> b = ArrayBindings("x", [5000], [1.0])
+    >>> [(label, f(b).tolist()) for label, f in q.payload]
+    [('ts', [5.0]), ('t2', [5.0]), ('ts_ms', [5000])]
     """
     if isinstance(query, str):
         query = parse_query(query)
@@ -230,7 +241,7 @@ def compile_query(query: ast.QueryDef | str) -> CompiledQuery:
         condition = lambda b: _truthy(evaluate(b))  # noqa: E731
     items = query.emit or _DEFAULT_PAYLOAD
     payload = tuple(
-        (item.alias if item.alias is not None else format_expr(item.expr), _payload_item(item.expr))
+        (item.alias if item.alias is not None else format_expr(item.expr), compile_expr(item.expr))
         for item in items
     )
     return CompiledQuery(

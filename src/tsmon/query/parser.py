@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import re
 from functools import cache
 from pathlib import Path
+from typing import NoReturn
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedInput
 
-from tsmon.core.units import UnitError, parse_duration_ms, parse_instant_ms
-from tsmon.core.window_spec import WindowSpec
+from tsmon.core.units import UnitError, abbreviate, parse_duration_ms, parse_instant_ms
+from tsmon.core.window_spec import MAX_POINTS, WindowSpec
 from tsmon.query import ast
 from tsmon.query.errors import QuerySyntaxError, from_lark
 from tsmon.query.printer import format_expr
@@ -18,7 +20,12 @@ from tsmon.query.printer import format_expr
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$", re.I)
 _COUNT = re.compile(r"^(\d+(?:\.\d+)?)\s+points?$", re.I)
 _KEYWORDS = frozenset({"query", "on", "when", "emit", "since", "as", "and", "or", "not"})
-_NAMES = {"value": ast.Value, "ts": ast.Timestamp, "series": ast.SeriesName}
+_NAMES = {
+    "value": ast.Value,
+    "ts": ast.Timestamp,
+    "ts_ms": ast.TimestampMs,
+    "series": ast.SeriesName,
+}
 
 
 @cache
@@ -34,11 +41,31 @@ def _lark() -> Lark:
     )
 
 
+def query_key(name: str) -> str:
+    """The key that identifies a query: its name case-folded, so ``a`` and ``A`` are one query.
+
+    :func:`parse_queries` rejects two statements with the same key; the engine uses the same
+    rule for queries added one by one.
+
+    Examples
+    --------
+    >>> query_key("HotCPU") == query_key("hotcpu"), query_key("HotCPU")
+    (True, 'hotcpu')
+    """
+    return name.casefold()
+
+
 def parse_queries(text: str) -> list[ast.QueryDef]:
     """Parse a query file: any number of statements separated by newlines or ``;``.
 
     Raises :class:`QuerySyntaxError` (line, column, expected tokens) on any parse or semantic
-    error, including duplicate query names.
+    error. Semantic errors include:
+
+    * duplicate query names -- names are case-insensitive (compared by :func:`query_key`), so
+      ``QUERY a ...`` and ``QUERY A ...`` in one file are an error;
+    * durations longer than 100 years (``36525d``), count windows of more than 2**40 points,
+      landmark instants outside 1677-09-21 .. 2262-04-11 (pandas' ``Timestamp`` range), and
+      number literals too large for a float.
 
     Examples
     --------
@@ -67,14 +94,15 @@ def _statements(tree: Tree, builder: _Builder) -> list[ast.QueryDef]:
             builder.fail("start each statement on a new line or after ';'", statement.meta)
         previous_end = statement.meta.end_pos
         query = builder.statement(statement)
-        if query.name.lower() in seen:
-            first = seen[query.name.lower()]
+        key = query_key(query.name)
+        if key in seen:
+            first = seen[key]
             builder.fail(
                 f"duplicate query name '{query.name}' (first defined at line "
                 f"{first.line}:{first.column}); give each query its own name",
                 query,
             )
-        seen[query.name.lower()] = query
+        seen[key] = query
         queries.append(query)
     return queries
 
@@ -134,7 +162,8 @@ class _Builder:
     def __init__(self, source: str) -> None:
         self.source = source
 
-    def fail(self, detail: str, where: object) -> None:
+    def fail(self, detail: str, where: object) -> NoReturn:
+        """Raise a :class:`QuerySyntaxError` at ``where`` (a token, tree, node or meta)."""
         if isinstance(where, Tree):
             where = where.meta
         line, column = getattr(where, "line", 1), getattr(where, "column", 1)
@@ -177,7 +206,7 @@ class _Builder:
         for child in tree.children:
             expr_tree, alias = child.children
             expr = self.expr(expr_tree)
-            if not isinstance(expr, ast.SeriesName):
+            if not isinstance(expr, ast.WHOLE_ITEM_ONLY):
                 self.no_series(expr)
             item = ast.EmitItem(expr, str(alias) if alias is not None else None, **self._pos(child))
             label = item.alias if item.alias is not None else format_expr(expr)
@@ -201,16 +230,30 @@ class _Builder:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def no_series(self, expr: ast.Expr) -> None:
+        """Reject ``series`` and ``ts_ms`` anywhere but as a whole EMIT item."""
         for node in expr.walk():
             if isinstance(node, ast.SeriesName):
                 self.fail("'series' is a string; it can only be a whole EMIT item", node)
+            if isinstance(node, ast.TimestampMs):
+                self.fail(
+                    "'ts_ms' (int64 milliseconds) can only be a whole EMIT item; "
+                    "use ts (seconds) in expressions",
+                    node,
+                )
 
     def expr(self, tree: Tree | Token) -> ast.Expr:
         kind = tree.data if isinstance(tree, Tree) else tree.type
         kids = tree.children if isinstance(tree, Tree) else []
         pos = self._pos(tree)
         if kind == "number":
-            return ast.Number(float(kids[0]), **pos)
+            number = float(kids[0])
+            if not math.isfinite(number):
+                self.fail(
+                    f"number '{abbreviate(str(kids[0]))}' is too large; "
+                    "numbers must be below about 1.8e308",
+                    kids[0],
+                )
+            return ast.Number(number, **pos)
         if kind == "duration":
             return ast.Duration(self.duration_ms(kids[0]), **pos)
         if kind == "name":
@@ -270,20 +313,30 @@ class _Builder:
         text = str(token)
         count = _COUNT.match(text)
         if count is not None:
-            number = count.group(1)
-            if not number.isdigit() or int(number) <= 0:
-                self.fail(f"a count window needs a whole number of points > 0, got '{text}'", token)
-            return WindowSpec.count(int(number))
+            number, shown = count.group(1), abbreviate(text)
+            digits = number.lstrip("0")
+            if not number.isdigit() or not digits:
+                self.fail(
+                    f"a count window needs a whole number of points > 0, got '{shown}'", token
+                )
+            # Compare lengths first: int() refuses strings of more than 4300 digits.
+            if len(digits) > len(str(MAX_POINTS)) or int(digits) > MAX_POINTS:
+                self.fail(
+                    f"count window '{shown}' is too large; a count window holds at most "
+                    f"{MAX_POINTS} points (2**40)",
+                    token,
+                )
+            return WindowSpec.count(int(digits))
         if text[:5].lower() == "since":
             instant = text[5:].strip()
+            if not _ISO.match(instant):
+                self.fail(
+                    f"cannot read instant '{abbreviate(instant)}'; write an ISO-8601 date or "
+                    "time, e.g. since 2024-01-01T00:00:00Z",
+                    token,
+                )
             try:
-                if _ISO.match(instant):
-                    return WindowSpec.landmark(parse_instant_ms(instant))
-            except UnitError:
-                pass
-            self.fail(
-                f"cannot read instant '{instant}'; write an ISO-8601 date or time, "
-                "e.g. since 2024-01-01T00:00:00Z",
-                token,
-            )
+                return WindowSpec.landmark(parse_instant_ms(instant))
+            except UnitError as exc:  # a date that does not exist, or outside 1677 .. 2262
+                self.fail(str(exc), token)
         return WindowSpec.time(self.duration_ms(token))

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 from tsmon.core.units import format_duration_ms
-from tsmon.core.window_spec import WindowKind, WindowSpec
+from tsmon.core.window_spec import WindowSpec
 from tsmon.query.ast import (
     BinOp,
     BoolOp,
@@ -22,6 +20,7 @@ from tsmon.query.ast import (
     SeriesName,
     Stat,
     Timestamp,
+    TimestampMs,
     Value,
 )
 
@@ -31,7 +30,7 @@ _LEVEL = {"or": _OR, "and": _AND, "+": _ADD, "-": _ADD, "*": _MUL, "/": _MUL, "%
 
 
 def format_window(window: WindowSpec) -> str:
-    """Write a window the way the query language reads it.
+    """Write a window the way the query language reads it: ``str(window)``, the one formatter.
 
     Examples
     --------
@@ -40,13 +39,7 @@ def format_window(window: WindowSpec) -> str:
     >>> format_window(WindowSpec.landmark(1_704_067_200_000))
     'since 2024-01-01T00:00:00Z'
     """
-    if window.kind is WindowKind.COUNT:
-        return "1 point" if window.size == 1 else f"{window.size} points"
-    if window.kind is WindowKind.TIME:
-        return format_duration_ms(window.size)
-    seconds, millis = divmod(window.size, 1000)
-    stamp = datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"since {stamp}{f'.{millis:03d}' if millis else ''}Z"
+    return str(window)
 
 
 def format_number(value: float) -> str:
@@ -95,6 +88,8 @@ def format_expr(expr: Expr) -> str:
         return expr.spelling
     if isinstance(expr, Timestamp):
         return "ts"
+    if isinstance(expr, TimestampMs):
+        return "ts_ms"
     if isinstance(expr, SeriesName):
         return "series"
     if isinstance(expr, Stat):

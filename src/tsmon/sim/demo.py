@@ -15,9 +15,10 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 from rich.console import Console
-from rich.table import Table
 
+from tsmon.engine.events import Event
 from tsmon.engine.monitor import Monitor
+from tsmon.report import events_table, format_event, summary_line
 from tsmon.sim.generator import Fleet
 
 QUERIES = """
@@ -43,7 +44,7 @@ def run_demo(console: Console, hosts: int = 100, hours: float = 24.0) -> int:
     monitor = Monitor(["host*"], retention="6h", allowed_lateness="5m")
     monitor.add_query(QUERIES)
     counts: Counter[str] = Counter()
-    samples: list = []
+    samples: list[Event] = []
     started = time.perf_counter()
     console.print(
         f"tsmon demo: {len(fleet.series())} series, {steps} steps of 1 min, "
@@ -103,29 +104,16 @@ def _with_bad_points(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _report(
-    console: Console, monitor: Monitor, counts: Counter[str], samples: list, elapsed: float
+    console: Console, monitor: Monitor, counts: Counter[str], samples: list[Event], elapsed: float
 ) -> None:
-    stats = monitor.stats()
-    table = Table(title="events per query")
-    table.add_column("query")
-    table.add_column("events", justify="right")
-    for name in sorted(counts):
-        table.add_row(name, str(counts[name]))
-    console.print(table)
+    """Print the events per query, sample events, the dead letters and the counts summary."""
+    console.print(events_table(counts))
     for event in samples:
-        payload = ", ".join(
-            f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in event.payload.items()
-        )
-        mark = " (replayed)" if event.replayed else ""
-        console.print(f"  {event.query}: {payload}{mark}")
+        console.print(f"  {format_event(event)}", soft_wrap=True)
     dead = monitor.dead_letters()
     console.print(f"dead letters ({len(dead)}):")
     for row in dead.itertuples():
         console.print(f"  {row.series}: {row.reason} - {row.detail}")
+    stats = monitor.stats()
     rate = stats["received"] / elapsed if elapsed > 0 else float("nan")
-    console.print(
-        f"received {stats['received']} points = accepted {stats['accepted']} + rejected "
-        f"{stats['rejected']}; late inserted {stats['late_inserted']}, duplicates replaced "
-        f"{stats['duplicates_replaced']}; {stats['series']} series, {stats['windows']} shared "
-        f"windows, {stats['queries']} queries; {elapsed:.1f} s ({rate:,.0f} points/s)"
-    )
+    console.print(f"{summary_line(stats)}; {elapsed:.1f} s ({rate:,.0f} points/s)", soft_wrap=True)

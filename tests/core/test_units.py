@@ -1,0 +1,120 @@
+"""Limits of durations, instants and window sizes, and the one window formatter."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tsmon.core.units import (
+    MAX_DURATION_MS,
+    MAX_INSTANT_MS,
+    MIN_INSTANT_MS,
+    UNIT_MS,
+    UnitError,
+    abbreviate,
+    format_duration_ms,
+    format_instant_ms,
+    parse_duration_ms,
+    parse_instant_ms,
+    read_epoch_ms,
+)
+from tsmon.core.window_spec import MAX_POINTS, WindowSpec
+
+
+def test_limits_are_the_documented_values() -> None:
+    assert MAX_DURATION_MS == parse_duration_ms("36525d") == 3_155_760_000_000
+    assert MAX_POINTS == 1_099_511_627_776
+    assert format_instant_ms(MIN_INSTANT_MS) == "1677-09-21T00:12:43.146Z"
+    assert format_instant_ms(MAX_INSTANT_MS) == "2262-04-11T23:47:16.854Z"
+
+
+@pytest.mark.parametrize(
+    "text", ["36526d", "36525.0001d", "99999999999999w", "9" * 400 + "ms", "1" + "0" * 309 + "s"]
+)
+def test_too_long_durations_are_unit_errors(text: str) -> None:
+    with pytest.raises(UnitError, match=r"is too long; the limit is 36525d \(100 years") as info:
+        parse_duration_ms(text)
+    assert len(str(info.value)) < 120  # the huge value is abbreviated
+
+
+@given(st.integers(1, MAX_DURATION_MS), st.sampled_from(list(UNIT_MS)))
+@settings(max_examples=200)
+def test_durations_up_to_the_limit_read_back(millis: int, unit: str) -> None:
+    assert parse_duration_ms(format_duration_ms(millis)) == millis
+    if millis % UNIT_MS[unit] == 0:
+        assert parse_duration_ms(f"{millis // UNIT_MS[unit]}{unit}") == millis
+
+
+@given(st.integers(MIN_INSTANT_MS, MAX_INSTANT_MS))
+@settings(max_examples=200)
+def test_instants_format_and_read_back(millis: int) -> None:
+    text = format_instant_ms(millis)
+    assert text.endswith("Z")
+    assert parse_instant_ms(text) == millis
+
+
+@pytest.mark.parametrize("millis", [MIN_INSTANT_MS - 1, MAX_INSTANT_MS + 1])
+def test_format_instant_outside_the_range_is_an_error(millis: int) -> None:
+    with pytest.raises(UnitError, match="outside the supported range"):
+        format_instant_ms(millis)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("2262-04-11T23:47:16.855Z", "outside the supported range"),
+        ("1677-09-21", "outside the supported range"),
+        ("9999-12-31T23:59:59+01:00", "outside the supported range"),
+        (str(MAX_INSTANT_MS + 1), "outside the supported range"),
+        ("2024-02-30", "cannot read instant"),
+        ("soon", "cannot read instant"),
+    ],
+)
+def test_unreadable_instants(text: str, message: str) -> None:
+    with pytest.raises(UnitError, match=message):
+        parse_instant_ms(text)
+
+
+def test_huge_digit_strings_as_timestamps_are_unread_not_a_crash() -> None:
+    millis, ok = read_epoch_ms(["9" * 5000, "5", "-" + "9" * 30])
+    assert ok.tolist() == [False, True, False]
+    assert millis.tolist() == [0, 5, 0]
+
+
+def test_abbreviate_keeps_both_ends() -> None:
+    assert abbreviate("x" * 40) == "x" * 40
+    cut = abbreviate("a" + "5" * 100 + "z", 20)
+    assert len(cut) == 20 and cut.startswith("a5") and cut.endswith("5z") and "..." in cut
+
+
+@pytest.mark.parametrize(
+    ("spec", "text"),
+    [
+        (WindowSpec.count(1), "1 point"),
+        (WindowSpec.count(2), "2 points"),
+        (WindowSpec.time(1500), "1500ms"),
+        (WindowSpec.time(MAX_DURATION_MS), "36525d"),
+        (WindowSpec.landmark(1_704_067_200_000), "since 2024-01-01T00:00:00Z"),
+        (WindowSpec.landmark(1_704_067_200_007), "since 2024-01-01T00:00:00.007Z"),
+        (WindowSpec.landmark(-1), "since 1969-12-31T23:59:59.999Z"),
+    ],
+)
+def test_window_text_is_query_syntax(spec: WindowSpec, text: str) -> None:
+    assert str(spec) == text
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: WindowSpec.count(0),
+        lambda: WindowSpec.count(MAX_POINTS + 1),
+        lambda: WindowSpec.time(0),
+        lambda: WindowSpec.time(MAX_DURATION_MS + 1),
+        lambda: WindowSpec.landmark(MIN_INSTANT_MS - 1),
+        lambda: WindowSpec.landmark(MAX_INSTANT_MS + 1),
+    ],
+)
+def test_window_sizes_outside_the_limits_are_rejected(make: object) -> None:
+    with pytest.raises(ValueError, match="window size must be in"):
+        make()  # type: ignore[operator]
