@@ -76,7 +76,8 @@ class SlidingWindow:
     def fork(self, until: int) -> SlidingWindow:
         """A private window as of position ``until``, tracking what this one tracks."""
         tracked = {"slope"} if self._with_time else set()
-        tracked |= {name for name, q in (("max", self._max), ("min", self._neg_min)) if q}
+        queues = (("max", self._max), ("min", self._neg_min))
+        tracked |= {name for name, queue in queues if queue is not None}
         return SlidingWindow(self.spec, self.register, until, frozenset(tracked))
 
     # -- (re)building from history -------------------------------------------------------------
@@ -162,10 +163,9 @@ class SlidingWindow:
         scale = sums[squares] + base.sums[squares, None]
         sums += base.sums[:, None]
         if new_start > old_start:  # subtract the points that left, as of each new point
-            held = slice(old_start, new_start)
             leaving = features(
-                reg.ts(held.start, held.stop),
-                reg.values(held.start, held.stop),
+                reg.ts(old_start, new_start),
+                reg.values(old_start, new_start),
                 base.anchor,
                 base.anchor_t_ms,
                 self._with_time,
@@ -188,7 +188,7 @@ class SlidingWindow:
             offset = starts - old_start
             held_ts, held_values = reg.ts(old_start, p1), reg.values(old_start, p1)
             first_and_rate(stats, held_ts[offset], held_values[offset], ts, values)
-        self._common(stats, wanted, ts, values, n)
+        self._last_and_coverage(stats, wanted, ts, values, n)
         self._commit(base, n[-1], sums[:, -1], values, p0, p1, new_start, exact)
         return WindowView(self.spec, stats)
 
@@ -223,7 +223,7 @@ class SlidingWindow:
         if "min" in wanted and self._neg_min is not None:
             stats["min"] = -self._neg_min.per_point(-values, p0, starts)
 
-    def _common(
+    def _last_and_coverage(
         self,
         stats: dict[str, np.ndarray],
         wanted: frozenset[str],
