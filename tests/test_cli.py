@@ -70,6 +70,35 @@ def test_missing_file_is_a_clear_error(args: tuple[str, ...]) -> None:
 
 
 @pytest.mark.slow
+def test_make_demo_runs_the_main_job_end_to_end() -> None:
+    """`make demo` as a user runs it: the fleet of 100 hosts x 3 metrics over 24 h of 1-minute
+    steps, plus the 7 points the demo injects at hour 3 (NaN, text, inf, unknown series, late
+    within the lateness, too late, duplicate)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+    run = subprocess.run(
+        ["make", "-s", "demo"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=dict(env, COLUMNS="200"),
+        timeout=600,
+    )
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+    assert "Traceback" not in out
+    received, accepted, rejected = map(
+        int, re.search(r"points received (\d+) = accepted (\d+) \+ rejected (\d+)", out).groups()
+    )
+    fleet_points = 100 * 3 * 24 * 60
+    assert received == fleet_points + 7
+    assert (accepted, rejected) == (fleet_points + 2, 5)
+    assert "late inserted 1, duplicates replaced 1" in out
+    for reason in ("nan", "not_numeric", "infinite", "unknown_series", "too_late"):
+        assert f": {reason} - " in out
+    assert re.search(r"cpu_jump .* \[replayed\]", out), "the SINCE query replays history first"
+
+
+@pytest.mark.slow
 def test_demo_small() -> None:
     run = tsmon("demo", "--hosts", "5", "--hours", "3")
     assert run.returncode == 0, run.stdout + run.stderr

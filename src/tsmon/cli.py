@@ -24,7 +24,7 @@ from tsmon.engine.monitor import Monitor
 from tsmon.query import QuerySyntaxError, compile_query, parse_queries
 from tsmon.report import events_table, format_event, summary_line
 
-console = Console(highlight=False)
+console = Console(highlight=False, markup=False)  # data text may hold [brackets]
 _USER_ERRORS = (QuerySyntaxError, UnitError, ValueError, KeyError, OSError)
 
 

@@ -70,7 +70,7 @@ class LandmarkWindow:
     >>> p0, p1 = reg.append(np.array([0, 1000, 2000, 3000]), np.array([9.0, 1.0, 5.0, 3.0]))
     >>> win.advance(p0, p1, {"count", "max"}).stat("max").tolist()
     [nan, 1.0, 5.0, 5.0]
-    >>> reg.evict(); win.populate(reg.end)  # 1000 and 2000 evicted, yet nothing is lost
+    >>> reg.evict(); win.populate(reg.end)  # 0 and 1000 evicted: 1000 lives on in the summary
     >>> win.summary.moments.n, win.summary.max, win.summary.first_value
     (3.0, 5.0, 1.0)
     """

@@ -113,7 +113,7 @@ def _report(
     dead = monitor.dead_letters()
     console.print(f"dead letters ({len(dead)}):")
     for row in dead.itertuples():
-        console.print(f"  {row.series}: {row.reason} - {row.detail}")
+        console.print(f"  {row.series}: {row.reason} - {row.detail}", soft_wrap=True)
     stats = monitor.stats()
     rate = stats["received"] / elapsed if elapsed > 0 else float("nan")
     console.print(f"{summary_line(stats)}; {elapsed:.1f} s ({rate:,.0f} points/s)", soft_wrap=True)
