@@ -1,0 +1,132 @@
+"""Bounded-answer queries: weighted AVG/SUM (Appendix B, D) and MIN/MAX (Appendix A).
+
+Every query is reduced to *width constraints* ``Σ_i |K_i,j|·W_i ≤ budget_j`` over the bound
+widths; the precision manager allocates widths against those constraints only.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class Aggregate(enum.Enum):
+    """The aggregate a query computes over its objects' current values."""
+
+    AVG = "avg"
+    SUM = "sum"
+    MIN = "min"
+    MAX = "max"
+
+
+@dataclass(frozen=True)
+class Query:
+    """A persistent query ``aggregate`` over weighted objects with precision constraint ``delta``.
+
+    The bounded answer ``[lo, hi]`` always holds the exact aggregate and ``hi − lo ≤ delta``.
+    Weights ``K_i,j`` (Appendix B) may be negative for AVG and SUM; MIN and MAX take weight 1.
+
+    Examples
+    --------
+    >>> q = Query.sum("diff", {"a": 2.0, "b": -1.0}, delta=0.5)
+    >>> q.answer({"a": 10.0, "b": 4.0}, {"a": 0.1, "b": 0.2})   # 16 ± (2·0.1 + 0.2)/2
+    (15.8, 16.2)
+    >>> Query.min("low", ["a", "b"], delta=1.0).answer({"a": 1.0, "b": 1.2}, {"a": 1.0, "b": 0.4})
+    (0.5, 1.4)
+    """
+
+    name: str
+    aggregate: Aggregate
+    weights: Mapping[str, float]
+    delta: float
+
+    def __post_init__(self) -> None:
+        if not self.weights:
+            raise ValueError(f"query {self.name!r} has no objects; pass at least one object")
+        if not (math.isfinite(self.delta) and self.delta > 0):
+            raise ValueError(
+                f"query {self.name!r}: delta must be a finite width > 0, got {self.delta}"
+            )
+        for obj, k in self.weights.items():
+            if not (math.isfinite(k) and k != 0):
+                raise ValueError(
+                    f"query {self.name!r}: weight of {obj!r} must be finite and non-zero, got {k}"
+                )
+            if self.aggregate in (Aggregate.MIN, Aggregate.MAX) and k != 1:
+                raise ValueError(
+                    f"query {self.name!r}: {self.aggregate.name} takes no weights, got {k} "
+                    f"for {obj!r}; pass a list of objects"
+                )
+
+    @classmethod
+    def avg(cls, name: str, objects: Iterable[str] | Mapping[str, float], delta: float) -> Query:
+        """Weighted average ``(1/|S_j|)·Σ K_i,j·V_i`` (Appendix B)."""
+        return cls(name, Aggregate.AVG, _weights(objects), delta)
+
+    @classmethod
+    def sum(cls, name: str, objects: Iterable[str] | Mapping[str, float], delta: float) -> Query:
+        """Weighted sum ``Σ K_i,j·V_i`` (Appendix B)."""
+        return cls(name, Aggregate.SUM, _weights(objects), delta)
+
+    @classmethod
+    def min(cls, name: str, objects: Iterable[str], delta: float) -> Query:
+        """Minimum of the objects' values (Appendix A)."""
+        return cls(name, Aggregate.MIN, _weights(objects), delta)
+
+    @classmethod
+    def max(cls, name: str, objects: Iterable[str], delta: float) -> Query:
+        """Maximum of the objects' values (Appendix A, symmetric to MIN)."""
+        return cls(name, Aggregate.MAX, _weights(objects), delta)
+
+    def constraints(self) -> list[tuple[dict[str, float], float]]:
+        """Width constraints ``({object: |K_i,j|}, budget)`` meaning ``Σ |K|·W ≤ budget``."""
+        absk = {obj: abs(k) for obj, k in self.weights.items()}
+        if self.aggregate is Aggregate.AVG:
+            return [(absk, self.delta * len(absk))]  # App. B: Σ|K_i,j|·W_i ≤ δ_j·|S_j|
+        if self.aggregate is Aggregate.SUM:
+            return [(absk, self.delta)]  # SUM = |S_j|·AVG, so Σ|K_i,j|·W_i ≤ δ_j
+        # App. A: a MIN/MAX query is one single-object query per object, each W_i ≤ δ_j
+        return [({obj: 1.0}, self.delta) for obj in absk]
+
+    def answer(
+        self, centres: Mapping[str, float], widths: Mapping[str, float]
+    ) -> tuple[float, float]:
+        """Bounded answer ``(lo, hi)`` from cached bound centres and widths."""
+        objs = list(self.weights)
+        c = np.array([centres[o] for o in objs], dtype=float)
+        w = np.array([widths[o] for o in objs], dtype=float)
+        if self.aggregate is Aggregate.MIN:
+            return float(np.min(c - w / 2)), float(np.min(c + w / 2))  # App. A: [min L, min H]
+        if self.aggregate is Aggregate.MAX:
+            return float(np.max(c - w / 2)), float(np.max(c + w / 2))  # App. A, symmetric
+        k = np.array([self.weights[o] for o in objs], dtype=float)
+        mid = float(k @ c)
+        half = float(np.abs(k) @ w) / 2  # App. D: width = Σ|K_i,j|·(H_i − L_i)
+        if self.aggregate is Aggregate.AVG:
+            n = len(objs)
+            return (mid - half) / n, (mid + half) / n
+        return mid - half, mid + half
+
+    def exact(self, values: Mapping[str, float]) -> float:
+        """The exact aggregate of ``values`` (the oracle tests compare against)."""
+        v = np.array([values[o] for o in self.weights], dtype=float)
+        if self.aggregate is Aggregate.MIN:
+            return float(v.min())
+        if self.aggregate is Aggregate.MAX:
+            return float(v.max())
+        k = np.array(list(self.weights.values()), dtype=float)
+        total = float(k @ v)
+        return total / len(v) if self.aggregate is Aggregate.AVG else total
+
+
+def _weights(objects: Iterable[str] | Mapping[str, float]) -> dict[str, float]:
+    if isinstance(objects, Mapping):
+        return {str(o): float(k) for o, k in objects.items()}
+    objs = list(objects)
+    if isinstance(objects, str) or len(set(objs)) != len(objs):
+        raise ValueError(f"objects must be distinct names, got {objects!r}")
+    return dict.fromkeys(objs, 1.0)
