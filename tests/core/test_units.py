@@ -6,18 +6,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tsmon.core.units import (
-    MAX_DURATION_MS,
+from tsmon.core.timestamps import (
     MAX_INSTANT_MS,
     MIN_INSTANT_MS,
+    format_instant_ms,
+    parse_instant_ms,
+    read_epoch_ms,
+)
+from tsmon.core.units import (
+    MAX_DURATION_MS,
     UNIT_MS,
     UnitError,
     abbreviate,
     format_duration_ms,
-    format_instant_ms,
     parse_duration_ms,
-    parse_instant_ms,
-    read_epoch_ms,
 )
 from tsmon.core.window_spec import MAX_POINTS, WindowSpec
 

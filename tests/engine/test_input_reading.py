@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from tsmon import Monitor
-from tsmon.core.units import UnitError, as_column, parse_duration_ms, read_epoch_ms
+from tsmon.core.timestamps import as_column, read_epoch_ms
+from tsmon.core.units import UnitError, parse_duration_ms
 
 T0 = 1_700_000_000_000
 

@@ -7,7 +7,8 @@ import operator
 
 from hypothesis import strategies as st
 
-from tsmon.core.units import MAX_DURATION_MS, MAX_INSTANT_MS, MIN_INSTANT_MS, UNIT_MS
+from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS
+from tsmon.core.units import MAX_DURATION_MS, UNIT_MS
 from tsmon.core.window_spec import MAX_POINTS, WindowSpec
 from tsmon.query import ast as A
 

@@ -5,13 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from tsmon.core.units import (
-    MAX_DURATION_MS,
-    MAX_INSTANT_MS,
-    MIN_INSTANT_MS,
-    format_duration_ms,
-    format_instant_ms,
-)
+from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS, format_instant_ms
+from tsmon.core.units import MAX_DURATION_MS, format_duration_ms
 
 #: The largest count window: 2**40 points (about 1.1e12), far beyond what fits in memory.
 MAX_POINTS: int = 2**40

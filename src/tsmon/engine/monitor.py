@@ -307,14 +307,15 @@ class Monitor:
             if regular:
                 views = node.append(ts[lo:hi], vals[lo:hi], self._plan(name))
                 self._evaluate(name, seq[lo:hi], ts[lo:hi], vals[lo:hi], views)
-                self.now_ms = max(self.now_ms or int(ts[hi - 1]), int(ts[hi - 1]))
+                newest = int(ts[hi - 1])
+                self.now_ms = newest if self.now_ms is None else max(self.now_ms, newest)
             else:
                 for i in range(lo, hi):
                     self._late(node, int(seq[i]), int(ts[i]), float(vals[i]))
 
     def _late(self, node: SeriesNode, seq: int, ts: int, value: float) -> None:
         """A point not newer than its series' newest: rejected, inserted or replacing."""
-        problem = node.rejection(ts, value)
+        problem = node.rejection(ts)
         if problem is not None:
             self._dead.add(
                 np.array([seq]),

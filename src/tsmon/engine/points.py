@@ -16,7 +16,7 @@ from numbers import Real
 import numpy as np
 import pandas as pd
 
-from tsmon.core.units import as_column, read_epoch_ms
+from tsmon.core.timestamps import as_column, read_epoch_ms
 from tsmon.engine.deadletters import DeadLetters, Reason
 
 

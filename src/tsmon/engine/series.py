@@ -75,7 +75,7 @@ class SeriesNode:
         finally:
             self.register.evict()
 
-    def rejection(self, ts: int, value: float) -> tuple[Reason, str] | None:
+    def rejection(self, ts: int) -> tuple[Reason, str] | None:
         """Why a point not newer than the newest stored one cannot be stored, if it cannot."""
         reg = self.register
         last = reg.last_ts if reg.last_ts is not None else ts

@@ -11,7 +11,8 @@ from typing import NoReturn
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedInput
 
-from tsmon.core.units import UnitError, abbreviate, parse_duration_ms, parse_instant_ms
+from tsmon.core.timestamps import parse_instant_ms
+from tsmon.core.units import UnitError, abbreviate, parse_duration_ms
 from tsmon.core.window_spec import MAX_POINTS, WindowSpec
 from tsmon.query import ast
 from tsmon.query.errors import QuerySyntaxError, from_lark

@@ -15,7 +15,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from tsmon.core.units import read_epoch_ms
+from tsmon.core.timestamps import read_epoch_ms
 
 Layout = Literal["long", "timestamp_value"]
 _LONG = ("series", "ts", "value")
