@@ -27,9 +27,10 @@ from tsmon.core.units import parse_duration_ms
 from tsmon.core.window_spec import WindowSpec
 from tsmon.core.windows import STATS, WindowView
 from tsmon.engine.deadletters import DeadLetters, Reason
-from tsmon.engine.events import Event, EventChunk, EventLog
+from tsmon.engine.evaluation import ViewBindings, fire
+from tsmon.engine.events import Event, EventLog
 from tsmon.engine.points import read_batch
-from tsmon.engine.runs import regular_runs
+from tsmon.engine.runs import regular_runs, series_groups
 from tsmon.engine.series import Plan, SeriesNode
 from tsmon.query import CompiledQuery, compile_query, parse_expr, parse_queries, query_key
 from tsmon.query.ast import Stat
@@ -45,31 +46,6 @@ class IngestReport:
     accepted: int
     rejected: int
     events: int
-
-
-class _Bindings:
-    """Per-point values a compiled query reads: the trigger points and their windows."""
-
-    def __init__(
-        self,
-        series: str,
-        ts_ms: np.ndarray,
-        value: np.ndarray,
-        views: dict[WindowSpec, WindowView],
-        mask: np.ndarray | None = None,
-    ) -> None:
-        self.series = series
-        self.ts_ms = ts_ms if mask is None else ts_ms[mask]
-        self.value = value if mask is None else value[mask]
-        self._views = views
-        self._mask = mask
-
-    def stat(self, name: str, window: WindowSpec) -> np.ndarray:
-        values = self._views[window].stat(name)
-        return values if self._mask is None else values[self._mask]
-
-    def subset(self, mask: np.ndarray) -> _Bindings:
-        return _Bindings(self.series, self.ts_ms, self.value, self._views, mask)
 
 
 class Monitor:
@@ -276,7 +252,7 @@ class Monitor:
         self._counts["seq"] += batch.received
         self._counts["received"] += batch.received - len(batch.seq)  # rejected while reading
         self._epoch += 1
-        for name, take in _groups(batch.series):
+        for name, take in series_groups(batch.series):
             try:
                 problem = self._admit(name)
                 if problem is not None:
@@ -341,32 +317,14 @@ class Monitor:
         replay_of: CompiledQuery | None = None,
     ) -> None:
         """Evaluate the queries the series triggers (or just ``replay_of``) over its points."""
-        bindings = _Bindings(name, ts, vals, views)
+        bindings = ViewBindings(name, ts, vals, views)
         for rank, (key, query) in enumerate(self._queries.items()):
             wanted = name in self._attached[key] if replay_of is None else query is replay_of
             if not wanted:
                 continue
-            fired = np.asarray(query.condition(bindings), dtype=bool)
-            if not fired.any():
-                continue
-            hit = bindings.subset(fired)
-            coverage = np.ones(int(fired.sum()))
-            for spec in query.windows:
-                coverage = np.minimum(coverage, hit.stat("coverage", spec))
-            self._events.add(
-                EventChunk(
-                    epoch=self._epoch,
-                    order=seq[fired],
-                    rank=rank,
-                    query=query.name,
-                    series=name,
-                    ts_ms=hit.ts_ms,
-                    values=hit.value,
-                    payload={label: evaluate(hit) for label, evaluate in query.payload},
-                    coverage=coverage,
-                    replayed=replay_of is not None,
-                )
-            )
+            chunk = fire(query, bindings, seq, self._epoch, rank, replayed=replay_of is not None)
+            if chunk is not None:
+                self._events.add(chunk)
 
     def _replay(self, query: CompiledQuery, from_ts: int) -> None:
         """Evaluate a new query over stored history since ``from_ts`` (``SINCE``): the newest
@@ -438,20 +396,6 @@ class Monitor:
                 f"{len(self._nodes)} registered series"
             )
         return node
-
-
-def _groups(names: np.ndarray) -> Iterable[tuple[object, np.ndarray]]:
-    """Each distinct series name with the indices of its points, in arrival order."""
-    try:
-        codes, uniques = pd.factorize(names, sort=False, use_na_sentinel=False)
-    except TypeError:  # unhashable names (lists, dicts) are no names: rejected as bad_series
-        keys = np.array([n if isinstance(n, str) else None for n in names], dtype=object)
-        codes, uniques = pd.factorize(keys, sort=False, use_na_sentinel=False)
-    small = np.uint16 if len(uniques) < 2**16 else np.int64  # stable sort of uint16 is radix
-    order = np.argsort(codes.astype(small), kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
-    for code, name in enumerate(uniques):
-        yield name, order[bounds[code] : bounds[code + 1]]
 
 
 def _wanted_stats(queries: Iterable[CompiledQuery], specs: Iterable[WindowSpec]) -> Plan:

@@ -1,10 +1,11 @@
-"""Splitting one series' points into runs that can be appended as one vectorized batch."""
+"""Splitting a batch: by series, then each series' points into runs appended at once."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
+import pandas as pd
 
 
 def regular_runs(ts: np.ndarray, last_ts: int | None) -> Iterator[tuple[int, int, bool]]:
@@ -32,3 +33,17 @@ def regular_runs(ts: np.ndarray, last_ts: int | None) -> Iterator[tuple[int, int
     bounds = np.concatenate(([0], edges, [len(ts)]))
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         yield lo, hi, bool(regular[lo])
+
+
+def series_groups(names: np.ndarray) -> Iterable[tuple[object, np.ndarray]]:
+    """Each distinct series name with the indices of its points, in arrival order."""
+    try:
+        codes, uniques = pd.factorize(names, sort=False, use_na_sentinel=False)
+    except TypeError:  # unhashable names (lists, dicts) are no names: rejected as bad_series
+        keys = np.array([n if isinstance(n, str) else None for n in names], dtype=object)
+        codes, uniques = pd.factorize(keys, sort=False, use_na_sentinel=False)
+    small = np.uint16 if len(uniques) < 2**16 else np.int64  # stable sort of uint16 is radix
+    order = np.argsort(codes.astype(small), kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
+    for code, name in enumerate(uniques):
+        yield name, order[bounds[code] : bounds[code + 1]]

@@ -1,0 +1,70 @@
+"""Evaluating one compiled query over a run of points of its trigger series.
+
+The statistics come from the series' window views; the points where the condition holds become
+one :class:`~tsmon.engine.events.EventChunk`, with the payload evaluated on those points only and
+the smallest coverage of the windows the query read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tsmon.core.window_spec import WindowSpec
+from tsmon.core.windows import WindowView
+from tsmon.engine.events import EventChunk
+from tsmon.query import CompiledQuery
+
+
+class ViewBindings:
+    """Per-point values a compiled query reads: the trigger points and their windows."""
+
+    def __init__(
+        self,
+        series: str,
+        ts_ms: np.ndarray,
+        value: np.ndarray,
+        views: dict[WindowSpec, WindowView],
+        mask: np.ndarray | None = None,
+    ) -> None:
+        self.series = series
+        self.ts_ms = ts_ms if mask is None else ts_ms[mask]
+        self.value = value if mask is None else value[mask]
+        self._views = views
+        self._mask = mask
+
+    def stat(self, name: str, window: WindowSpec) -> np.ndarray:
+        values = self._views[window].stat(name)
+        return values if self._mask is None else values[self._mask]
+
+    def subset(self, mask: np.ndarray) -> ViewBindings:
+        return ViewBindings(self.series, self.ts_ms, self.value, self._views, mask)
+
+
+def fire(
+    query: CompiledQuery,
+    bindings: ViewBindings,
+    seq: np.ndarray,
+    epoch: int,
+    rank: int,
+    replayed: bool = False,
+) -> EventChunk | None:
+    """The events of ``query`` over the points in ``bindings``, or None when none fires."""
+    fired = np.asarray(query.condition(bindings), dtype=bool)
+    if not fired.any():
+        return None
+    hit = bindings.subset(fired)
+    coverage = np.ones(int(fired.sum()))
+    for spec in query.windows:
+        coverage = np.minimum(coverage, hit.stat("coverage", spec))
+    return EventChunk(
+        epoch=epoch,
+        order=seq[fired],
+        rank=rank,
+        query=query.name,
+        series=bindings.series,
+        ts_ms=hit.ts_ms,
+        values=hit.value,
+        payload={label: evaluate(hit) for label, evaluate in query.payload},
+        coverage=coverage,
+        replayed=replayed,
+    )
