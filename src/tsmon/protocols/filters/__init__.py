@@ -6,7 +6,7 @@ reallocates width every period ``T`` (shrink by ``S``, grow by burden score).
 """
 
 from tsmon.protocols.filters.bounds import BoundCache
-from tsmon.protocols.filters.coordinator import Coordinator
+from tsmon.protocols.filters.coordinator import Answer, Coordinator
 from tsmon.protocols.filters.messages import Growth, MessageCounts, Shrink, StreamedUpdate
 from tsmon.protocols.filters.network import FilterNetwork
 from tsmon.protocols.filters.precision import (
@@ -17,16 +17,19 @@ from tsmon.protocols.filters.precision import (
     initial_widths,
 )
 from tsmon.protocols.filters.queries import Aggregate, Query
+from tsmon.protocols.filters.serializing import SerializingQueue
 from tsmon.protocols.filters.source import SourceFilter
 
 __all__ = [
     "Aggregate",
+    "Answer",
     "BoundCache",
     "Coordinator",
     "FilterNetwork",
     "Growth",
     "MessageCounts",
     "Query",
+    "SerializingQueue",
     "Shrink",
     "SourceFilter",
     "StreamedUpdate",

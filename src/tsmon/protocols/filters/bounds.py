@@ -1,47 +1,78 @@
-"""The coordinator's bound cache: per object a centre and a width (§1.2.3, Figure 1)."""
+"""The coordinator's bound cache (§1.2.3, Figure 1; §4, Figure 5).
+
+Per object it keeps the centre of the bound (the newest value received, by timestamp, as the
+symmetric hash join of §4 keeps "only the most recent value") and the bound width the source
+uses. Widths are kept **conservatively**: a width message that narrows a bound (a shrink) or
+changes whether it shrinks every period is *pending* until the source's next update names it,
+and until then the cache assumes the widest of the old and the new schedule. The coordinator's
+view of a bound is therefore never narrower than the source's, whatever the message delays.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 
-class BoundCache:
-    """Cached bound ``[centre − W/2, centre + W/2]`` of every object, mirroring its source filter.
+@dataclass
+class PendingWidth:
+    """A width schedule sent to a source and not yet confirmed by it."""
 
-    Parameters
-    ----------
-    objects
-        Object ids, in the index order used by the precision manager.
-    widths
-        Initial widths ``W_i``, one per object.
+    seq: int
+    width: float
+    adaptive: bool
+
+
+class BoundCache:
+    """Cached bound ``[centre − W/2, centre + W/2]`` of every object, mirroring its filter.
+
+    Objects start with no value and ``W = inf`` (in no query).
 
     Examples
     --------
-    >>> cache = BoundCache(["a", "b"], np.array([2.0, 1.0]))
-    >>> cache.has_value("a")
-    False
-    >>> cache.recentre("a", 5.0)
+    >>> cache = BoundCache()
+    >>> i = cache.add("a")
+    >>> cache.confirm_width(i, 2.0, adaptive=True)
+    >>> cache.recentre(i, 5.0, ts_ms=0)
+    True
     >>> cache.bound("a")
     (4.0, 6.0)
+    >>> cache.add_pending(i, seq=7, width=1.0, adaptive=True)   # a shrink in flight
+    >>> cache.bound("a")                                        # still the wider bound
+    (4.0, 6.0)
+    >>> cache.confirm(i, width_seq=7)                           # the source applied it
+    >>> cache.bound("a")
+    (4.5, 5.5)
     """
 
-    def __init__(self, objects: Sequence[str], widths: np.ndarray) -> None:
-        self.objects = list(objects)
-        self.index = {obj: i for i, obj in enumerate(self.objects)}
-        if len(self.index) != len(self.objects):
-            raise ValueError(f"object ids must be distinct, got {self.objects!r}")
-        self.widths = np.array(widths, dtype=float)
-        if self.widths.shape != (len(self.objects),):
-            raise ValueError(
-                f"need one width per object: {len(self.objects)} objects, "
-                f"{self.widths.shape} widths"
-            )
-        self.centres = np.full(len(self.objects), np.nan)
+    def __init__(self) -> None:
+        self.objects: list[str] = []
+        self.index: dict[str, int] = {}
+        self.centres = np.empty(0)
+        self.value_ts = np.empty(0, dtype=np.int64)
+        self.widths = np.empty(0)  # confirmed schedule: never narrower than the source's
+        self.adaptive = np.empty(0, dtype=bool)
+        self.pending: dict[int, list[PendingWidth]] = {}
 
-    def _i(self, object_id: str) -> int:
+    def __len__(self) -> int:
+        return len(self.objects)
+
+    def add(self, object_id: str) -> int:
+        """Index of ``object_id``, adding it (no value, ``W = inf``) if new."""
+        if object_id in self.index:
+            return self.index[object_id]
+        self.index[object_id] = len(self.objects)
+        self.objects.append(object_id)
+        self.centres = np.append(self.centres, np.nan)
+        self.value_ts = np.append(self.value_ts, np.iinfo(np.int64).min)
+        self.widths = np.append(self.widths, np.inf)
+        self.adaptive = np.append(self.adaptive, False)
+        return self.index[object_id]
+
+    def i(self, object_id: str) -> int:
+        """Index of a known object."""
         try:
             return self.index[object_id]
         except KeyError:
@@ -50,25 +81,80 @@ class BoundCache:
             ) from None
 
     def has_value(self, object_id: str) -> bool:
-        """Whether a streamed update of ``object_id`` has been received."""
-        return not math.isnan(self.centres[self._i(object_id)])
+        """Whether a value of ``object_id`` has been received."""
+        return not math.isnan(self.centres[self.i(object_id)])
 
-    def recentre(self, object_id: str, value: float) -> None:
-        """A streamed update: the bound is re-centred on ``value`` (§1.2)."""
-        self.centres[self._i(object_id)] = value
+    def recentre(self, i: int, value: float, ts_ms: int) -> bool:
+        """A streamed update: re-centre on ``value`` unless a newer one is cached (§4)."""
+        if ts_ms < self.value_ts[i]:
+            return False
+        self.centres[i] = value
+        self.value_ts[i] = ts_ms
+        return True
 
-    def set_width(self, object_id: str, width: float) -> None:
-        """Set the absolute width ``W_i`` (growth or shrink)."""
-        self.widths[self._i(object_id)] = width
+    def confirm_width(self, i: int, width: float, adaptive: bool) -> None:
+        """Set the width schedule known to be (or be wider than) the source's."""
+        self.widths[i] = width
+        self.adaptive[i] = adaptive
 
-    def width(self, object_id: str) -> float:
-        """Current width ``W_i`` of ``object_id``."""
-        return float(self.widths[self._i(object_id)])
+    def add_pending(self, i: int, seq: int, width: float, adaptive: bool) -> None:
+        """A width message sent to ``i``'s source and not yet confirmed."""
+        self.pending.setdefault(i, []).append(PendingWidth(seq, width, adaptive))
+
+    def clear_pending(self, i: int) -> None:
+        """Forget the messages in flight to ``i`` (a wider, confirmed schedule replaced them)."""
+        self.pending.pop(i, None)
+
+    def confirm(self, i: int, width_seq: int | None) -> None:
+        """The source of ``i`` has applied every width message up to ``width_seq``."""
+        entries = self.pending.get(i)
+        if width_seq is None or not entries:
+            return
+        applied = [p for p in entries if p.seq <= width_seq]
+        if not applied:
+            return
+        newest = max(applied, key=lambda p: p.seq)
+        self.confirm_width(i, newest.width, newest.adaptive)
+        rest = [p for p in entries if p.seq > width_seq]
+        if rest:
+            self.pending[i] = rest
+        else:
+            del self.pending[i]
+
+    def shrink_period(self, factor: float) -> None:
+        """Period boundary: every adaptive schedule, confirmed or pending, ``W := W·(1−S)``."""
+        self.widths[self.adaptive] *= factor  # §3.1
+        for entries in self.pending.values():
+            for p in entries:
+                if p.adaptive:
+                    p.width *= factor  # §3.1, the same multiplication the source will do
+
+    def latest(self, i: int) -> tuple[float, bool]:
+        """The width schedule the source will have once every message in flight arrives."""
+        entries = self.pending.get(i)
+        if not entries:
+            return float(self.widths[i]), bool(self.adaptive[i])
+        newest = max(entries, key=lambda p: p.seq)
+        return newest.width, newest.adaptive
+
+    def latest_all(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`latest` of every object, as width and adaptivity arrays."""
+        widths, adaptive = self.widths.copy(), self.adaptive.copy()
+        for i in self.pending:
+            widths[i], adaptive[i] = self.latest(i)
+        return widths, adaptive
+
+    def assumed(self) -> np.ndarray:
+        """Width per object the answers use: the widest schedule the source may be on."""
+        widths = self.widths.copy()
+        for i, entries in self.pending.items():
+            widths[i] = max(widths[i], *(p.width for p in entries))
+        return widths
 
     def bound(self, object_id: str) -> tuple[float, float]:
-        """Cached bound ``(L_i, H_i)``; ``(-inf, inf)`` before any update was received."""
-        i = self._i(object_id)
+        """Cached bound ``(L_i, H_i)``; ``(-inf, inf)`` before any value was received."""
+        i = self.i(object_id)
         if math.isnan(self.centres[i]):
             return -math.inf, math.inf
-        half = self.widths[i] / 2
+        half = self.assumed()[i] / 2
         return float(self.centres[i] - half), float(self.centres[i] + half)

@@ -1,150 +1,416 @@
-"""The stream coordinator: bound cache, CQ evaluator and precision manager (§1.2.3, §3)."""
+"""The stream coordinator: bound cache, CQ evaluator and precision manager (§1.2.3, §3, §4).
+
+Time is an argument everywhere. The coordinator's *logical* time is the wall time it is given
+minus the latency tolerance ``λ`` (§4, serializing queue), or the wall time itself when bounds
+are *padded* instead (§4.1). Period boundaries are event-time multiples of ``T``; at each one the
+coordinator shrinks its copies of the widths (§3.1), as the sources do without being told, and
+grows the most overburdened bounds into the leftover width (§3.2).
+
+Query changes while running (§3.4):
+
+* adding a query re-initialises the bounds it reads so that every constraint holds at once:
+  each object gets at most the uniform share of the new constraints (explicit shrink messages);
+* weakening ``δ`` is absorbed by growth at the next boundary;
+* strengthening ``δ`` suppresses growth and lets the period shrinks narrow the answer, or, with
+  ``immediately=True``, sends explicit shrink messages;
+* removing a query frees its objects: objects left in no query get ``W = inf``.
+
+A shrink is only assumed by the coordinator once the source confirms it (see
+:mod:`~tsmon.protocols.filters.bounds`), so with latency a tightened or new query meets its
+``δ`` one round trip later; its answer contains the exact value throughout.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import heapq
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from tsmon.protocols.filters.bounds import BoundCache
-from tsmon.protocols.filters.messages import Growth, StreamedUpdate
+from tsmon.protocols.filters.messages import Growth, Shrink, StreamedUpdate, WidthMessage
 from tsmon.protocols.filters.precision import (
+    LEFTOVER_RTOL,
     burden_scores,
     burden_targets,
     deviations,
     grow_greedily,
-    initial_widths,
 )
 from tsmon.protocols.filters.queries import Query
+from tsmon.protocols.filters.serializing import SerializingQueue
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A bounded answer: the exact aggregate lies in ``[lo, hi]`` as of ``as_of_ms``.
+
+    ``value`` is the midpoint, ``nan`` while some object has not reported yet.
+    """
+
+    value: float
+    lo: float
+    hi: float
+    as_of_ms: int | None
+
+    @property
+    def width(self) -> float:
+        """``hi − lo``."""
+        return self.hi - self.lo
+
+
+@dataclass(frozen=True)
+class _System:
+    """The width constraints of all queries: ``K @ W ≤ budgets`` (App. B), and derived facts."""
+
+    k: sp.csr_matrix
+    budgets: np.ndarray
+    rows_of: dict[str, np.ndarray]
+    adaptive: np.ndarray
+    cap: np.ndarray
+    queried: np.ndarray
+    growth_rows: np.ndarray
+    phi: np.ndarray
 
 
 class Coordinator:
     """Keeps every query's bounded answer within its δ while adapting filter widths.
 
-    Every adjustment period ``T`` (event time, ``period_ms``) it shrinks the widths of adaptive
-    objects by ``S`` in step with the sources (§3.1), then grows the most overburdened bounds
-    into the leftover width (§3.2) and returns the growth messages to send.
-
     Parameters
     ----------
-    objects
-        All object ids.
-    queries
-        The registered queries.
     period_ms
-        Adjustment period ``T`` in milliseconds.
+        Adjustment period ``T`` in milliseconds (event time).
     shrink
         Shrink percentage ``S`` in ``[0, 1)``.
     rng
-        Random generator for the tie-break among equal deviations.
+        Random generator for the tie-break among equal deviations (§3.2).
+    latency_ms
+        Latency tolerance ``λ`` (§4); 0 for instant delivery.
+    max_rates
+        With this, bounds are *padded* (§4.1) instead of serialized: object → maximum change
+        rate ``R_i`` in value units per second; every queried object needs one. Answers are then
+        as of the current time, padded by ``φ_i = 2·R_i·λ``, and widths are allocated against
+        reduced constraints ``δ′`` so that padded answers still meet ``δ``.
     costs
         Message cost ``C_i`` per object (default 1).
 
     Examples
     --------
-    >>> coord = Coordinator(["a", "b"], [Query.avg("q", ["a", "b"], 1.0)], 1_000, 0.1,
-    ...                     np.random.default_rng(0))
-    >>> coord.widths()
-    {'a': 1.0, 'b': 1.0}
-    >>> coord.on_update(StreamedUpdate("a", 2.0, 10))
-    >>> coord.on_update(StreamedUpdate("b", 4.0, 20))
-    >>> coord.on_update(StreamedUpdate("a", 3.0, 30))
-    >>> coord.answers()
-    {'q': (3.0, 4.0)}
-    >>> coord.on_period(1_000)    # a was busier: it takes the leftover 0.2
-    [Growth(object_id='a', width=1.1, ts_ms=1000)]
+    >>> coord = Coordinator(1_000, 0.1, np.random.default_rng(0))
+    >>> coord.start(0)
+    >>> coord.add_query(Query.avg("q", ["a", "b"], 1.0))
+    [Shrink(object_id='a', width=1.0, ts_ms=0, seq=1, adaptive=True), \
+Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
+    >>> for ts, obj, v in [(10, "a", 2.0), (20, "b", 4.0), (30, "a", 3.0)]:
+    ...     coord.receive(StreamedUpdate(obj, v, ts, width_seq=coord.seq), arrival_ms=ts)
+    >>> _ = coord.advance(30)
+    >>> coord.answer("q")
+    Answer(value=3.5, lo=3.0, hi=4.0, as_of_ms=30)
+    >>> coord.advance(1_000)    # a was busier: it takes the leftover 0.2
+    [Growth(object_id='a', width=1.1, ts_ms=1000, seq=3, adaptive=True)]
     """
 
     def __init__(
         self,
-        objects: Sequence[str],
-        queries: Sequence[Query],
         period_ms: int,
         shrink: float,
         rng: np.random.Generator,
+        *,
+        latency_ms: int = 0,
+        max_rates: Mapping[str, float] | None = None,
         costs: Mapping[str, float] | None = None,
     ) -> None:
         if period_ms <= 0:
-            raise ValueError(f"period_ms T must be > 0, got {period_ms} ms; e.g. pass 10_000")
+            raise ValueError(f"period T must be > 0 ms, got {period_ms}; e.g. pass 10_000")
         if not 0 <= shrink < 1:
             raise ValueError(f"shrink S must be in [0, 1), got {shrink}; e.g. pass 0.05")
         self.period_ms = int(period_ms)
-        self.shrink = float(shrink)
+        self.factor = 1.0 - float(shrink)
         self.rng = rng
-        self.queries = {q.name: q for q in queries}
-        if len(self.queries) != len(queries):
-            raise ValueError("query names must be distinct")
-        index = {obj: i for i, obj in enumerate(objects)}
-        rows, cols, data, budgets = [], [], [], []
-        for q in queries:
-            for absk, budget in q.constraints():
-                for obj, k in absk.items():
-                    if obj not in index:
-                        raise ValueError(f"query {q.name!r} reads unknown object {obj!r}")
-                    rows.append(len(budgets))
-                    cols.append(index[obj])
-                    data.append(k)
-                budgets.append(budget)
-        self.k = sp.csr_matrix((data, (rows, cols)), shape=(len(budgets), len(index)))
-        self.budgets = np.array(budgets, dtype=float)
-        sizes = np.diff(self.k.indptr)
-        multi = self.k[sizes > 1]
-        # §3: only objects in some query over several objects adapt; the rest keep their width
-        self.adaptive = np.asarray(multi.sum(axis=0)).ravel() > 0
-        touches = np.asarray((self.k[:, self.adaptive] != 0).sum(axis=1)).ravel() > 0
-        self._k_adaptive = self.k[touches]
-        self._budgets_adaptive = self.budgets[touches]
-        self.cache = BoundCache(list(index), initial_widths(self.k, self.budgets))
-        self.costs = np.ones(len(index))
-        for obj, c in (costs or {}).items():
-            if obj not in index or not c > 0:
-                raise ValueError(f"cost C_i of {obj!r} must be > 0 for a known object, got {c}")
-            self.costs[index[obj]] = c
-        self.counts = np.zeros(len(index), dtype=np.int64)  # N_i in the current period
+        self.queue = SerializingQueue(latency_ms)
+        self.padding = max_rates is not None
+        self.max_rates = {str(o): float(r) for o, r in (max_rates or {}).items()}
+        for obj, r in self.max_rates.items():
+            if not (math.isfinite(r) and r >= 0):
+                raise ValueError(f"max change rate R of {obj!r} must be finite and >= 0, got {r}")
+        self.cost_of = {str(o): float(c) for o, c in (costs or {}).items()}
+        for obj, c in self.cost_of.items():
+            if not (math.isfinite(c) and c > 0):
+                raise ValueError(f"message cost C of {obj!r} must be finite and > 0, got {c}")
+        self.cache = BoundCache()
+        self.queries: dict[str, Query] = {}
+        self.counts = np.zeros(0, dtype=np.int64)  # N_i in the current period (§3.2)
+        self.seq = 0
+        self.now_ms: int | None = None  # answers are as of this time
+        self.settled_ms: int | None = None  # boundaries and width messages are up to this time
+        self.next_boundary_ms: int | None = None
+        self._confirms: list[tuple[int, int, int]] = []  # (ts, object, width_seq) to confirm
+        self.system = self._build(self.queries)
 
-    def widths(self) -> dict[str, float]:
-        """Current width ``W_i`` of every object."""
-        return dict(zip(self.cache.objects, self.cache.widths.tolist(), strict=True))
+    # ----------------------------------------------------------------- time and messages
 
-    def is_adaptive(self, object_id: str) -> bool:
-        """Whether ``object_id``'s width shrinks and grows (it is in a multi-object query)."""
-        return bool(self.adaptive[self.cache.index[object_id]])
+    @property
+    def latency_ms(self) -> int:
+        """Latency tolerance ``λ``."""
+        return self.queue.latency_ms
 
-    def on_update(self, message: StreamedUpdate) -> None:
-        """A streamed update: re-centre the cached bound and count it in ``N_i``."""
-        self.cache.recentre(message.object_id, message.value)
-        self.counts[self.cache.index[message.object_id]] += 1
+    def receive(self, update: StreamedUpdate, arrival_ms: int) -> None:
+        """An update reached the coordinator at wall time ``arrival_ms``; call :meth:`advance`."""
+        self.queue.push(update, arrival_ms)
 
-    def on_period(self, period_ts_ms: int) -> list[Growth]:
-        """Period boundary: shrink (§3.1), then allocate growth (§3.2); returns growth messages."""
-        widths = self.cache.widths
-        widths[self.adaptive] = widths[self.adaptive] * (1 - self.shrink)  # §3.1
-        burdens = burden_scores(self.counts, widths, self.costs, self.period_ms)
+    def advance(self, wall_ms: int) -> list[WidthMessage]:
+        """Process updates and period boundaries up to wall time ``wall_ms``, in time order.
+
+        Boundaries, and confirmations of narrower widths, take effect at ``wall_ms − λ``: the
+        sources may still use the wider bounds of the last ``λ`` (§4). Updates are released at
+        ``wall_ms − λ`` through the serializing queue, or at once when padding (§4.1), where
+        answers are as of ``wall_ms``. Returns the growth messages decided at the boundaries.
+        """
+        settled = wall_ms - self.latency_ms
+        horizon = wall_ms if self.padding else settled
+        if self.settled_ms is None:
+            self.start(settled)
+        assert self.settled_ms is not None and self.next_boundary_ms is not None
+        if settled < self.settled_ms:
+            return []
+        out: list[WidthMessage] = []
+        while self.next_boundary_ms <= settled:
+            boundary = self.next_boundary_ms
+            for update in self.queue.release(horizon, before_ms=boundary):
+                self._apply(update)
+            self.settled_ms = boundary
+            self._confirm(boundary)
+            out += self._on_period(boundary)
+            self.next_boundary_ms = boundary + self.period_ms
+        for update in self.queue.release(horizon):
+            self._apply(update)
+        self.settled_ms = settled
+        self._confirm(settled)
+        self.now_ms = max(horizon, self.now_ms or horizon)
+        return out
+
+    def start(self, now_ms: int) -> None:
+        """Start the coordinator's clock at ``now_ms``; the first boundary is the next multiple
+        of ``T``. :meth:`advance` starts it too, at its first call."""
+        if self.settled_ms is not None:
+            raise ValueError(f"the coordinator started already, at {self.settled_ms} ms or before")
+        self.settled_ms = self.now_ms = int(now_ms)
+        self.next_boundary_ms = (self.settled_ms // self.period_ms + 1) * self.period_ms
+
+    def _apply(self, update: StreamedUpdate) -> None:
+        i = self.cache.i(update.object_id)
+        if not update.forced:
+            self.counts[i] += 1
+        self.cache.recentre(i, update.value, update.ts_ms)
+        if update.width_seq is not None and i in self.cache.pending:
+            heapq.heappush(self._confirms, (update.ts_ms, i, update.width_seq))
+
+    def _confirm(self, settled_ms: int) -> None:
+        """Confirm the narrower widths the sources applied by ``settled_ms`` (see ``advance``)."""
+        while self._confirms and self._confirms[0][0] <= settled_ms:
+            _, i, width_seq = heapq.heappop(self._confirms)
+            self.cache.confirm(i, width_seq)
+
+    def _message(
+        self, kind: type[Growth] | type[Shrink], i: int, width: float, adaptive: bool
+    ) -> WidthMessage:
+        self.seq += 1
+        assert self.settled_ms is not None
+        return kind(self.cache.objects[i], float(width), self.settled_ms, self.seq, adaptive)
+
+    # ----------------------------------------------------------------- §3.1, §3.2
+
+    def _on_period(self, boundary: int) -> list[WidthMessage]:
+        self.cache.shrink_period(self.factor)  # §3.1, in step with the sources
+        widths = self.cache.assumed()
+        costs = np.array([self.cost_of.get(o, 1.0) for o in self.cache.objects])
+        burdens = burden_scores(self.counts, widths, costs, self.period_ms)
         self.counts[:] = 0
-        kk = self._k_adaptive
+        sys_ = self.system
+        kk = sys_.k[sys_.growth_rows]
         if kk.shape[0] == 0:
             return []
+        candidates = np.flatnonzero(sys_.adaptive & self.cache.adaptive)
+        candidates = np.array([i for i in candidates if i not in self.cache.pending], dtype=int)
         targets = burden_targets(kk, burdens)
         devs = deviations(kk, burdens, targets)
         grown = grow_greedily(
-            kk, self._budgets_adaptive, widths, devs, np.flatnonzero(self.adaptive), self.rng
+            kk, sys_.budgets[sys_.growth_rows], widths, devs, candidates, self.rng
         )
-        messages = []
+        out: list[WidthMessage] = []
         for i in sorted(grown):
-            widths[i] = grown[i]
-            messages.append(Growth(self.cache.objects[i], grown[i], period_ts_ms))
-        return messages
+            self.cache.confirm_width(i, grown[i], adaptive=True)  # wider: safe before it lands
+            out.append(self._message(Growth, i, grown[i], True))
+        return out
 
-    def answer(self, name: str) -> tuple[float, float]:
-        """Bounded answer ``(lo, hi)`` of query ``name``; unbounded until every object reported."""
-        q = self.queries[name]
-        if not all(self.cache.has_value(o) for o in q.weights):
-            return -np.inf, np.inf
-        centres = {o: float(self.cache.centres[self.cache.index[o]]) for o in q.weights}
-        widths = {o: self.cache.width(o) for o in q.weights}
-        return q.answer(centres, widths)
+    # ----------------------------------------------------------------- queries (§3.4)
 
-    def answers(self) -> dict[str, tuple[float, float]]:
+    def add_query(self, query: Query) -> list[WidthMessage]:
+        """Register ``query``; returns the width messages to send.
+
+        Query changes happen at the coordinator's settled time (``wall − λ``), the time its
+        width messages are stamped with, so that both sides shrink them at the same boundaries.
+        """
+        if query.name in self.queries:
+            raise ValueError(f"query {query.name!r} exists; remove it first or alter its δ")
+        return self._change({**self.queries, query.name: query}, tighten={query.name})
+
+    def remove_query(self, name: str) -> list[WidthMessage]:
+        """Unregister query ``name``; objects left in no query stop sending (``W = inf``)."""
+        self._known(name)
+        rest = {n: q for n, q in self.queries.items() if n != name}
+        return self._change(rest, tighten=set())
+
+    def alter_query(
+        self, name: str, delta: float, *, immediately: bool = False
+    ) -> list[WidthMessage]:
+        """Change the precision constraint of ``name`` to ``delta`` (§3.4)."""
+        query = self._known(name).with_delta(delta)
+        tighten = {name} if immediately else set()
+        return self._change({**self.queries, name: query}, tighten=tighten)
+
+    def _known(self, name: str) -> Query:
+        try:
+            return self.queries[name]
+        except KeyError:
+            raise KeyError(f"no query {name!r}; registered: {sorted(self.queries)!r}") from None
+
+    def _change(self, queries: dict[str, Query], tighten: set[str]) -> list[WidthMessage]:
+        if self.settled_ms is None:
+            raise ValueError("start the coordinator's clock first: call start(now_ms) or advance")
+        self.set_objects(o for q in queries.values() for o in q.objects)
+        system = self._build(queries)  # raises before any state changes
+        self.queries = queries
+        self.system = system
+        rows = [system.rows_of[n] for n in tighten]
+        return self._reconcile(np.concatenate(rows) if rows else np.empty(0, dtype=int))
+
+    def _build(self, queries: Mapping[str, Query]) -> _System:
+        rows, cols, data, budgets, owners = [], [], [], [], []
+        rows_of: dict[str, np.ndarray] = {}
+        for q in queries.values():
+            first = len(budgets)
+            for absk, budget in q.constraints():
+                for obj, k in absk.items():
+                    rows.append(len(budgets))
+                    cols.append(self.cache.i(obj))
+                    data.append(k)
+                budgets.append(budget)
+                owners.append(q.name)
+            rows_of[q.name] = np.arange(first, len(budgets))
+        n = len(self.cache)
+        k = sp.csr_matrix((data, (rows, cols)), shape=(len(budgets), n), dtype=float)
+        phi = self._padding(queries)
+        budget_arr = np.array(budgets, dtype=float) - k @ phi  # §4.1: δ′ leaves room for φ
+        bad = np.flatnonzero(budget_arr <= 0)
+        if len(bad):
+            raise ValueError(
+                f"query {owners[bad[0]]!r}: padding φ = 2·R·λ (§4.1) uses all of δ; "
+                "raise δ, lower λ or the objects' max change rates"
+            )
+        sizes = np.diff(k.indptr)
+        adaptive = np.asarray((k[sizes > 1] != 0).sum(axis=0)).ravel() > 0
+        # §3: an object only in single-object queries keeps W = min δ; in no query, W = inf
+        cap = np.full(n, np.inf)
+        single = k[sizes == 1].tocoo()
+        np.minimum.at(cap, single.col, budget_arr[sizes == 1][single.row] / single.data)
+        queried = np.asarray((k != 0).sum(axis=0)).ravel() > 0
+        growth_rows = np.flatnonzero(np.asarray((k[:, adaptive] != 0).sum(axis=1)).ravel() > 0)
+        return _System(k, budget_arr, rows_of, adaptive, cap, queried, growth_rows, phi)
+
+    def _padding(self, queries: Mapping[str, Query]) -> np.ndarray:
+        phi = np.zeros(len(self.cache))
+        if not self.padding:
+            return phi
+        for q in queries.values():
+            for obj in q.objects:
+                if obj not in self.max_rates:
+                    raise ValueError(
+                        f"query {q.name!r}: object {obj!r} has no max change rate; padding "
+                        "(§4.1) needs one per queried object"
+                    )
+                # §4.1: φ_i = 2·R_i·λ, with R_i per second and λ in ms
+                phi[self.cache.i(obj)] = 2 * self.max_rates[obj] * self.latency_ms / 1000
+        return phi
+
+    def _reconcile(self, tighten_rows: np.ndarray) -> list[WidthMessage]:
+        """Width messages that make every constraint hold once they land, for the new system.
+
+        Targets start from the schedules already sent; rows in ``tighten_rows`` that are
+        violated, and rows with an unbounded object, drop to the uniform share (§3, App. B).
+        """
+        sys_ = self.system
+        latest, latest_adaptive = self.cache.latest_all()
+        target = np.where(sys_.adaptive, latest, sys_.cap)
+        target[~sys_.queried] = np.inf
+        k = sys_.k
+        sums = np.asarray(k.sum(axis=1)).ravel()
+        share = np.divide(sys_.budgets, sums, out=np.zeros_like(sums), where=sums > 0)
+        finite = np.where(np.isinf(target), 0.0, target)
+        over = k @ finite > sys_.budgets * (1 + LEFTOVER_RTOL)
+        unbounded = np.asarray(k[:, np.isinf(target)].sum(axis=1)).ravel() > 0
+        fix = np.zeros(k.shape[0], dtype=bool)
+        fix[tighten_rows] = True
+        fix = (fix & over) | unbounded
+        coo = k[fix].tocoo()
+        np.minimum.at(target, coo.col, share[fix][coo.row])
+        out: list[WidthMessage] = []
+        for i in range(len(self.cache)):
+            adaptive = bool(sys_.adaptive[i])
+            if target[i] != latest[i] or adaptive != latest_adaptive[i]:
+                out.append(self._retarget(i, float(target[i]), adaptive, float(latest[i])))
+        return out
+
+    def _retarget(self, i: int, width: float, adaptive: bool, latest: float) -> WidthMessage:
+        """One width message moving object ``i`` to ``(width, adaptive)``, booked in the cache."""
+        if math.isinf(width):
+            self.cache.clear_pending(i)
+            self.cache.confirm_width(i, math.inf, False)  # wider than any schedule: safe at once
+            return self._message(Growth, i, math.inf, False)
+        if width < latest:
+            message = self._message(Shrink, i, width, adaptive)
+        else:
+            message = self._message(Growth, i, width, adaptive)
+        if (
+            isinstance(message, Growth)
+            and i not in self.cache.pending
+            and (adaptive == self.cache.adaptive[i])
+        ):
+            self.cache.confirm_width(i, width, adaptive)  # same schedule, wider: safe at once
+        else:
+            self.cache.add_pending(i, message.seq, width, adaptive)  # assumed once confirmed
+        return message
+
+    # ----------------------------------------------------------------- answers
+
+    def answer(self, name: str) -> Answer:
+        """Bounded answer of query ``name``; unbounded until every object has reported."""
+        return self._answer(self._known(name), self.cache.assumed() + self.system.phi)
+
+    def answers(self) -> dict[str, Answer]:
         """Bounded answer of every query."""
-        return {name: self.answer(name) for name in self.queries}
+        widths = self.cache.assumed() + self.system.phi
+        return {name: self._answer(q, widths) for name, q in self.queries.items()}
+
+    def _answer(self, query: Query, widths: np.ndarray) -> Answer:
+        idx = np.fromiter((self.cache.index[o] for o in query.objects), dtype=int)
+        centres = self.cache.centres[idx]
+        if np.isnan(centres).any():
+            return Answer(math.nan, -math.inf, math.inf, self.now_ms)
+        lo, hi = query.answer_arrays(centres, widths[idx])
+        return Answer((lo + hi) / 2, lo, hi, self.now_ms)
+
+    def widths(self) -> dict[str, float]:
+        """Width ``W_i`` the answers assume, per object."""
+        return dict(zip(self.cache.objects, self.cache.assumed().tolist(), strict=True))
+
+    def set_objects(self, objects: Iterable[str]) -> None:
+        """Make ``objects`` known (``W = inf``) before any query reads them."""
+        for obj in objects:
+            self.cache.add(obj)
+        self.counts = np.concatenate(
+            [self.counts, np.zeros(len(self.cache) - len(self.counts), dtype=np.int64)]
+        )
+        self.system = self._build(self.queries)

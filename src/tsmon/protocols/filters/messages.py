@@ -1,9 +1,14 @@
-"""Messages of the adaptive bound filter protocol (Olston, Jiang, Widom 2003, §1.2.3, §3).
+"""Messages of the adaptive bound filter protocol (Olston, Jiang, Widom 2003, §1.2.3, §3, §4).
 
 Three kinds travel: a *streamed update* (source → coordinator, a value that left its bound), a
 *growth* message (coordinator → source, §3.2) and an explicit *shrink* message (coordinator →
-source, §3.4). Growth and shrink carry the **absolute** new width as of a period boundary, so a
-late or repeated message never widens a bound twice.
+source, §3.4). Growth and shrink carry the **absolute** width as of their timestamp and a
+sequence number, so a late or repeated message never widens a bound twice: the source replays
+the period shrinks it passed since that timestamp, exactly as the coordinator did.
+
+A streamed update names the last width message its source applied (``width_seq``); that is how
+the coordinator learns that a narrower bound is in force at the source (§4: the coordinator's
+view of a bound is never narrower than the source's).
 """
 
 from __future__ import annotations
@@ -13,47 +18,59 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class StreamedUpdate:
-    """A value of ``object_id`` that passed its filter and is sent to the coordinator.
+    """A value of ``object_id`` sent to the coordinator at event time ``ts_ms``.
+
+    ``forced`` marks a reply to a width message (shrink or a change of adaptivity) rather than
+    a value that left its bound; replies are not counted in the streamed update period ``P_i``.
 
     Examples
     --------
     >>> StreamedUpdate("a", 3.5, 1_000)
-    StreamedUpdate(object_id='a', value=3.5, ts_ms=1000)
+    StreamedUpdate(object_id='a', value=3.5, ts_ms=1000, width_seq=None, forced=False)
     """
 
     object_id: str
     value: float
     ts_ms: int
+    width_seq: int | None = None
+    forced: bool = False
 
 
 @dataclass(frozen=True)
 class Growth:
-    """New absolute bound width ``width`` of ``object_id`` as of the period boundary ``ts_ms``.
+    """New absolute width ``width`` of ``object_id`` as of ``ts_ms`` (§3.2), never narrower.
+
+    ``adaptive`` says whether the width then shrinks every period (§3.1); objects only in
+    single-object queries keep a fixed width, objects in no query have ``width = inf``.
 
     Examples
     --------
-    >>> Growth("a", 2.0, 10_000).width
+    >>> Growth("a", 2.0, 10_000, seq=3).width
     2.0
     """
 
     object_id: str
     width: float
     ts_ms: int
+    seq: int
+    adaptive: bool = True
 
 
 @dataclass(frozen=True)
 class Shrink:
-    """New, narrower absolute bound width of ``object_id`` as of ``ts_ms`` (§3.4).
+    """New, narrower absolute width of ``object_id`` as of ``ts_ms`` (§3.4); asks for a reply.
 
     Examples
     --------
-    >>> Shrink("a", 0.5, 10_000)
-    Shrink(object_id='a', width=0.5, ts_ms=10000)
+    >>> Shrink("a", 0.5, 10_000, seq=4)
+    Shrink(object_id='a', width=0.5, ts_ms=10000, seq=4, adaptive=True)
     """
 
     object_id: str
     width: float
     ts_ms: int
+    seq: int
+    adaptive: bool = True
 
 
 WidthMessage = Growth | Shrink
@@ -64,23 +81,27 @@ Message = StreamedUpdate | Growth | Shrink
 class MessageCounts:
     """Number of messages of each kind that crossed the network.
 
+    ``replies`` is the part of ``streamed`` sent in reply to width messages.
+
     Examples
     --------
     >>> counts = MessageCounts()
     >>> counts.add(StreamedUpdate("a", 1.0, 0))
-    >>> counts.add(Growth("a", 2.0, 10))
+    >>> counts.add(Growth("a", 2.0, 10, seq=1))
     >>> counts, counts.total
-    (MessageCounts(streamed=1, growth=1, shrink=0), 2)
+    (MessageCounts(streamed=1, growth=1, shrink=0, replies=0), 2)
     """
 
     streamed: int = 0
     growth: int = 0
     shrink: int = 0
+    replies: int = 0
 
     def add(self, message: Message) -> None:
         """Count one ``message`` by its kind."""
         if isinstance(message, StreamedUpdate):
             self.streamed += 1
+            self.replies += message.forced
         elif isinstance(message, Growth):
             self.growth += 1
         elif isinstance(message, Shrink):

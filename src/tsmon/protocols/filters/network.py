@@ -1,53 +1,77 @@
-"""An in-process, zero-latency network of source filters and one coordinator (for tests)."""
+"""An in-process network of source filters and one coordinator, with optional message delays.
+
+A discrete-event simulation, pure and deterministic: time is an argument, delays come from a
+seeded function, every message is counted. At equal times the order is: the coordinator's tick
+(boundaries and releases, §4), message deliveries, the sources' period boundaries, new values.
+With zero delays this gives the idealised protocol of §3: growth decided at a boundary reaches
+its source before the source re-applies its filter there.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import heapq
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from tsmon.protocols.filters.coordinator import Coordinator
-from tsmon.protocols.filters.messages import Message, MessageCounts, StreamedUpdate
+from tsmon.protocols.filters.coordinator import Answer, Coordinator
+from tsmon.protocols.filters.messages import (
+    Message,
+    MessageCounts,
+    StreamedUpdate,
+    WidthMessage,
+)
 from tsmon.protocols.filters.queries import Query
 from tsmon.protocols.filters.source import SourceFilter
 
+#: Event priorities at equal times (lower first).
+_TICK, _DELIVER, _BOUNDARY = 0, 1, 2
+
+#: Delay in ms of a message sent at the given time (the network's wall time).
+Delay = Callable[[Message, int], int]
+
+
+def no_delay(message: Message, sent_ms: int) -> int:
+    """Instant delivery."""
+    return 0
+
 
 class FilterNetwork:
-    """Sources and coordinator wired with instant delivery; every message is counted.
-
-    Period boundaries fall on event-time multiples of ``T``; when an update's time reaches one,
-    the coordinator shrinks and grows first, growth messages reach their sources, and every
-    source then shrinks (unless grown) and re-applies its filter, all before the update itself.
-
-    **Supported:** AVG/SUM (weighted), MIN/MAX, overlapping queries, per-object costs.
-    **Not supported:** message latency (§4), precision changes (§3.4), adding queries later.
+    """Sources and coordinator wired through a transport with per-message delays.
 
     Parameters
     ----------
     objects
-        All object ids.
+        All object ids (one filter each).
     queries
-        The registered queries.
+        Queries registered at ``start_ms``.
     period_ms
         Adjustment period ``T`` in milliseconds.
     shrink
         Shrink percentage ``S``.
     rng
         Seeded random generator for the growth tie-break.
-    costs
-        Message cost ``C_i`` per object (default 1).
+    start_ms
+        Event time the network starts at.
+    delay
+        Delay in ms of each message (default: instant); the latency tolerance ``λ`` is
+        ``latency_ms``.
+    latency_ms, max_rates, costs
+        Passed to :class:`Coordinator`.
 
     Examples
     --------
     >>> net = FilterNetwork(["a", "b"], [Query.sum("s", ["a", "b"], 2.0)], 1_000, 0.05,
     ...                     np.random.default_rng(1))
     >>> _ = net.update(0, "a", 1.0), net.update(0, "b", 2.0)
-    >>> net.update(10, "a", 1.4)      # inside a's bound [0, 2]: nothing sent
+    >>> net.update(10, "a", 1.4)      # inside a's bound [0.5, 1.5]: nothing sent
     []
-    >>> net.answers()
-    {'s': (2.0, 4.0)}
+    >>> net.answers()["s"]
+    Answer(value=3.0, lo=2.0, hi=4.0, as_of_ms=10)
     >>> net.counts
-    MessageCounts(streamed=2, growth=0, shrink=0)
+    MessageCounts(streamed=2, growth=0, shrink=2, replies=0)
     """
 
     def __init__(
@@ -57,57 +81,117 @@ class FilterNetwork:
         period_ms: int,
         shrink: float,
         rng: np.random.Generator,
+        *,
+        start_ms: int = 0,
+        delay: Delay = no_delay,
+        latency_ms: int = 0,
+        max_rates: Mapping[str, float] | None = None,
         costs: Mapping[str, float] | None = None,
     ) -> None:
-        objs = list(objects)
-        self.coordinator = Coordinator(objs, queries, period_ms, shrink, rng, costs)
-        widths = self.coordinator.widths()
-        self.sources = {
-            o: SourceFilter(o, widths[o], shrink, adaptive=self.coordinator.is_adaptive(o))
-            for o in objs
-        }
+        self.coordinator = Coordinator(
+            period_ms, shrink, rng, latency_ms=latency_ms, max_rates=max_rates, costs=costs
+        )
+        self.sources = {o: SourceFilter(o, period_ms, shrink) for o in objects}
+        self.coordinator.set_objects(self.sources)
         self.period_ms = int(period_ms)
-        self.now_ms: int | None = None
-        self.next_period_ms: int | None = None
+        self.delay = delay
         self.counts = MessageCounts()
+        self.now_ms = int(start_ms)
+        self._events: list[tuple[int, int, int, str, Any]] = []
+        self._order = itertools.count()
+        self._next_boundary = (self.now_ms // self.period_ms + 1) * self.period_ms
+        self._log: list[Message] = []
+        self.coordinator.start(self.now_ms - self._tick_delay())
+        for q in queries:
+            self._send_widths(self.coordinator.add_query(q))
+        self._run(self.now_ms)
 
-    def _send(self, message: StreamedUpdate | None, log: list[Message]) -> None:
-        if message is not None:
-            self.counts.add(message)
-            log.append(message)
-            self.coordinator.on_update(message)
+    # ----------------------------------------------------------------- transport
 
-    def _period(self, ts_ms: int, log: list[Message]) -> None:
-        for growth in self.coordinator.on_period(ts_ms):
-            self.counts.add(growth)
-            log.append(growth)
-            self._send(self.sources[growth.object_id].apply(growth), log)
-        for source in self.sources.values():
-            self._send(source.on_period(ts_ms), log)
+    def _push(self, at_ms: int, priority: int, kind: str, payload: Any = None) -> None:
+        heapq.heappush(self._events, (at_ms, priority, next(self._order), kind, payload))
+
+    def _send_widths(self, messages: list[WidthMessage]) -> None:
+        for m in messages:
+            self.counts.add(m)
+            self._log.append(m)
+            self._push(self.now_ms + self.delay(m, self.now_ms), _DELIVER, "to_source", m)
+
+    def _send_updates(self, updates: list[StreamedUpdate]) -> None:
+        for u in updates:
+            self.counts.add(u)
+            self._log.append(u)
+            self._push(self.now_ms + self.delay(u, self.now_ms), _DELIVER, "to_coordinator", u)
+
+    def _run(self, until_ms: int) -> None:
+        """Process every event up to ``until_ms``, scheduling period boundaries on the way."""
+        self._push(until_ms, _TICK, "tick")  # answers as of until_ms − λ
+        while True:
+            while self._next_boundary <= until_ms:
+                b = self._next_boundary
+                self._push(b + self._tick_delay(), _TICK, "tick")
+                self._push(b, _BOUNDARY, "boundary", b)
+                self._next_boundary += self.period_ms
+            if not self._events or self._events[0][0] > until_ms:
+                break
+            at_ms, _, _, kind, payload = heapq.heappop(self._events)
+            self.now_ms = max(self.now_ms, at_ms)
+            if kind == "tick":
+                self._send_widths(self.coordinator.advance(self.now_ms))
+            elif kind == "to_coordinator":
+                self.coordinator.receive(payload, self.now_ms)
+                self._push(self.now_ms, _TICK, "tick")  # released at once when padding
+                self._push(max(self.now_ms, payload.ts_ms + self._tick_delay()), _TICK, "tick")
+            elif kind == "to_source":
+                self._send_updates(self.sources[payload.object_id].apply(payload, self.now_ms))
+            else:
+                for source in self.sources.values():
+                    self._send_updates(source.advance(payload))
+        self.now_ms = max(self.now_ms, until_ms)
+
+    def _tick_delay(self) -> int:
+        return self.coordinator.latency_ms
+
+    # ----------------------------------------------------------------- API
 
     def advance(self, now_ms: int) -> list[Message]:
-        """Move event time to ``now_ms``, running every period boundary reached on the way."""
-        if self.now_ms is not None and now_ms < self.now_ms:
-            raise ValueError(
-                f"event time must not go back: current {self.now_ms} ms, got {now_ms} ms"
-            )
-        if self.next_period_ms is None:
-            self.next_period_ms = (now_ms // self.period_ms + 1) * self.period_ms
-        self.now_ms = now_ms
-        log: list[Message] = []
-        while self.next_period_ms <= now_ms:
-            self._period(self.next_period_ms, log)
-            self.next_period_ms += self.period_ms
-        return log
+        """Move time to ``now_ms``; returns the messages sent on the way."""
+        if now_ms < self.now_ms:
+            raise ValueError(f"time must not go back: at {self.now_ms} ms, got {now_ms} ms")
+        self._log = []
+        self._run(now_ms)
+        return self._log
 
     def update(self, now_ms: int, object_id: str, value: float) -> list[Message]:
         """Object ``object_id`` takes ``value`` at ``now_ms``; returns the messages sent."""
         if object_id not in self.sources:
             raise KeyError(f"unknown object {object_id!r}; pass one of the network's objects")
         log = self.advance(now_ms)
-        self._send(self.sources[object_id].observe(now_ms, value), log)
+        self._log = log
+        self._send_updates(self.sources[object_id].observe(now_ms, value))
+        self._run(now_ms)
         return log
 
-    def answers(self) -> dict[str, tuple[float, float]]:
-        """Bounded answer ``(lo, hi)`` of every query."""
+    def add_query(self, query: Query) -> list[Message]:
+        """Register ``query`` now (the coordinator's logical time)."""
+        return self._change(lambda: self.coordinator.add_query(query))
+
+    def remove_query(self, name: str) -> list[Message]:
+        """Unregister query ``name`` now."""
+        return self._change(lambda: self.coordinator.remove_query(name))
+
+    def alter_query(self, name: str, delta: float, *, immediately: bool = False) -> list[Message]:
+        """Change the precision constraint of ``name`` now (§3.4)."""
+        return self._change(
+            lambda: self.coordinator.alter_query(name, delta, immediately=immediately)
+        )
+
+    def _change(self, change: Callable[[], list[WidthMessage]]) -> list[Message]:
+        self._log = []
+        self._send_widths(change())
+        self._run(self.now_ms)
+        return self._log
+
+    def answers(self) -> dict[str, Answer]:
+        """Bounded answer of every query, as of the coordinator's logical time."""
         return self.coordinator.answers()

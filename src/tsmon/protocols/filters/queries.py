@@ -29,6 +29,8 @@ class Query:
 
     The bounded answer ``[lo, hi]`` always holds the exact aggregate and ``hi − lo ≤ delta``.
     Weights ``K_i,j`` (Appendix B) may be negative for AVG and SUM; MIN and MAX take weight 1.
+    ``size`` is ``|S_j|``, the divisor of AVG; it defaults to the number of objects and differs
+    only when sources pre-aggregate several objects into one (§5.2.1).
 
     Examples
     --------
@@ -43,10 +45,15 @@ class Query:
     aggregate: Aggregate
     weights: Mapping[str, float]
     delta: float
+    size: int | None = None
 
     def __post_init__(self) -> None:
         if not self.weights:
             raise ValueError(f"query {self.name!r} has no objects; pass at least one object")
+        if self.size is not None and not (isinstance(self.size, int) and self.size >= 1):
+            raise ValueError(
+                f"query {self.name!r}: size |S_j| must be an int >= 1, got {self.size}"
+            )
         if not (math.isfinite(self.delta) and self.delta > 0):
             raise ValueError(
                 f"query {self.name!r}: delta must be a finite width > 0, got {self.delta}"
@@ -82,11 +89,27 @@ class Query:
         """Maximum of the objects' values (Appendix A, symmetric to MIN)."""
         return cls(name, Aggregate.MAX, _weights(objects), delta)
 
+    @property
+    def objects(self) -> list[str]:
+        """The objects read, in the order of ``weights``."""
+        return list(self.weights)
+
+    @property
+    def divisor(self) -> int:
+        """``|S_j|`` for AVG, 1 for the other aggregates."""
+        if self.aggregate is not Aggregate.AVG:
+            return 1
+        return len(self.weights) if self.size is None else self.size
+
+    def with_delta(self, delta: float) -> Query:
+        """The same query with precision constraint ``delta`` (§3.4)."""
+        return Query(self.name, self.aggregate, self.weights, delta, self.size)
+
     def constraints(self) -> list[tuple[dict[str, float], float]]:
         """Width constraints ``({object: |K_i,j|}, budget)`` meaning ``Σ |K|·W ≤ budget``."""
         absk = {obj: abs(k) for obj, k in self.weights.items()}
         if self.aggregate is Aggregate.AVG:
-            return [(absk, self.delta * len(absk))]  # App. B: Σ|K_i,j|·W_i ≤ δ_j·|S_j|
+            return [(absk, self.delta * self.divisor)]  # App. B: Σ|K_i,j|·W_i ≤ δ_j·|S_j|
         if self.aggregate is Aggregate.SUM:
             return [(absk, self.delta)]  # SUM = |S_j|·AVG, so Σ|K_i,j|·W_i ≤ δ_j
         # App. A: a MIN/MAX query is one single-object query per object, each W_i ≤ δ_j
@@ -96,20 +119,22 @@ class Query:
         self, centres: Mapping[str, float], widths: Mapping[str, float]
     ) -> tuple[float, float]:
         """Bounded answer ``(lo, hi)`` from cached bound centres and widths."""
-        objs = list(self.weights)
+        objs = self.objects
         c = np.array([centres[o] for o in objs], dtype=float)
         w = np.array([widths[o] for o in objs], dtype=float)
+        return self.answer_arrays(c, w)
+
+    def answer_arrays(self, c: np.ndarray, w: np.ndarray) -> tuple[float, float]:
+        """Bounded answer from centres ``c`` and widths ``w`` in the order of :attr:`objects`."""
         if self.aggregate is Aggregate.MIN:
             return float(np.min(c - w / 2)), float(np.min(c + w / 2))  # App. A: [min L, min H]
         if self.aggregate is Aggregate.MAX:
             return float(np.max(c - w / 2)), float(np.max(c + w / 2))  # App. A, symmetric
-        k = np.array([self.weights[o] for o in objs], dtype=float)
+        k = np.fromiter(self.weights.values(), dtype=float, count=len(self.weights))
         mid = float(k @ c)
         half = float(np.abs(k) @ w) / 2  # App. D: width = Σ|K_i,j|·(H_i − L_i)
-        if self.aggregate is Aggregate.AVG:
-            n = len(objs)
-            return (mid - half) / n, (mid + half) / n
-        return mid - half, mid + half
+        n = self.divisor
+        return (mid - half) / n, (mid + half) / n
 
     def exact(self, values: Mapping[str, float]) -> float:
         """The exact aggregate of ``values`` (the oracle tests compare against)."""
@@ -119,8 +144,7 @@ class Query:
         if self.aggregate is Aggregate.MAX:
             return float(v.max())
         k = np.array(list(self.weights.values()), dtype=float)
-        total = float(k @ v)
-        return total / len(v) if self.aggregate is Aggregate.AVG else total
+        return float(k @ v) / self.divisor
 
 
 def _weights(objects: Iterable[str] | Mapping[str, float]) -> dict[str, float]:

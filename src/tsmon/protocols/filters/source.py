@@ -1,58 +1,70 @@
-"""The source side: one bound filter per object (Olston, Jiang, Widom 2003, §1.2, §3.1)."""
+"""The source side: one bound filter per object (Olston, Jiang, Widom 2003, §1.2, §3.1, §4)."""
 
 from __future__ import annotations
 
 import math
 
-from tsmon.protocols.filters.messages import StreamedUpdate, WidthMessage
+from tsmon.protocols.filters.messages import Shrink, StreamedUpdate, WidthMessage
 
 
 class SourceFilter:
     """Bound ``[L, H]`` of width ``W`` centred on the last value sent; drops values inside it.
 
-    Every adjustment period the width shrinks to ``W·(1−S)`` without a message (§3.1); the
-    coordinator shrinks its copy at the same event-time instants. Growth and shrink messages set
-    the absolute width as of a period boundary. An object in no query has ``W = ∞`` and never
-    sends; an object only in single-object queries is not ``adaptive`` and keeps its width.
+    Period boundaries are the event-time multiples of ``T``. At each one an *adaptive* filter
+    shrinks ``W := W·(1−S)`` without a message (§3.1) and re-applies itself to the current value;
+    the coordinator shrinks its copy at the same instants. A filter starts with ``W = inf`` (the
+    object is in no query) until a width message sets it.
+
+    Width messages carry an absolute width as of their timestamp ``t_m``. A message from the
+    future (``t_m`` after this filter's time) is held until the filter's time reaches ``t_m``; a
+    late one is applied with the shrinks of every boundary passed since ``t_m`` replayed, so the
+    width equals the coordinator's to the bit (the same float multiplications in the same order).
+    A message older than the last one applied (by sequence number) is ignored. A shrink, or a
+    change of adaptivity, is answered with the current value (a *forced* update) so that the
+    coordinator learns the narrower bound is in force (§3.4, §4).
 
     Parameters
     ----------
     object_id
         The object whose updates this filter sees.
-    width
-        Initial bound width ``W`` (``math.inf`` for an object in no query).
+    period_ms
+        Adjustment period ``T`` in milliseconds (event time).
     shrink
         Shrink percentage ``S`` in ``[0, 1)``.
-    adaptive
-        Whether ``on_period`` shrinks the width (objects in a multi-object query).
 
     Examples
     --------
-    >>> f = SourceFilter("a", width=2.0, shrink=0.5)
-    >>> f.observe(0, 10.0)            # the first value is always sent
-    StreamedUpdate(object_id='a', value=10.0, ts_ms=0)
-    >>> f.observe(5, 10.9) is None    # inside [9, 11]: dropped
-    True
-    >>> f.on_period(10)               # W := 1.0, bound [9.5, 10.5] no longer holds 10.9
-    StreamedUpdate(object_id='a', value=10.9, ts_ms=10)
-    >>> f.low, f.high
-    (10.4, 11.4)
+    >>> from tsmon.protocols.filters.messages import Growth
+    >>> f = SourceFilter("a", period_ms=10, shrink=0.5)
+    >>> f.apply(Shrink("a", 2.0, 0, seq=1), 0)    # no value yet: nothing to reply with
+    []
+    >>> f.observe(0, 10.0)                         # the first value is always sent
+    [StreamedUpdate(object_id='a', value=10.0, ts_ms=0, width_seq=1, forced=False)]
+    >>> f.observe(5, 10.9)                         # inside [9, 11]: dropped
+    []
+    >>> f.advance(10)                              # W := 1.0, [9.5, 10.5] no longer holds 10.9
+    [StreamedUpdate(object_id='a', value=10.9, ts_ms=10, width_seq=1, forced=False)]
+    >>> f.apply(Growth("a", 4.0, 0, seq=2), 12)    # late: as of t=0, one shrink since
+    []
+    >>> f.width, (f.low, f.high)
+    (2.0, (9.9, 11.9))
     """
 
-    def __init__(
-        self, object_id: str, width: float, shrink: float, *, adaptive: bool = True
-    ) -> None:
-        if not width >= 0:
-            raise ValueError(f"width must be >= 0, got {width}; pass a non-negative bound width")
+    def __init__(self, object_id: str, period_ms: int, shrink: float) -> None:
+        if period_ms <= 0:
+            raise ValueError(f"period T must be > 0 ms, got {period_ms}; e.g. pass 10_000")
         if not 0 <= shrink < 1:
             raise ValueError(f"shrink S must be in [0, 1), got {shrink}; e.g. pass 0.05")
         self.object_id = object_id
-        self.width = float(width)
-        self.shrink = float(shrink)
-        self.adaptive = adaptive
+        self.period_ms = int(period_ms)
+        self.factor = 1.0 - float(shrink)
+        self.width = math.inf
+        self.adaptive = False
         self.centre: float | None = None
         self.value: float | None = None
-        self.period_ts_ms: int | None = None
+        self.now_ms: int | None = None
+        self.width_seq: int | None = None
+        self.held: list[WidthMessage] = []
 
     @property
     def low(self) -> float:
@@ -64,60 +76,70 @@ class SourceFilter:
         """Upper end ``H = V + W/2`` of the bound (§1.2); ``inf`` before any value is sent."""
         return math.inf if self.centre is None else self.centre + self.width / 2
 
-    def _inside(self, value: float) -> bool:
-        if math.isinf(self.width):
-            return True
+    def _escaped(self) -> bool:
+        if self.value is None or math.isinf(self.width):
+            return False
         # §1.2: the filter drops V with L_O <= V <= H_O
-        return self.centre is not None and self.low <= value <= self.high
+        return self.centre is None or not (self.low <= self.value <= self.high)
 
-    def _check(self, now_ms: int) -> StreamedUpdate | None:
-        assert self.value is not None
-        if self._inside(self.value):
-            return None
+    def _send(self, ts_ms: int, forced: bool) -> list[StreamedUpdate]:
+        if self.value is None or not (forced or self._escaped()):
+            return []
         self.centre = self.value  # §1.2: recentre on the value sent
-        return StreamedUpdate(self.object_id, self.value, now_ms)
+        return [StreamedUpdate(self.object_id, self.value, ts_ms, self.width_seq, forced)]
 
-    def observe(self, now_ms: int, value: float) -> StreamedUpdate | None:
-        """Take the object's new exact value; return the update to send, or ``None`` if inside."""
+    def advance(self, now_ms: int) -> list[StreamedUpdate]:
+        """Move this filter's event time to ``now_ms``, running every boundary on the way."""
+        if self.now_ms is not None and now_ms < self.now_ms:
+            raise ValueError(
+                f"time of {self.object_id!r} must not go back: at {self.now_ms} ms, got {now_ms} ms"
+            )
+        start = now_ms if self.now_ms is None else self.now_ms
+        out: list[StreamedUpdate] = []
+        for k in range(start // self.period_ms + 1, now_ms // self.period_ms + 1):
+            boundary = k * self.period_ms
+            self.now_ms = boundary
+            if self.adaptive:
+                self.width *= self.factor  # §3.1: W_i := W_i·(1 − S)
+            out += self._release(boundary)
+            out += self._send(boundary, forced=False)  # §3.1: re-apply the filter
+        self.now_ms = now_ms
+        return out + self._release(now_ms)
+
+    def observe(self, now_ms: int, value: float) -> list[StreamedUpdate]:
+        """Take the object's new exact value; return what to send (often nothing)."""
         if not math.isfinite(value):
             raise ValueError(
                 f"value of {self.object_id!r} must be finite, got {value} at {now_ms} ms; "
                 "reject it before the filter"
             )
+        out = self.advance(now_ms)
         self.value = float(value)
-        return self._check(now_ms)
+        return out + self._send(now_ms, forced=False)
 
-    def on_period(self, period_ts_ms: int) -> StreamedUpdate | None:
-        """Period boundary: ``W := W·(1−S)`` (§3.1), then re-apply the filter to the value.
-
-        The shrink is skipped when a width message for this boundary was applied already.
-        """
-        if self.period_ts_ms is not None and period_ts_ms < self.period_ts_ms:
-            raise ValueError(
-                f"period boundaries must move forward: current {self.period_ts_ms} ms, "
-                f"got {period_ts_ms} ms"
-            )
-        if self.period_ts_ms != period_ts_ms and self.adaptive:
-            self.width = self.width * (1 - self.shrink)  # §3.1: W_i := W_i·(1 − S)
-        self.period_ts_ms = period_ts_ms
-        # §3.1: re-apply the filter to the current value after the width changed
-        return None if self.value is None else self._check(period_ts_ms)
-
-    def apply(self, message: WidthMessage) -> StreamedUpdate | None:
-        """Set the absolute width from a growth or shrink message as of its period boundary.
-
-        A message for a boundary this filter has not reached yet counts as that boundary's
-        shrink. Returns an update if a narrower bound no longer holds the current value.
-        """
+    def apply(self, message: WidthMessage, now_ms: int) -> list[StreamedUpdate]:
+        """Receive a growth or shrink message at ``now_ms``; returns what to send, if anything."""
         if message.object_id != self.object_id:
             raise ValueError(
                 f"message for {message.object_id!r} sent to the filter of {self.object_id!r}"
             )
-        if self.period_ts_ms is not None and message.ts_ms < self.period_ts_ms:
-            raise ValueError(
-                f"width message as of {message.ts_ms} ms is older than this filter's last "
-                f"period boundary {self.period_ts_ms} ms; latency handling (§4) is not supported"
-            )
-        self.width = float(message.width)
-        self.period_ts_ms = message.ts_ms
-        return None if self.value is None else self._check(message.ts_ms)
+        self.held.append(message)
+        return self.advance(now_ms)
+
+    def _release(self, now_ms: int) -> list[StreamedUpdate]:
+        due = [m for m in self.held if m.ts_ms <= now_ms]
+        if not due:
+            return []
+        self.held = [m for m in self.held if m.ts_ms > now_ms]
+        out: list[StreamedUpdate] = []
+        for message in sorted(due, key=lambda m: m.seq):
+            if self.width_seq is not None and message.seq <= self.width_seq:
+                continue  # older than a message already applied
+            changed = isinstance(message, Shrink) or message.adaptive != self.adaptive
+            width = float(message.width)
+            passed = now_ms // self.period_ms - message.ts_ms // self.period_ms
+            for _ in range(passed if message.adaptive else 0):
+                width *= self.factor  # §3.1, the shrinks since t_m, as the coordinator did them
+            self.width, self.adaptive, self.width_seq = width, message.adaptive, message.seq
+            out += self._send(now_ms, forced=changed and math.isfinite(width))
+        return out

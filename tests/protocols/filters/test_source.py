@@ -1,0 +1,71 @@
+"""The source filter: held and late width messages, shrinks, replies (§3.1, §3.4, §4)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tsmon.protocols.filters import Growth, Shrink, SourceFilter, StreamedUpdate
+
+
+def test_growth_from_the_future_waits_for_its_boundary_and_is_not_shrunk_twice() -> None:
+    f = SourceFilter("a", 10, 0.5)
+    f.apply(Shrink("a", 2.0, 0, seq=1), 0)
+    assert f.observe(0, 1.0) == [StreamedUpdate("a", 1.0, 0, width_seq=1)]
+    assert f.apply(Growth("a", 3.0, 10, seq=2), 5) == []  # held: the filter is at 5 ms
+    assert f.width == 2.0
+    assert f.advance(10) == [] and f.width == 3.0  # boundary shrink, then the growth as of 10
+    assert f.advance(20) == [] and f.width == 1.5
+
+
+def test_an_older_message_than_the_last_applied_is_ignored() -> None:
+    f = SourceFilter("a", 10, 0.5)
+    f.apply(Shrink("a", 1.0, 0, seq=5), 0)
+    f.apply(Growth("a", 8.0, 0, seq=4), 1)
+    assert f.width == 1.0 and f.width_seq == 5
+
+
+def test_shrink_and_adaptivity_changes_are_answered_with_the_current_value() -> None:
+    f = SourceFilter("a", 10, 0.5)
+    f.apply(Shrink("a", 4.0, 0, seq=1, adaptive=False), 0)
+    f.observe(1, 2.0)
+    assert f.apply(Growth("a", 4.0, 2, seq=2, adaptive=True), 2) == [
+        StreamedUpdate("a", 2.0, 2, width_seq=2, forced=True)
+    ]
+    assert f.apply(Growth("a", math.inf, 3, seq=3, adaptive=False), 3) == []  # no query: silent
+    assert f.observe(4, 1e9) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    width=st.floats(0.01, 100.0),
+    shrink=st.floats(0.0, 0.9),
+    period=st.integers(1, 50),
+    sent=st.integers(0, 500),
+    lag=st.integers(0, 500),
+)
+def test_a_late_message_gives_the_width_the_coordinator_has_to_the_bit(
+    width: float, shrink: float, period: int, sent: int, lag: int
+) -> None:
+    """Replaying the boundary shrinks since t_m is the coordinator's multiplication sequence."""
+    f = SourceFilter("a", period, shrink)
+    f.advance(sent)
+    f.apply(Growth("a", width, sent, seq=1), sent + lag)
+    expected = width
+    for _ in range((sent + lag) // period - sent // period):
+        expected *= 1 - shrink  # what the coordinator does at each boundary
+    assert f.width == expected
+
+
+def test_values_must_be_finite() -> None:
+    f = SourceFilter("a", 10, 0.1)
+    for bad in (math.nan, math.inf, -np.inf):
+        try:
+            f.observe(0, bad)
+        except ValueError as e:
+            assert "finite" in str(e)
+        else:
+            raise AssertionError("accepted a non-finite value")
