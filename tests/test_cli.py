@@ -32,13 +32,17 @@ def test_check_valid_file(tmp_path: Path) -> None:
     path = tmp_path / "q.tsq"
     path.write_text(
         "QUERY hot_cpu ON host*.cpu WHEN mean(15m) > 0.85 EMIT series, max(1h) AS peak\n"
-        "QUERY spikes ON nab.* WHEN abs(last - mean(1h)) > 3 * stddev(1h) SINCE -6h\n",
+        "QUERY spikes ON nab.* WHEN abs(last - mean(1h)) > 3 * stddev(1h) SINCE -6h\n"
+        "QUERY diff AS SUM(2*a.x - b.x) WITHIN 0.5\n"
+        "ALTER QUERY diff WITHIN 0.25 IMMEDIATELY\n",
         encoding="utf-8",
     )
     run = tsmon("check", str(path))
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "2 queries OK" in run.stdout
-    assert "hot_cpu" in run.stdout and "spikes" in run.stdout
+    out = " ".join(run.stdout.split())  # the title may wrap
+    assert "4 statements OK" in out
+    assert "hot_cpu" in out and "spikes" in out
+    assert "SUM(2 * a.x - b.x)" in out and "WITHIN 0.25 IMMEDIATELY" in out
 
 
 def test_check_malformed_file(tmp_path: Path) -> None:

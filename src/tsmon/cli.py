@@ -22,6 +22,8 @@ from tsmon.core.units import UnitError, parse_duration_ms
 from tsmon.engine.events import Event
 from tsmon.engine.monitor import Monitor
 from tsmon.query import QuerySyntaxError, compile_query, parse_queries
+from tsmon.query.ast import AggregateDef, AlterPrecision
+from tsmon.query.printer import format_terms
 from tsmon.report import events_table, format_event, summary_line
 
 console = Console(highlight=False, markup=False)  # data text may hold [brackets]
@@ -168,17 +170,25 @@ def _read_text(path: Path) -> str:
 
 
 def _check(args: argparse.Namespace) -> int:
-    compiled = [compile_query(q) for q in parse_queries(_read_text(args.file))]
-    table = Table(title=f"{args.file}: {len(compiled)} queries OK")
-    for column in ("query", "on", "windows", "since"):
+    statements = parse_queries(_read_text(args.file))
+    table = Table(title=f"{args.file}: {len(statements)} statements OK")
+    for column in ("query", "on / as", "windows", "since / within"):
         table.add_column(column)
-    for query in compiled:
-        table.add_row(
-            query.name,
-            ", ".join(query.triggers),
-            ", ".join(sorted(str(w) for w in query.windows)) or "-",
-            f"-{query.since_ms} ms" if query.since_ms else "-",
-        )
+    for statement in statements:
+        if isinstance(statement, AggregateDef):
+            of = f"{statement.aggregate.upper()}({format_terms(statement.terms)})"
+            table.add_row(statement.name, of, "-", f"WITHIN {statement.delta:g}")
+        elif isinstance(statement, AlterPrecision):
+            now = " IMMEDIATELY" if statement.immediately else ""
+            table.add_row(statement.name, "ALTER", "-", f"WITHIN {statement.delta:g}{now}")
+        else:
+            query = compile_query(statement)
+            table.add_row(
+                query.name,
+                "ON " + ", ".join(query.triggers),
+                ", ".join(sorted(str(w) for w in query.windows)) or "-",
+                f"-{query.since_ms} ms" if query.since_ms else "-",
+            )
     console.print(table)
     return 0
 

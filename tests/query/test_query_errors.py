@@ -29,7 +29,8 @@ PARSE_ERRORS = [
         "got end of input",
     ),
     ("QUERY q ON x WHEN (value > 1", 1, 29, ["')'"], "expected ')' but got end of input"),
-    ("QUERY q x", 1, 9, ["ON"], "expected ON but got 'x'"),
+    # ON starts a watch query, AS an aggregate query.
+    ("QUERY q x", 1, 9, ["ON", "AS"], "expected one of ON, AS but got 'x'"),
     ("QUERY q ON x, WHEN value > 1", 1, 20, ["','", "WHEN", "EMIT", "SINCE"], "got 'value'"),
     ("SELECT * FROM x", 1, 1, ["QUERY", "';'"], "got 'SELECT'"),
     ("QUERY q ON x WHEN value # 2", 1, 25, ["AND", "OR", "EMIT"], "got '#'"),

@@ -13,7 +13,6 @@ Query names are case-insensitive, as in query files.
 
 from __future__ import annotations
 
-import fnmatch
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -26,16 +25,18 @@ from tsmon.core.register import DuplicatePolicy, RegisterConfig
 from tsmon.core.units import parse_duration_ms
 from tsmon.core.window_spec import WindowSpec
 from tsmon.core.windows import STATS, WindowView
+from tsmon.engine.bounded import BoundedQueries, FilterSettings, to_query
 from tsmon.engine.deadletters import DeadLetters, Reason
 from tsmon.engine.evaluation import ViewBindings, fire
 from tsmon.engine.events import Event, EventLog
 from tsmon.engine.points import read_batch
 from tsmon.engine.runs import regular_runs, series_groups
 from tsmon.engine.series import Plan, SeriesNode
+from tsmon.protocols.filters import Answer
 from tsmon.query import CompiledQuery, compile_query, parse_expr, parse_queries, query_key
-from tsmon.query.ast import Stat
-
-_GLOB_CHARS = set("*?[")
+from tsmon.query.aggregate import resolve_aggregate
+from tsmon.query.ast import AggregateDef, AlterPrecision, QueryDef, Stat
+from tsmon.query.patterns import is_glob, series_matches
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,10 @@ class Monitor:
         replace the value at their timestamp); older ones are rejected as ``too_late``.
     duplicates
         ``"keep_last"`` (a point at an existing timestamp replaces it) or ``"keep_first"``.
+    filter_period, filter_shrink, seed
+        Adjustment period ``T`` (``"10s"``), shrink percentage ``S`` and tie-break seed of the
+        adaptive filters behind bounded-aggregate queries (``QUERY q AS AVG(a, b) WITHIN 2``);
+        see :mod:`tsmon.engine.bounded`.
 
     Examples
     --------
@@ -85,6 +90,9 @@ class Monitor:
         retention: str | int | None = "1d",
         allowed_lateness: str | int = 0,
         duplicates: str = "keep_last",
+        filter_period: str | int = "10s",
+        filter_shrink: float = 0.05,
+        seed: int = 0,
     ) -> None:
         if isinstance(series, str):
             raise TypeError(
@@ -105,6 +113,11 @@ class Monitor:
         self._dead = DeadLetters()
         self._events = EventLog()
         self._counts: Counter[str] = Counter()
+        period = _millis("filter_period", filter_period)
+        assert period is not None
+        self._bounded = BoundedQueries(FilterSettings(period, float(filter_shrink), int(seed)))
+        self._aggregates: dict[str, AggregateDef] = {}  # bounded-aggregate queries, by key
+        self._fed: list[tuple[np.ndarray, np.ndarray, np.ndarray, str]] = []
         self._epoch = 0
         self.now_ms: int | None = None  # the newest event time accepted, over all series
         for name in series:
@@ -116,7 +129,7 @@ class Monitor:
 
         A name with ``*``, ``?`` or ``[`` is a glob unless ``literal`` is true.
         """
-        if not literal and _GLOB_CHARS & set(name_or_glob):
+        if not literal and is_glob(name_or_glob):
             if name_or_glob not in self._patterns:
                 self._patterns.append(name_or_glob)
             return []
@@ -131,7 +144,7 @@ class Monitor:
         A series that a remaining glob accepts comes back, empty, with its next point.
         """
         self._patterns = [p for p in self._patterns if p != name_or_glob]
-        gone = [s for s in self._nodes if fnmatch.fnmatchcase(s, name_or_glob)]
+        gone = [s for s in self._nodes if series_matches(s, [name_or_glob])]
         for name in gone:
             self._nodes.pop(name).close()
             self._plans.pop(name, None)
@@ -154,7 +167,7 @@ class Monitor:
         when a declared glob accepts it)."""
         if not isinstance(name, str) or not name:
             return Reason.BAD_SERIES, f"series name {name!r} is not a non-empty string"
-        if name not in self._nodes and any(fnmatch.fnmatchcase(name, p) for p in self._patterns):
+        if name not in self._nodes and series_matches(name, self._patterns):
             self._create_series(name)
         if name in self._nodes:
             return None
@@ -166,29 +179,75 @@ class Monitor:
 
     # -- queries -------------------------------------------------------------------------------
     def add_query(self, text: str) -> list[str]:
-        """Register the queries in ``text``; a ``SINCE`` query first runs over stored history."""
-        compiled = [compile_query(q) for q in parse_queries(text)]
-        for query in compiled:
-            if query_key(query.name) in self._queries:
+        """Register the queries in ``text``; a ``SINCE`` query first runs over stored history.
+
+        ``QUERY q AS AVG(...) WITHIN δ`` statements register bounded aggregates over the series
+        that exist now (globs are expanded once); their answers are in :meth:`answers`.
+        """
+        statements = parse_queries(text)
+        if any(isinstance(s, AlterPrecision) for s in statements):
+            raise ValueError("ALTER QUERY changes a registered query; pass it to alter_query")
+        compiled = [compile_query(q) for q in statements if isinstance(q, QueryDef)]
+        aggregates = [s for s in statements if isinstance(s, AggregateDef)]
+        for name in [q.name for q in compiled] + [a.name for a in aggregates]:
+            if self._defined(name):
                 raise ValueError(
-                    f"query {query.name!r} already exists (names ignore case); use alter_query "
+                    f"query {name!r} already exists (names ignore case); use alter_query "
                     "to change it or remove_query first"
                 )
+        bounded = [to_query(resolve_aggregate(a, self._nodes)) for a in aggregates]
+        for defn, query in zip(aggregates, bounded, strict=True):
+            self._add_aggregate(defn, query)
         for query in compiled:
             key = query_key(query.name)
             self._queries[key] = query
             self._attach_everywhere(query)
             if query.since_ms is not None and self.now_ms is not None:
                 self._replay(query, self.now_ms - query.since_ms)
-        return [q.name for q in compiled]
+        return [s.name for s in statements]
+
+    def _defined(self, name: str) -> bool:
+        return query_key(name) in self._queries or query_key(name) in self._aggregates
+
+    def _add_aggregate(self, defn: AggregateDef, query: object) -> None:
+        current = {}
+        for obj in query.objects:  # type: ignore[attr-defined]
+            reg = self._nodes[obj].register
+            if reg.end > reg.start:
+                current[obj] = (
+                    int(reg.ts(reg.end - 1, reg.end)[0]),
+                    float(reg.values(reg.end - 1, reg.end)[0]),
+                )
+        self._bounded.add(query, current, self.now_ms or 0)  # type: ignore[arg-type]
+        self._aggregates[query_key(defn.name)] = defn
 
     def alter_query(self, text: str) -> list[str]:
         """Replace existing queries by the same names, in place: they keep their rank among
-        the queries, windows still needed are kept, and history is not replayed again."""
-        compiled = [compile_query(q) for q in parse_queries(text)]
-        for query in compiled:
-            if query_key(query.name) not in self._queries:
-                raise KeyError(f"no query named {query.name!r}; use add_query to create it")
+        the queries, windows still needed are kept, and history is not replayed again.
+
+        ``ALTER QUERY q WITHIN δ [IMMEDIATELY]`` changes a bounded aggregate's precision (§3.4
+        of the adaptive-filters paper); a new ``QUERY q AS ...`` statement redefines it.
+        """
+        statements = parse_queries(text)
+        for s in statements:
+            known = (
+                self._aggregates if isinstance(s, AggregateDef | AlterPrecision) else self._queries
+            )
+            if query_key(s.name) not in known:
+                raise KeyError(f"no query named {s.name!r}; use add_query to create it")
+        redefined = [
+            (s, to_query(resolve_aggregate(s, self._nodes)))
+            for s in statements
+            if isinstance(s, AggregateDef)
+        ]
+        for s in statements:
+            if isinstance(s, AlterPrecision):
+                name = self._aggregates[query_key(s.name)].name
+                self._bounded.alter(name, s.delta, immediately=s.immediately)
+        for defn, query in redefined:
+            self._bounded.remove(self._aggregates.pop(query_key(defn.name)).name)
+            self._add_aggregate(defn, query)
+        compiled = [compile_query(q) for q in statements if isinstance(q, QueryDef)]
         for query in compiled:
             key = query_key(query.name)
             old, old_attached = self._queries[key], self._attached[key]
@@ -196,21 +255,29 @@ class Monitor:
             self._attach_everywhere(query)
             for name in old_attached:
                 self._release(name, old.windows)
-        return [q.name for q in compiled]
+        return [s.name for s in statements]
 
     def remove_query(self, name: str) -> None:
         """Unregister a query and release the windows only it used."""
         key = query_key(name)
+        if key in self._aggregates:
+            self._bounded.remove(self._aggregates.pop(key).name)
+            return
         if key not in self._queries:
-            names = sorted(q.name for q in self._queries.values())
-            raise KeyError(f"no query named {name!r}; registered: {names}")
+            raise KeyError(f"no query named {name!r}; registered: {sorted(self.queries())}")
         query = self._queries.pop(key)
         for series in self._attached.pop(key):
             self._release(series, query.windows)
 
     def queries(self) -> dict[str, str]:
         """The registered queries: name -> text."""
-        return {q.name: q.text for q in self._queries.values()}
+        texts = {q.name: q.text for q in self._queries.values()}
+        return texts | {a.name: a.text for a in self._aggregates.values()}
+
+    def answers(self) -> dict[str, Answer]:
+        """The bounded answer of every ``AS AGG(...) WITHIN δ`` query: ``value``, ``lo``,
+        ``hi`` and ``as_of_ms``; unbounded (``lo = -inf``) until every series has a value."""
+        return self._bounded.answers()
 
     def _attach_everywhere(self, query: CompiledQuery) -> None:
         self._attached[query_key(query.name)] = set()
@@ -269,6 +336,7 @@ class Monitor:
                     )
             finally:  # counted even if a bug raises, so received = accepted + rejected holds
                 self._counts["received"] += len(take)
+        self._feed_bounded()
         rejected = self._dead.total() - before_dead
         return IngestReport(
             batch.received,
@@ -281,6 +349,7 @@ class Monitor:
         node = self._nodes[name]
         for lo, hi, regular in regular_runs(ts, node.register.last_ts):
             if regular:
+                self._track(name, seq[lo:hi], ts[lo:hi], vals[lo:hi])
                 views = node.append(ts[lo:hi], vals[lo:hi], self._plan(name))
                 self._evaluate(name, seq[lo:hi], ts[lo:hi], vals[lo:hi], views)
                 newest = int(ts[hi - 1])
@@ -288,6 +357,22 @@ class Monitor:
             else:
                 for i in range(lo, hi):
                     self._late(node, int(seq[i]), int(ts[i]), float(vals[i]))
+
+    def _track(self, name: str, seq: np.ndarray, ts: np.ndarray, vals: np.ndarray) -> None:
+        """Keep accepted points of series that bounded aggregates read, to feed in time order."""
+        if self._bounded.tracks(name):
+            self._fed.append((seq, ts, vals, name))
+
+    def _feed_bounded(self) -> None:
+        if not self._fed:
+            return
+        seq = np.concatenate([f[0] for f in self._fed])
+        ts = np.concatenate([f[1] for f in self._fed])
+        vals = np.concatenate([f[2] for f in self._fed])
+        names = np.concatenate([np.full(len(f[0]), f[3], dtype=object) for f in self._fed])
+        self._fed = []
+        order = np.lexsort((seq, ts))
+        self._bounded.feed(ts[order], names[order].tolist(), vals[order])
 
     def _late(self, node: SeriesNode, seq: int, ts: int, value: float) -> None:
         """A point not newer than its series' newest: rejected, inserted or replacing."""
@@ -302,6 +387,7 @@ class Monitor:
             )
             return
         pos, replaced = node.store_late(ts, value)
+        self._track(node.name, np.array([seq]), np.array([ts]), np.array([value]))
         self._counts["duplicates_replaced" if replaced else "late_inserted"] += 1
         views = node.views_as_of(pos, pos + 1, self._plan(node.name))
         self._evaluate(node.name, np.array([seq]), np.array([ts]), np.array([value]), views)

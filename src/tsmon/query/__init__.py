@@ -1,4 +1,5 @@
-"""The persistent-query language: parse ``QUERY ... ON ... WHEN ... EMIT ...`` and compile it.
+"""The persistent-query language: parse ``QUERY ... ON ... WHEN ... EMIT ...`` and compile it,
+and parse bounded-aggregate queries (``QUERY ... AS SUM(...) WITHIN ...``) and resolve them.
 
 Examples
 --------
@@ -6,20 +7,30 @@ Examples
 >>> q = compile_query(parse_query("QUERY hot ON host*.cpu WHEN mean(5m) > 0.9"))
 >>> q.matches("host1.cpu"), sorted(str(w) for w in q.windows)
 (True, ['5m'])
+>>> agg = resolve_aggregate(parse_query("QUERY d AS SUM(2*a.x - b.x) WITHIN 0.5"), ["a.x", "b.x"])
+>>> agg.weights, agg.delta
+({'a.x': 2.0, 'b.x': -1.0}, 0.5)
 """
 
-from tsmon.query.ast import QueryDef
+from tsmon.query.aggregate import QueryResolveError, ResolvedAggregate, resolve_aggregate
+from tsmon.query.ast import AggregateDef, AlterPrecision, QueryDef, Statement, Term
 from tsmon.query.compile import ArrayBindings, Bindings, CompiledQuery, compile_query
 from tsmon.query.errors import QuerySyntaxError
 from tsmon.query.parser import parse_expr, parse_queries, parse_query, query_key
 from tsmon.query.printer import format_expr, format_query
 
 __all__ = [
+    "AggregateDef",
+    "AlterPrecision",
     "ArrayBindings",
     "Bindings",
     "CompiledQuery",
     "QueryDef",
+    "QueryResolveError",
     "QuerySyntaxError",
+    "ResolvedAggregate",
+    "Statement",
+    "Term",
     "compile_query",
     "format_expr",
     "format_query",
@@ -27,4 +38,5 @@ __all__ = [
     "parse_queries",
     "parse_query",
     "query_key",
+    "resolve_aggregate",
 ]

@@ -228,3 +228,89 @@ class QueryDef(Node):
     emit: tuple[EmitItem, ...]
     since_ms: int | None
     text: str = field(default="", compare=False, repr=False)
+
+
+#: Aggregates of a bounded-aggregate query (``QUERY name AS SUM(...) WITHIN 5``).
+AGGREGATES: tuple[str, ...] = ("avg", "sum", "min", "max")
+#: Aggregates that take weights; MIN and MAX take plain series only.
+WEIGHTED_AGGREGATES: tuple[str, ...] = ("avg", "sum")
+
+
+@dataclass(frozen=True)
+class Term(Node):
+    """One series of an aggregate with its pooled weight ``K_i,j`` (1 for MIN and MAX).
+
+    ``series`` is a series name or an fnmatch glob (it is a glob when it contains ``*``, ``?``
+    or ``[``); globs are expanded by :func:`tsmon.query.aggregate.resolve_aggregate`. The
+    position is that of the series' first mention.
+
+    Examples
+    --------
+    >>> Term(-2.0, "b.x")
+    Term(coefficient=-2.0, series='b.x')
+    """
+
+    coefficient: float
+    series: str
+
+
+@dataclass(frozen=True)
+class AggregateDef(Node):
+    """One ``QUERY name AS AGG(...) WITHIN delta`` statement: a bounded-aggregate query.
+
+    The answer is an interval ``[lo, hi]`` of width at most ``delta`` holding the exact
+    aggregate of the series' current values (Olston, Jiang & Widom 2003):
+
+    * ``sum``: ``Σ K_i·V_i``; ``avg``: ``(1/|S|)·Σ K_i·V_i`` with ``|S|`` the number of
+      distinct series (Appendix B); weights may be negative but never 0;
+    * ``min`` / ``max``: the least / greatest ``V_i``; every weight is 1 (Appendix A).
+
+    ``terms`` are pooled: one :class:`Term` per distinct series spelling, in order of first
+    mention, with the weights of all its mentions summed (so ``SUM(a, a)`` equals ``SUM(2*a)``;
+    for MIN and MAX a repeated series counts once). A glob is pooled by its spelling here;
+    :func:`tsmon.query.aggregate.resolve_aggregate` pools again after expanding it.
+    ``text`` is the statement's source text.
+
+    Examples
+    --------
+    >>> q = AggregateDef("diff", "sum", (Term(2.0, "a.x"), Term(-1.0, "b.x")), 0.5)
+    >>> q.weights, q.delta
+    ({'a.x': 2.0, 'b.x': -1.0}, 0.5)
+    """
+
+    name: str
+    aggregate: str
+    terms: tuple[Term, ...]
+    delta: float
+    text: str = field(default="", compare=False, repr=False)
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """Series (or glob) spelling -> weight, in the order of the terms."""
+        return {term.series: term.coefficient for term in self.terms}
+
+
+@dataclass(frozen=True)
+class AlterPrecision(Node):
+    """``ALTER QUERY name WITHIN delta [IMMEDIATELY]``: a new width for an aggregate query.
+
+    It defines no query; it changes the precision constraint of one registered earlier (in
+    the same file or before). Following §3.4 of the paper, a larger ``delta`` takes effect at
+    the next bound growth; a smaller one is reached gradually, as bounds shrink, unless
+    ``immediately`` is set, which asks the coordinator to shrink bounds at once (explicit
+    shrink messages). ``IMMEDIATELY`` makes no difference when ``delta`` grows.
+
+    Examples
+    --------
+    >>> AlterPrecision("diff", 0.1, immediately=True)
+    AlterPrecision(name='diff', delta=0.1, immediately=True)
+    """
+
+    name: str
+    delta: float
+    immediately: bool = False
+    text: str = field(default="", compare=False, repr=False)
+
+
+#: Anything :func:`tsmon.query.parser.parse_queries` returns.
+Statement = QueryDef | AggregateDef | AlterPrecision

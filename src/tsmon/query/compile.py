@@ -18,14 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from typing import Protocol
 
 import numpy as np
 
 from tsmon.core.window_spec import WindowSpec
 from tsmon.query import ast
+from tsmon.query.errors import QuerySyntaxError
 from tsmon.query.parser import parse_query
+from tsmon.query.patterns import series_matches
 from tsmon.query.printer import format_expr
 
 
@@ -203,7 +204,25 @@ class CompiledQuery:
         >>> q.matches("db1.cpu"), q.matches("db10.cpu"), q.matches("web2.mem")
         (True, False, True)
         """
-        return any(fnmatchcase(series, pattern) for pattern in self.triggers)
+        return series_matches(series, self.triggers)
+
+
+def _not_a_watch_query(statement: object) -> Exception:
+    """The error for compiling anything but a watch query (``QUERY name ON ...``)."""
+    if isinstance(statement, ast.AggregateDef):
+        what = (
+            f"QUERY {statement.name} AS {statement.aggregate.upper()}(...) is a bounded-aggregate "
+            "query (resolve it with tsmon.query.aggregate.resolve_aggregate)"
+        )
+    elif isinstance(statement, ast.AlterPrecision):
+        what = f"ALTER QUERY {statement.name} changes the width of an aggregate query"
+    else:
+        return TypeError(f"compile_query takes a QueryDef or query text, got {statement!r}")
+    return QuerySyntaxError(
+        f"{what}; compile_query compiles watch queries (QUERY name ON ...) only",
+        statement.line or 1,
+        statement.column or 1,
+    )
 
 
 def compile_query(query: ast.QueryDef | str) -> CompiledQuery:
@@ -222,9 +241,21 @@ def compile_query(query: ast.QueryDef | str) -> CompiledQuery:
     >>> b = ArrayBindings("x", [5000], [1.0])
     >>> [(label, f(b).tolist()) for label, f in q.payload]
     [('ts', [5.0]), ('t2', [5.0]), ('ts_ms', [5000])]
+
+    Aggregate statements (``QUERY name AS ...``, ``ALTER QUERY``) are not watch queries:
+
+    >>> try:
+    ...     compile_query("QUERY s AS SUM(a, b) WITHIN 1")
+    ... except QuerySyntaxError as err:
+    ...     print(err)
+    line 1:1: QUERY s AS SUM(...) is a bounded-aggregate query (resolve it with
+    tsmon.query.aggregate.resolve_aggregate); compile_query compiles watch queries
+    (QUERY name ON ...) only
     """
     if isinstance(query, str):
         query = parse_query(query)
+    if not isinstance(query, ast.QueryDef):
+        raise _not_a_watch_query(query)
     exprs = [item.expr for item in query.emit]
     if query.when is not None:
         exprs.append(query.when)

@@ -14,6 +14,11 @@ FRIENDLY_TERMINALS: dict[str, str] = {
     "STAT_NAME": "a statistic like mean(5m)",
     "NAME": "a name",
     "SERIES": "a series name or pattern",
+    "AGG_NAME": "a series name",
+    "QUOTED_NAME": "a series name",
+    "AGG_NUMBER": "a number",
+    "AGG_FUNC": "AVG, SUM, MIN or MAX",
+    "WIDTH": "a width like 0.5",
     "_LPAR": "'('",
     "PLUS": "'+'",
     "MINUS": "'-'",
@@ -26,16 +31,22 @@ FRIENDLY_TERMINALS: dict[str, str] = {
     "COMP_OP": "a comparison like > or <=",
     "_AND": "AND",
     "_OR": "OR",
-    "_AS": "AS",
     "_QUERY": "QUERY",
+    "_ALTER": "ALTER",
     "_ON": "ON",
+    "_AS": "AS",
     "_WHEN": "WHEN",
     "_EMIT": "EMIT",
     "_SINCE": "SINCE",
+    "_WITHIN": "WITHIN",
+    "IMMEDIATELY": "IMMEDIATELY",
     "_SEMI": "';'",
     "$END": "end of input",
 }
 _OPERATORS = frozenset({"PLUS", "MINUS", "STAR", "SLASH", "PERCENT", "COMP_OP"})
+# Operators of expressions only (never in an aggregate's arguments): their presence tells the
+# two kinds of "after an operand" states apart.
+_EXPRESSION_ONLY = frozenset({"PERCENT", "COMP_OP"})
 _OPERAND_STARTS = frozenset({"NUMBER", "DURATION", "STAT_NAME", "NAME"})
 _IGNORED = frozenset({"WS", "COMMENT"})
 
@@ -89,7 +100,9 @@ class QuerySyntaxError(ValueError):
 def friendly_expected(names: set[str] | frozenset[str] | list[str]) -> list[str]:
     """Turn lark terminal names into the sorted, human-readable list shown to users.
 
-    After a complete operand the binary operators collapse into one entry.
+    After a complete operand of an expression the binary operators collapse into one entry
+    (not inside an aggregate's arguments, where only some of them fit). Terminals with the same
+    text are shown once.
 
     Examples
     --------
@@ -97,14 +110,16 @@ def friendly_expected(names: set[str] | frozenset[str] | list[str]) -> list[str]
     ["')'", "','"]
     >>> friendly_expected({"STAR", "COMP_OP", "PLUS", "MINUS", "_LPAR", "_RPAR"})
     ["')'", 'an operator like + * or >']
+    >>> friendly_expected({"PLUS", "MINUS", "AGG_NUMBER", "AGG_NAME", "QUOTED_NAME"})
+    ['a series name', 'a number', "'+'", "'-'"]
     """
     names = {n for n in names if n not in _IGNORED}
-    if names & _OPERATORS and not names & _OPERAND_STARTS:
+    if names & _EXPRESSION_ONLY and not names & _OPERAND_STARTS:
         # After a complete operand: any binary operator may follow ('(' only as the call of an
         # unknown function, so it is left out).
         group = "OPERATOR" if "COMP_OP" in names else "ARITH_OPERATOR"
         names = (names - _OPERATORS - {"_LPAR"}) | {group}
-    shown = [text for name, text in FRIENDLY_TERMINALS.items() if name in names]
+    shown = list(dict.fromkeys(text for name, text in FRIENDLY_TERMINALS.items() if name in names))
     return shown + sorted(n for n in names if n not in FRIENDLY_TERMINALS)
 
 

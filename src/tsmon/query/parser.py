@@ -1,8 +1,12 @@
-"""Read query text into :class:`~tsmon.query.ast.QueryDef` trees (lark LALR, never ``eval``)."""
+"""Read query text into syntax trees (lark LALR, never ``eval``).
+
+A file holds watch queries (:class:`~tsmon.query.ast.QueryDef`), bounded-aggregate queries
+(:class:`~tsmon.query.ast.AggregateDef`) and width changes
+(:class:`~tsmon.query.ast.AlterPrecision`), in any mix; see ``grammar.lark`` for the syntax.
+"""
 
 from __future__ import annotations
 
-import math
 import re
 from functools import cache
 from pathlib import Path
@@ -15,6 +19,7 @@ from tsmon.core.timestamps import parse_instant_ms
 from tsmon.core.units import UnitError, abbreviate, parse_duration_ms
 from tsmon.core.window_spec import MAX_POINTS, WindowSpec
 from tsmon.query import ast
+from tsmon.query.aggregate_syntax import aggregate_def, alter_precision, finite_number
 from tsmon.query.errors import QuerySyntaxError, from_lark
 from tsmon.query.printer import format_expr
 
@@ -42,6 +47,17 @@ def _lark() -> Lark:
     )
 
 
+def terminal_pattern(name: str) -> re.Pattern[str]:
+    """The compiled regex of a terminal of ``grammar.lark``, its one definition.
+
+    Examples
+    --------
+    >>> bool(terminal_pattern("AGG_NAME").fullmatch("aws.cpu-utilisation_5f5533"))
+    True
+    """
+    return re.compile(_lark().get_terminal(name).pattern.to_regexp())
+
+
 def query_key(name: str) -> str:
     """The key that identifies a query: its name case-folded, so ``a`` and ``A`` are one query.
 
@@ -56,17 +72,25 @@ def query_key(name: str) -> str:
     return name.casefold()
 
 
-def parse_queries(text: str) -> list[ast.QueryDef]:
+def parse_queries(text: str) -> list[ast.Statement]:
     """Parse a query file: any number of statements separated by newlines or ``;``.
+
+    Returns, in file order, a :class:`~tsmon.query.ast.QueryDef` for each ``QUERY name ON``,
+    an :class:`~tsmon.query.ast.AggregateDef` for each ``QUERY name AS AGG(...) WITHIN w`` and
+    an :class:`~tsmon.query.ast.AlterPrecision` for each ``ALTER QUERY name WITHIN w``.
 
     Raises :class:`QuerySyntaxError` (line, column, expected tokens) on any parse or semantic
     error. Semantic errors include:
 
     * duplicate query names -- names are case-insensitive (compared by :func:`query_key`), so
-      ``QUERY a ...`` and ``QUERY A ...`` in one file are an error;
+      ``QUERY a ...`` and ``QUERY A ...`` in one file are an error (an ``ALTER`` defines no
+      name, so it never clashes);
+    * ``ALTER QUERY q WITHIN ...`` after a watch query ``q`` of the same file (it has no width);
     * durations longer than 100 years (``36525d``), count windows of more than 2**40 points,
       landmark instants outside 1677-09-21 .. 2262-04-11 (pandas' ``Timestamp`` range), and
-      number literals too large for a float.
+      number literals too large for a float;
+    * in aggregates: weights on MIN/MAX, a bare number as a term, division by 0, a series whose
+      weights add up to 0, and a WITHIN width that is not a finite number > 0.
 
     Examples
     --------
@@ -76,6 +100,13 @@ def parse_queries(text: str) -> list[ast.QueryDef]:
     ... ''')
     >>> [q.name for q in qs], qs[0].triggers, qs[0].text
     (['hot', 'all', 'low'], ('host*.cpu',), 'QUERY hot ON host*.cpu WHEN mean(5m) > 0.9')
+    >>> diff, alter = parse_queries('''
+    ... QUERY diff AS SUM(2*a.x - b.x) WITHIN 0.5
+    ... ALTER QUERY diff WITHIN 0.1 IMMEDIATELY''')
+    >>> diff.aggregate, diff.weights, diff.delta
+    ('sum', {'a.x': 2.0, 'b.x': -1.0}, 0.5)
+    >>> alter
+    AlterPrecision(name='diff', delta=0.1, immediately=True)
     """
     tree = _parse(text, "start")
     try:
@@ -84,38 +115,59 @@ def parse_queries(text: str) -> list[ast.QueryDef]:
         raise QuerySyntaxError("expression is nested too deeply", 1, 1, text) from None
 
 
-def _statements(tree: Tree, builder: _Builder) -> list[ast.QueryDef]:
+def _statements(tree: Tree, builder: _Builder) -> list[ast.Statement]:
     text = builder.source
-    queries: list[ast.QueryDef] = []
-    seen: dict[str, ast.QueryDef] = {}
+    statements: list[ast.Statement] = []
+    defined: dict[str, ast.QueryDef | ast.AggregateDef] = {}
     previous_end = 0
-    for statement in tree.children:
-        start = statement.meta.start_pos
-        if queries and not re.search(r"[\n;]", text[previous_end:start]):
-            builder.fail("start each statement on a new line or after ';'", statement.meta)
-        previous_end = statement.meta.end_pos
-        query = builder.statement(statement)
-        key = query_key(query.name)
-        if key in seen:
-            first = seen[key]
+    for child in tree.children:
+        start = child.meta.start_pos
+        if statements and not re.search(r"[\n;]", text[previous_end:start]):
+            builder.fail("start each statement on a new line or after ';'", child.meta)
+        previous_end = child.meta.end_pos
+        statement = builder.statement(child)
+        _check_name(statement, defined, builder)
+        statements.append(statement)
+    return statements
+
+
+def _check_name(
+    statement: ast.Statement,
+    defined: dict[str, ast.QueryDef | ast.AggregateDef],
+    builder: _Builder,
+) -> None:
+    """Record a definition by :func:`query_key`; reject duplicates and ALTERs of watch queries."""
+    key = query_key(statement.name)
+    first = defined.get(key)
+    if isinstance(statement, ast.AlterPrecision):
+        if isinstance(first, ast.QueryDef):
             builder.fail(
-                f"duplicate query name '{query.name}' (first defined at line "
-                f"{first.line}:{first.column}); give each query its own name",
-                query,
+                f"query '{first.name}' (line {first.line}:{first.column}) is a watch query "
+                "(QUERY ... ON) and has no width; ALTER QUERY ... WITHIN changes aggregate "
+                "queries (QUERY name AS ...)",
+                statement,
             )
-        seen[key] = query
-        queries.append(query)
-    return queries
+        return
+    if first is not None:
+        builder.fail(
+            f"duplicate query name '{statement.name}' (first defined at line "
+            f"{first.line}:{first.column}); give each query its own name",
+            statement,
+        )
+    defined[key] = statement
 
 
-def parse_query(text: str) -> ast.QueryDef:
-    """Parse text holding exactly one statement.
+def parse_query(text: str) -> ast.Statement:
+    """Parse text holding exactly one statement (of any kind, see :func:`parse_queries`).
 
     Examples
     --------
     >>> q = parse_query("QUERY q ON a.b WHEN abs(value) > 3 * std(1h) SINCE -2h")
     >>> q.since_ms, q.when.right.right
     (7200000, Stat(name='stddev', window=WindowSpec(kind=<WindowKind.TIME: 'time'>, size=3600000)))
+    >>> parse_query("query low as min(s1.t, s*.t) within 1e-3")
+    AggregateDef(name='low', aggregate='min', terms=(Term(coefficient=1.0, series='s1.t'),
+        Term(coefficient=1.0, series='s*.t')), delta=0.001)
     """
     queries = parse_queries(text)
     if len(queries) != 1:
@@ -175,10 +227,17 @@ class _Builder:
         meta = where if isinstance(where, Token) else where.meta
         return {"line": meta.line, "column": meta.column}
 
-    def statement(self, tree: Tree) -> ast.QueryDef:
+    def statement(self, tree: Tree) -> ast.Statement:
+        """Dispatch on the statement kind: ALTER, or the body of QUERY (ON ... / AS ...)."""
+        if tree.data == "alter":
+            return alter_precision(tree, self.source, self.fail)
+        body = tree.children[1]
+        if body.data == "aggregate_body":
+            return aggregate_def(tree, self.source, self.fail)
+        return self.watch(tree)
+
+    def watch(self, tree: Tree) -> ast.QueryDef:
         name, body = tree.children
-        if body.data != "watch_body":  # pragma: no cover - the only body kind today
-            self.fail(f"unsupported statement kind {body.data}", tree.meta)
         triggers, when, emit, since = body.children
         items = self.emit(emit) if emit is not None else ()
         when_expr = self.expr(when.children[0]) if when is not None else None
@@ -247,14 +306,7 @@ class _Builder:
         kids = tree.children if isinstance(tree, Tree) else []
         pos = self._pos(tree)
         if kind == "number":
-            number = float(kids[0])
-            if not math.isfinite(number):
-                self.fail(
-                    f"number '{abbreviate(str(kids[0]))}' is too large; "
-                    "numbers must be below about 1.8e308",
-                    kids[0],
-                )
-            return ast.Number(number, **pos)
+            return ast.Number(finite_number(kids[0], self.fail), **pos)
         if kind == "duration":
             return ast.Duration(self.duration_ms(kids[0]), **pos)
         if kind == "name":

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from functools import cache
+
 from tsmon.core.units import format_duration_ms
 from tsmon.core.window_spec import WindowSpec
 from tsmon.query.ast import (
+    AggregateDef,
+    AlterPrecision,
     BinOp,
     BoolOp,
     Call,
@@ -16,9 +21,10 @@ from tsmon.query.ast import (
     Not,
     Number,
     Pos,
-    QueryDef,
     SeriesName,
     Stat,
+    Statement,
+    Term,
     Timestamp,
     TimestampMs,
     Value,
@@ -125,15 +131,23 @@ def format_item(item: EmitItem) -> str:
     return f"{text} AS {item.alias}" if item.alias is not None else text
 
 
-def format_query(query: QueryDef) -> str:
-    """Canonical one-line text of a statement; parsing it gives an equal :class:`QueryDef`.
+def format_query(query: Statement) -> str:
+    """Canonical one-line text of a statement; parsing it gives an equal statement.
 
     Examples
     --------
     >>> from tsmon.query.parser import parse_query
     >>> format_query(parse_query("query q on a.*,b when avg(5m)>1 emit series since -60m"))
     'QUERY q ON a.*, b WHEN mean(5m) > 1 EMIT series SINCE -1h'
+    >>> format_query(parse_query("query d as sum(a.x - b.x, a.x) within .5"))
+    'QUERY d AS SUM(2 * a.x - b.x) WITHIN 0.5'
+    >>> format_query(parse_query("alter query d within 1e-3 immediately"))
+    'ALTER QUERY d WITHIN 0.001 IMMEDIATELY'
     """
+    if isinstance(query, AggregateDef):
+        return format_aggregate(query)
+    if isinstance(query, AlterPrecision):
+        return format_alter(query)
     parts = [f"QUERY {query.name} ON {', '.join(query.triggers)}"]
     if query.when is not None:
         parts.append(f"WHEN {format_expr(query.when)}")
@@ -142,3 +156,84 @@ def format_query(query: QueryDef) -> str:
     if query.since_ms is not None:
         parts.append(f"SINCE -{format_duration_ms(query.since_ms)}")
     return " ".join(parts)
+
+
+@cache
+def _plain_series() -> re.Pattern[str]:
+    """The grammar's AGG_NAME terminal: names that need no backquotes inside ``AGG(...)``."""
+    from tsmon.query.parser import terminal_pattern  # the parser imports this module
+
+    return terminal_pattern("AGG_NAME")
+
+
+def format_series(series: str) -> str:
+    """A series name or glob as written inside ``AGG(...)``: bare when it lexes as one name,
+    else in backquotes.
+
+    Examples
+    --------
+    >>> format_series("aws.cpu-utilisation_5f5533"), format_series("host*.cpu")
+    ('aws.cpu-utilisation_5f5533', 'host*.cpu')
+    >>> format_series("a--b"), format_series("7"), format_series("2*x"), format_series("-x")
+    ('`a--b`', '`7`', '`2*x`', '`-x`')
+    """
+    if _plain_series().fullmatch(series):
+        return series
+    if not series or "`" in series or "\n" in series or "\r" in series:
+        raise ValueError(
+            f"series name {series!r} cannot be written in a query: it is empty or holds a "
+            "backquote or a line break"
+        )
+    return f"`{series}`"
+
+
+def _format_term(term: Term, first: bool) -> str:
+    """``[-] [|K| *] series``, or `` + ...`` / `` - ...`` after the first term."""
+    weight = abs(term.coefficient)
+    text = format_series(term.series)
+    if weight != 1:
+        text = f"{format_number(weight)} * {text}"
+    if first:
+        return f"-{text}" if term.coefficient < 0 else text
+    return f" - {text}" if term.coefficient < 0 else f" + {text}"
+
+
+def format_terms(terms: tuple[Term, ...]) -> str:
+    """The arguments of an aggregate: a plain list when every weight is 1, else one sum.
+
+    Examples
+    --------
+    >>> format_terms((Term(1.0, "a.x"), Term(1.0, "b.x")))
+    'a.x, b.x'
+    >>> format_terms((Term(-0.5, "a.x"), Term(1.0, "b.x"), Term(-1.0, "c-d")))
+    '-0.5 * a.x + b.x - c-d'
+    """
+    if all(term.coefficient == 1 for term in terms):
+        return ", ".join(format_series(term.series) for term in terms)
+    return "".join(_format_term(term, i == 0) for i, term in enumerate(terms))
+
+
+def format_aggregate(query: AggregateDef) -> str:
+    """Canonical text of ``QUERY name AS AGG(...) WITHIN delta``.
+
+    Examples
+    --------
+    >>> format_aggregate(AggregateDef("m", "max", (Term(1.0, "host*.cpu"),), 1.0))
+    'QUERY m AS MAX(host*.cpu) WITHIN 1'
+    """
+    return (
+        f"QUERY {query.name} AS {query.aggregate.upper()}({format_terms(query.terms)}) "
+        f"WITHIN {format_number(query.delta)}"
+    )
+
+
+def format_alter(alter: AlterPrecision) -> str:
+    """Canonical text of ``ALTER QUERY name WITHIN delta [IMMEDIATELY]``.
+
+    Examples
+    --------
+    >>> format_alter(AlterPrecision("d", 2.5))
+    'ALTER QUERY d WITHIN 2.5'
+    """
+    text = f"ALTER QUERY {alter.name} WITHIN {format_number(alter.delta)}"
+    return f"{text} IMMEDIATELY" if alter.immediately else text

@@ -13,7 +13,7 @@ view of a bound is never narrower than the source's).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -115,3 +115,49 @@ class MessageCounts:
     def total(self) -> int:
         """All messages, every kind."""
         return self.streamed + self.growth + self.shrink
+
+
+@dataclass
+class EnvelopeCounts:
+    """Messages as they would travel if one source's messages of one instant shared a packet.
+
+    An *envelope* is one (source, send time, direction) with at least one message: ``up``
+    carries streamed updates (source → coordinator), ``down`` growth and shrink messages
+    (coordinator → source). With a per-message cost model (§3: "batching of stream updates
+    from the same source is a topic of future work") the cost is :attr:`total` instead of
+    :attr:`MessageCounts.total`. Counting only: the messages themselves still travel one by one.
+
+    Examples
+    --------
+    >>> env = EnvelopeCounts()
+    >>> for key in [("s", 0, "up"), ("s", 0, "up"), ("t", 0, "up"), ("s", 0, "down")]:
+    ...     env.add(*key)
+    >>> env, env.total
+    (EnvelopeCounts(up=2, down=1), 3)
+    """
+
+    up: int = 0
+    down: int = 0
+    _seen: set[tuple[str, int, str]] = field(default_factory=set, repr=False, compare=False)
+    _seen_ms: int | None = field(default=None, repr=False, compare=False)
+
+    def add(self, source: str, sent_ms: int, direction: str) -> None:
+        """Count a message of ``source`` sent at ``sent_ms`` (non-decreasing) ``"up"`` or
+        ``"down"``; it opens a new envelope unless one for the same key is open."""
+        if direction not in ("up", "down"):
+            raise ValueError(f"direction must be 'up' or 'down', got {direction!r}")
+        if sent_ms != self._seen_ms:
+            self._seen, self._seen_ms = set(), sent_ms  # envelopes of past instants are closed
+        key = (source, sent_ms, direction)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        if direction == "up":
+            self.up += 1
+        else:
+            self.down += 1
+
+    @property
+    def total(self) -> int:
+        """All envelopes, both directions."""
+        return self.up + self.down

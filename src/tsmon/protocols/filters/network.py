@@ -18,6 +18,7 @@ import numpy as np
 
 from tsmon.protocols.filters.coordinator import Answer, Coordinator
 from tsmon.protocols.filters.messages import (
+    EnvelopeCounts,
     Message,
     MessageCounts,
     StreamedUpdate,
@@ -60,6 +61,17 @@ class FilterNetwork:
         ``latency_ms``.
     latency_ms, max_rates, costs
         Passed to :class:`Coordinator`.
+    source_of
+        Source of every object, for :attr:`envelopes` only (default: each object its own
+        source, so envelopes equal messages). Messages still travel one by one.
+
+    Attributes
+    ----------
+    counts
+        Messages of every kind sent so far.
+    envelopes
+        The same messages counted once per (source, send time, direction): the cost if one
+        source's messages of one instant were batched (:class:`EnvelopeCounts`).
 
     Examples
     --------
@@ -87,6 +99,7 @@ class FilterNetwork:
         latency_ms: int = 0,
         max_rates: Mapping[str, float] | None = None,
         costs: Mapping[str, float] | None = None,
+        source_of: Mapping[str, str] | None = None,
     ) -> None:
         self.coordinator = Coordinator(
             period_ms, shrink, rng, latency_ms=latency_ms, max_rates=max_rates, costs=costs
@@ -94,8 +107,11 @@ class FilterNetwork:
         self.sources = {o: SourceFilter(o, period_ms, shrink) for o in objects}
         self.coordinator.set_objects(self.sources)
         self.period_ms = int(period_ms)
+        self.shrink = float(shrink)
         self.delay = delay
         self.counts = MessageCounts()
+        self.envelopes = EnvelopeCounts()
+        self._source_of = dict(source_of or {})
         self.now_ms = int(start_ms)
         self._events: list[tuple[int, int, int, str, Any]] = []
         self._order = itertools.count()
@@ -114,12 +130,14 @@ class FilterNetwork:
     def _send_widths(self, messages: list[WidthMessage]) -> None:
         for m in messages:
             self.counts.add(m)
+            self.envelopes.add(self._source_of.get(m.object_id, m.object_id), self.now_ms, "down")
             self._log.append(m)
             self._push(self.now_ms + self.delay(m, self.now_ms), _DELIVER, "to_source", m)
 
     def _send_updates(self, updates: list[StreamedUpdate]) -> None:
         for u in updates:
             self.counts.add(u)
+            self.envelopes.add(self._source_of.get(u.object_id, u.object_id), self.now_ms, "up")
             self._log.append(u)
             self._push(self.now_ms + self.delay(u, self.now_ms), _DELIVER, "to_coordinator", u)
 
@@ -161,6 +179,15 @@ class FilterNetwork:
         self._log = []
         self._run(now_ms)
         return self._log
+
+    def add_object(self, object_id: str, now_ms: int, value: float | None = None) -> None:
+        """Add an object (in no query yet, ``W = inf``), with its current value if known."""
+        if object_id in self.sources:
+            raise ValueError(f"object {object_id!r} exists")
+        self.sources[object_id] = SourceFilter(object_id, self.period_ms, self.shrink)
+        self.coordinator.set_objects([object_id])
+        if value is not None:
+            self.update(now_ms, object_id, value)
 
     def update(self, now_ms: int, object_id: str, value: float) -> list[Message]:
         """Object ``object_id`` takes ``value`` at ``now_ms``; returns the messages sent."""

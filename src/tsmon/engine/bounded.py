@@ -1,0 +1,136 @@
+"""Bounded-aggregate queries (``QUERY q AS AVG(a.x, b.x) WITHIN 2``) hosted in this process.
+
+Each series read by such a query is an object with its own source filter; the coordinator keeps
+every answer an interval ``[lo, hi]`` of width at most ``δ`` holding the exact aggregate of the
+series' current values (Olston, Jiang & Widom 2003). In one process no network is saved, but
+the protocol runs exactly as it would distributed — zero message latency — and every message is
+counted, so :meth:`BoundedQueries.messages` shows what a distributed deployment would send.
+
+Choices (documented here because the paper is silent):
+
+* a series' *current value* is its newest point by timestamp; a late point older than the
+  newest changes nothing, a replacement at the newest timestamp does;
+* the host's clock is the newest timestamp fed so far, over all series; a point older than the
+  clock (another series ran ahead) is applied at the clock, so answers are as of the clock;
+* a glob in a query is expanded once, against the series that exist when it is registered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tsmon.protocols.filters import Answer, FilterNetwork, MessageCounts, Query
+from tsmon.query.aggregate import ResolvedAggregate
+
+_MAKERS = {"avg": Query.avg, "sum": Query.sum, "min": Query.min, "max": Query.max}
+
+
+@dataclass(frozen=True)
+class FilterSettings:
+    """Algorithm parameters: adjustment period ``T`` (ms), shrink percentage ``S``, seed."""
+
+    period_ms: int = 10_000
+    shrink: float = 0.05
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.period_ms, int) and self.period_ms > 0):
+            raise ValueError(f"filter period T must be a positive duration, got {self.period_ms}")
+        if not 0 <= self.shrink < 1:
+            raise ValueError(f"filter shrink S must be in [0, 1), got {self.shrink}; e.g. 0.05")
+
+
+def to_query(resolved: ResolvedAggregate) -> Query:
+    """The protocol query of a resolved ``AS AGG(...) WITHIN δ`` statement."""
+    make = _MAKERS[resolved.aggregate]
+    if resolved.aggregate in ("min", "max"):
+        return make(resolved.name, list(resolved.weights), resolved.delta)
+    return make(resolved.name, dict(resolved.weights), resolved.delta)
+
+
+class BoundedQueries:
+    """The adaptive-filter protocol over the series some bounded-aggregate query reads.
+
+    Examples
+    --------
+    >>> host = BoundedQueries(FilterSettings(period_ms=1_000))
+    >>> host.add(Query.avg("q", ["a", "b"], 1.0), {"a": (0, 1.0), "b": (0, 3.0)}, now_ms=0)
+    >>> host.feed(np.array([10]), ["a"], np.array([1.2]))
+    >>> host.answers()["q"]
+    Answer(value=2.0, lo=1.5, hi=2.5, as_of_ms=10)
+    """
+
+    def __init__(self, settings: FilterSettings) -> None:
+        self.settings = settings
+        self._net: FilterNetwork | None = None
+        self._latest: dict[str, int] = {}  # object -> timestamp of its current value
+
+    def tracks(self, series: str) -> bool:
+        """Whether ``series`` is read by a query (now or before)."""
+        return series in self._latest
+
+    def _network(self, now_ms: int) -> FilterNetwork:
+        if self._net is None:
+            s = self.settings
+            self._net = FilterNetwork(
+                [], [], s.period_ms, s.shrink, np.random.default_rng(s.seed), start_ms=now_ms
+            )
+        return self._net
+
+    def clock(self) -> int | None:
+        """The newest timestamp fed so far (answers are as of it)."""
+        return None if self._net is None else self._net.now_ms
+
+    def add(self, query: Query, current: dict[str, tuple[int, float]], now_ms: int) -> None:
+        """Register ``query`` at ``now_ms``; ``current`` gives series' newest points, if any."""
+        net = self._network(now_ms)
+        net.advance(max(net.now_ms, now_ms))
+        for obj in query.objects:
+            if obj in self._latest:
+                continue
+            ts, value = current.get(obj, (np.iinfo(np.int64).min, None))
+            self._latest[obj] = ts
+            net.add_object(obj, net.now_ms, value)
+        net.add_query(query)
+
+    def alter(self, name: str, delta: float, *, immediately: bool) -> None:
+        """Change the precision constraint of ``name`` (§3.4)."""
+        self._require().alter_query(name, delta, immediately=immediately)
+
+    def remove(self, name: str) -> None:
+        """Unregister ``name``; its series stop sending once no query reads them."""
+        self._require().remove_query(name)
+
+    def names(self) -> list[str]:
+        """Registered query names."""
+        return [] if self._net is None else list(self._net.coordinator.queries)
+
+    def query(self, name: str) -> Query:
+        """The registered query ``name``."""
+        return self._require().coordinator.queries[name]
+
+    def _require(self) -> FilterNetwork:
+        if self._net is None:
+            raise KeyError("no bounded-aggregate query is registered")
+        return self._net
+
+    def feed(self, ts: np.ndarray, series: list[str], values: np.ndarray) -> None:
+        """New points of tracked series, in ``(ts, arrival)`` order."""
+        net = self._net
+        if net is None:
+            return
+        for t, name, v in zip(ts.tolist(), series, values.tolist(), strict=True):
+            if name not in self._latest or t < self._latest[name]:
+                continue  # not tracked, or older than the series' current value
+            self._latest[name] = t
+            net.update(max(net.now_ms, t), name, v)
+
+    def answers(self) -> dict[str, Answer]:
+        """The bounded answer of every query."""
+        return {} if self._net is None else self._net.answers()
+
+    def messages(self) -> MessageCounts:
+        """Messages a distributed deployment would have sent so far."""
+        return MessageCounts() if self._net is None else self._net.counts
