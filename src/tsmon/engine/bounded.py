@@ -17,12 +17,18 @@ Choices (documented here because the paper is silent):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from tsmon.protocols.filters import Answer, FilterNetwork, MessageCounts, Query
-from tsmon.query.aggregate import ResolvedAggregate
+from tsmon.query.aggregate import ResolvedAggregate, resolve_aggregate
+from tsmon.query.ast import AggregateDef, AlterPrecision
+from tsmon.query.parser import query_key
+
+#: The newest point ``(ts_ms, value)`` of a series, or ``None`` if it holds none.
+NewestPoint = Callable[[str], tuple[int, float] | None]
 
 _MAKERS = {"avg": Query.avg, "sum": Query.sum, "min": Query.min, "max": Query.max}
 
@@ -66,6 +72,61 @@ class BoundedQueries:
         self.settings = settings
         self._net: FilterNetwork | None = None
         self._latest: dict[str, int] = {}  # object -> timestamp of its current value
+        self._defs: dict[str, AggregateDef] = {}  # statements, by query key
+        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray, str]] = []
+
+    # -- statements ------------------------------------------------------------------------------
+    def defines(self, name: str) -> bool:
+        """Whether a bounded aggregate named ``name`` (ignoring case) is registered."""
+        return query_key(name) in self._defs
+
+    def texts(self) -> dict[str, str]:
+        """Registered statements: name -> text."""
+        return {d.name: d.text for d in self._defs.values()}
+
+    def register(
+        self, defns: list[AggregateDef], series: Iterable[str], newest: NewestPoint, now_ms: int
+    ) -> None:
+        """Resolve every statement against ``series`` (all or none registered), then add them."""
+        names = list(series)
+        queries = [to_query(resolve_aggregate(d, names)) for d in defns]
+        for defn, query in zip(defns, queries, strict=True):
+            self._define(defn, query, newest, now_ms)
+
+    def _define(self, defn: AggregateDef, query: Query, newest: NewestPoint, now_ms: int) -> None:
+        current = {o: p for o in query.objects if (p := newest(o)) is not None}
+        self.add(query, current, now_ms)
+        self._defs[query_key(defn.name)] = defn
+
+    def change(
+        self,
+        statements: list[AggregateDef | AlterPrecision],
+        series: Iterable[str],
+        newest: NewestPoint,
+        now_ms: int,
+    ) -> None:
+        """Apply ``ALTER QUERY q WITHIN δ`` statements and redefinitions of registered names."""
+        for s in statements:
+            if not self.defines(s.name):
+                raise KeyError(f"no query named {s.name!r}; use add_query to create it")
+        names = list(series)
+        redefined = [
+            (s, to_query(resolve_aggregate(s, names)))
+            for s in statements
+            if isinstance(s, AggregateDef)
+        ]
+        for s in statements:
+            if isinstance(s, AlterPrecision):
+                self.alter(self._defs[query_key(s.name)].name, s.delta, immediately=s.immediately)
+        for defn, query in redefined:
+            self.unregister(defn.name)
+            self._define(defn, query, newest, now_ms)
+
+    def unregister(self, name: str) -> None:
+        """Remove the bounded aggregate ``name`` (ignoring case)."""
+        self.remove(self._defs.pop(query_key(name)).name)
+
+    # -- protocol --------------------------------------------------------------------------------
 
     def tracks(self, series: str) -> bool:
         """Whether ``series`` is read by a query (now or before)."""
@@ -115,6 +176,23 @@ class BoundedQueries:
         if self._net is None:
             raise KeyError("no bounded-aggregate query is registered")
         return self._net
+
+    def stage(self, series: str, seq: np.ndarray, ts: np.ndarray, values: np.ndarray) -> None:
+        """Keep accepted points of a tracked series until :meth:`flush` feeds them in order."""
+        if self.tracks(series):
+            self._pending.append((seq, ts, values, series))
+
+    def flush(self) -> None:
+        """Feed the staged points in ``(ts, seq)`` order (one ingest call's worth)."""
+        if not self._pending:
+            return
+        seq = np.concatenate([p[0] for p in self._pending])
+        ts = np.concatenate([p[1] for p in self._pending])
+        vals = np.concatenate([p[2] for p in self._pending])
+        names = np.concatenate([np.full(len(p[0]), p[3], dtype=object) for p in self._pending])
+        self._pending = []
+        order = np.lexsort((seq, ts))
+        self.feed(ts[order], names[order].tolist(), vals[order])
 
     def feed(self, ts: np.ndarray, series: list[str], values: np.ndarray) -> None:
         """New points of tracked series, in ``(ts, arrival)`` order."""

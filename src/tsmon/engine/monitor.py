@@ -25,7 +25,7 @@ from tsmon.core.register import DuplicatePolicy, RegisterConfig
 from tsmon.core.units import parse_duration_ms
 from tsmon.core.window_spec import WindowSpec
 from tsmon.core.windows import STATS, WindowView
-from tsmon.engine.bounded import BoundedQueries, FilterSettings, to_query
+from tsmon.engine.bounded import BoundedQueries, FilterSettings
 from tsmon.engine.deadletters import DeadLetters, Reason
 from tsmon.engine.evaluation import ViewBindings, fire
 from tsmon.engine.events import Event, EventLog
@@ -34,7 +34,6 @@ from tsmon.engine.runs import regular_runs, series_groups
 from tsmon.engine.series import Plan, SeriesNode
 from tsmon.protocols.filters import Answer
 from tsmon.query import CompiledQuery, compile_query, parse_expr, parse_queries, query_key
-from tsmon.query.aggregate import resolve_aggregate
 from tsmon.query.ast import AggregateDef, AlterPrecision, QueryDef, Stat
 from tsmon.query.patterns import is_glob, series_matches
 
@@ -116,8 +115,6 @@ class Monitor:
         period = _millis("filter_period", filter_period)
         assert period is not None
         self._bounded = BoundedQueries(FilterSettings(period, float(filter_shrink), int(seed)))
-        self._aggregates: dict[str, AggregateDef] = {}  # bounded-aggregate queries, by key
-        self._fed: list[tuple[np.ndarray, np.ndarray, np.ndarray, str]] = []
         self._epoch = 0
         self.now_ms: int | None = None  # the newest event time accepted, over all series
         for name in series:
@@ -190,14 +187,12 @@ class Monitor:
         compiled = [compile_query(q) for q in statements if isinstance(q, QueryDef)]
         aggregates = [s for s in statements if isinstance(s, AggregateDef)]
         for name in [q.name for q in compiled] + [a.name for a in aggregates]:
-            if self._defined(name):
+            if query_key(name) in self._queries or self._bounded.defines(name):
                 raise ValueError(
                     f"query {name!r} already exists (names ignore case); use alter_query "
                     "to change it or remove_query first"
                 )
-        bounded = [to_query(resolve_aggregate(a, self._nodes)) for a in aggregates]
-        for defn, query in zip(aggregates, bounded, strict=True):
-            self._add_aggregate(defn, query)
+        self._bounded.register(aggregates, self._nodes, self._newest, self.now_ms or 0)
         for query in compiled:
             key = query_key(query.name)
             self._queries[key] = query
@@ -206,20 +201,11 @@ class Monitor:
                 self._replay(query, self.now_ms - query.since_ms)
         return [s.name for s in statements]
 
-    def _defined(self, name: str) -> bool:
-        return query_key(name) in self._queries or query_key(name) in self._aggregates
-
-    def _add_aggregate(self, defn: AggregateDef, query: object) -> None:
-        current = {}
-        for obj in query.objects:  # type: ignore[attr-defined]
-            reg = self._nodes[obj].register
-            if reg.end > reg.start:
-                current[obj] = (
-                    int(reg.ts(reg.end - 1, reg.end)[0]),
-                    float(reg.values(reg.end - 1, reg.end)[0]),
-                )
-        self._bounded.add(query, current, self.now_ms or 0)  # type: ignore[arg-type]
-        self._aggregates[query_key(defn.name)] = defn
+    def _newest(self, series: str) -> tuple[int, float] | None:
+        reg = self._nodes[series].register
+        if reg.end == reg.start:
+            return None
+        return int(reg.ts(reg.end - 1, reg.end)[0]), float(reg.values(reg.end - 1, reg.end)[0])
 
     def alter_query(self, text: str) -> list[str]:
         """Replace existing queries by the same names, in place: they keep their rank among
@@ -229,25 +215,12 @@ class Monitor:
         of the adaptive-filters paper); a new ``QUERY q AS ...`` statement redefines it.
         """
         statements = parse_queries(text)
-        for s in statements:
-            known = (
-                self._aggregates if isinstance(s, AggregateDef | AlterPrecision) else self._queries
-            )
-            if query_key(s.name) not in known:
-                raise KeyError(f"no query named {s.name!r}; use add_query to create it")
-        redefined = [
-            (s, to_query(resolve_aggregate(s, self._nodes)))
-            for s in statements
-            if isinstance(s, AggregateDef)
-        ]
-        for s in statements:
-            if isinstance(s, AlterPrecision):
-                name = self._aggregates[query_key(s.name)].name
-                self._bounded.alter(name, s.delta, immediately=s.immediately)
-        for defn, query in redefined:
-            self._bounded.remove(self._aggregates.pop(query_key(defn.name)).name)
-            self._add_aggregate(defn, query)
         compiled = [compile_query(q) for q in statements if isinstance(q, QueryDef)]
+        for query in compiled:
+            if query_key(query.name) not in self._queries:
+                raise KeyError(f"no query named {query.name!r}; use add_query to create it")
+        bounded = [s for s in statements if isinstance(s, AggregateDef | AlterPrecision)]
+        self._bounded.change(bounded, self._nodes, self._newest, self.now_ms or 0)
         for query in compiled:
             key = query_key(query.name)
             old, old_attached = self._queries[key], self._attached[key]
@@ -260,8 +233,8 @@ class Monitor:
     def remove_query(self, name: str) -> None:
         """Unregister a query and release the windows only it used."""
         key = query_key(name)
-        if key in self._aggregates:
-            self._bounded.remove(self._aggregates.pop(key).name)
+        if self._bounded.defines(name):
+            self._bounded.unregister(name)
             return
         if key not in self._queries:
             raise KeyError(f"no query named {name!r}; registered: {sorted(self.queries())}")
@@ -272,7 +245,7 @@ class Monitor:
     def queries(self) -> dict[str, str]:
         """The registered queries: name -> text."""
         texts = {q.name: q.text for q in self._queries.values()}
-        return texts | {a.name: a.text for a in self._aggregates.values()}
+        return texts | self._bounded.texts()
 
     def answers(self) -> dict[str, Answer]:
         """The bounded answer of every ``AS AGG(...) WITHIN δ`` query: ``value``, ``lo``,
@@ -336,7 +309,7 @@ class Monitor:
                     )
             finally:  # counted even if a bug raises, so received = accepted + rejected holds
                 self._counts["received"] += len(take)
-        self._feed_bounded()
+        self._bounded.flush()
         rejected = self._dead.total() - before_dead
         return IngestReport(
             batch.received,
@@ -349,7 +322,7 @@ class Monitor:
         node = self._nodes[name]
         for lo, hi, regular in regular_runs(ts, node.register.last_ts):
             if regular:
-                self._track(name, seq[lo:hi], ts[lo:hi], vals[lo:hi])
+                self._bounded.stage(name, seq[lo:hi], ts[lo:hi], vals[lo:hi])
                 views = node.append(ts[lo:hi], vals[lo:hi], self._plan(name))
                 self._evaluate(name, seq[lo:hi], ts[lo:hi], vals[lo:hi], views)
                 newest = int(ts[hi - 1])
@@ -357,22 +330,6 @@ class Monitor:
             else:
                 for i in range(lo, hi):
                     self._late(node, int(seq[i]), int(ts[i]), float(vals[i]))
-
-    def _track(self, name: str, seq: np.ndarray, ts: np.ndarray, vals: np.ndarray) -> None:
-        """Keep accepted points of series that bounded aggregates read, to feed in time order."""
-        if self._bounded.tracks(name):
-            self._fed.append((seq, ts, vals, name))
-
-    def _feed_bounded(self) -> None:
-        if not self._fed:
-            return
-        seq = np.concatenate([f[0] for f in self._fed])
-        ts = np.concatenate([f[1] for f in self._fed])
-        vals = np.concatenate([f[2] for f in self._fed])
-        names = np.concatenate([np.full(len(f[0]), f[3], dtype=object) for f in self._fed])
-        self._fed = []
-        order = np.lexsort((seq, ts))
-        self._bounded.feed(ts[order], names[order].tolist(), vals[order])
 
     def _late(self, node: SeriesNode, seq: int, ts: int, value: float) -> None:
         """A point not newer than its series' newest: rejected, inserted or replacing."""
@@ -387,7 +344,7 @@ class Monitor:
             )
             return
         pos, replaced = node.store_late(ts, value)
-        self._track(node.name, np.array([seq]), np.array([ts]), np.array([value]))
+        self._bounded.stage(node.name, np.array([seq]), np.array([ts]), np.array([value]))
         self._counts["duplicates_replaced" if replaced else "late_inserted"] += 1
         views = node.views_as_of(pos, pos + 1, self._plan(node.name))
         self._evaluate(node.name, np.array([seq]), np.array([ts]), np.array([value]), views)
