@@ -15,6 +15,7 @@ import pandas as pd
 from rich.table import Table
 
 from tsmon.engine.events import Event
+from tsmon.protocols.filters import Answer
 
 
 def format_value(value: object) -> str:
@@ -105,4 +106,23 @@ def events_table(counts: Mapping[str, int], queries: Iterable[str] | None = None
     table.add_column("events", justify="right")
     for name in sorted(counts) if queries is None else queries:
         table.add_row(name, str(counts.get(name, 0)))
+    return table
+
+
+def answers_table(answers: Mapping[str, Answer], exact: Mapping[str, float]) -> Table:
+    """Bounded answers ``[lo, hi]`` next to the exact value they must contain."""
+    table = Table(title="bounded aggregates")
+    for column in ("query", "lo", "value", "hi", "width", "exact", "as of"):
+        table.add_column(column, justify="left" if column in ("query", "as of") else "right")
+    for name, a in answers.items():
+        as_of = format_time(a.as_of_ms) if a.as_of_ms is not None else "-"
+        table.add_row(
+            name,
+            format_value(a.lo),
+            format_value(a.value),
+            format_value(a.hi),
+            format_value(a.hi - a.lo),
+            format_value(exact.get(name, float("nan"))),
+            as_of,
+        )
     return table

@@ -74,6 +74,7 @@ class BoundedQueries:
         self._latest: dict[str, int] = {}  # object -> timestamp of its current value
         self._defs: dict[str, AggregateDef] = {}  # statements, by query key
         self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray, str]] = []
+        self.points = 0  # points of tracked series fed to their source filters
 
     # -- statements ------------------------------------------------------------------------------
     def defines(self, name: str) -> bool:
@@ -203,11 +204,27 @@ class BoundedQueries:
             if name not in self._latest or t < self._latest[name]:
                 continue  # not tracked, or older than the series' current value
             self._latest[name] = t
+            self.points += 1
             net.update(max(net.now_ms, t), name, v)
 
     def answers(self) -> dict[str, Answer]:
         """The bounded answer of every query."""
         return {} if self._net is None else self._net.answers()
+
+    def exact(self, newest: NewestPoint) -> dict[str, float]:
+        """The exact aggregate of every query from the series' newest points (``nan`` while one
+        has none): what the bounded answers approximate, for checking and display."""
+        out = {}
+        for name in self.names():
+            query = self.query(name)
+            points = [newest(o) for o in query.objects]
+            if any(p is None for p in points):
+                out[name] = float("nan")
+            else:
+                out[name] = query.exact(
+                    {o: p[1] for o, p in zip(query.objects, points, strict=True)}
+                )
+        return out
 
     def messages(self) -> MessageCounts:
         """Messages a distributed deployment would have sent so far."""

@@ -32,7 +32,7 @@ from tsmon.engine.events import Event, EventLog
 from tsmon.engine.points import read_batch
 from tsmon.engine.runs import regular_runs, series_groups
 from tsmon.engine.series import Plan, SeriesNode
-from tsmon.protocols.filters import Answer
+from tsmon.protocols.filters import Answer, MessageCounts
 from tsmon.query import CompiledQuery, compile_query, parse_expr, parse_queries, query_key
 from tsmon.query.ast import AggregateDef, AlterPrecision, QueryDef, Stat
 from tsmon.query.patterns import is_glob, series_matches
@@ -252,6 +252,15 @@ class Monitor:
         ``hi`` and ``as_of_ms``; unbounded (``lo = -inf``) until every series has a value."""
         return self._bounded.answers()
 
+    def exact_answers(self) -> dict[str, float]:
+        """The exact aggregate of every bounded query from the stored newest points."""
+        return self._bounded.exact(self._newest)
+
+    def filter_messages(self) -> MessageCounts:
+        """Messages the adaptive filters behind bounded aggregates sent, as if distributed
+        (``stats()["bounded_points"]`` counts the points of the series they read)."""
+        return self._bounded.messages()
+
     def _attach_everywhere(self, query: CompiledQuery) -> None:
         self._attached[query_key(query.name)] = set()
         for name in list(self._nodes):
@@ -429,6 +438,8 @@ class Monitor:
             "windows": sum(len(node.windows) for node in self._nodes.values()),
             "queries": len(self._queries),
             "points_stored": sum(len(node.register) for node in self._nodes.values()),
+            "bounded_queries": len(self._bounded.names()),
+            "bounded_points": self._bounded.points,
         }
 
     def _node(self, series: str) -> SeriesNode:

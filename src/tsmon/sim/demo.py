@@ -18,7 +18,7 @@ from rich.console import Console
 
 from tsmon.engine.events import Event
 from tsmon.engine.monitor import Monitor
-from tsmon.report import events_table, format_event, summary_line
+from tsmon.report import answers_table, events_table, format_event, summary_line
 from tsmon.sim.generator import Fleet
 
 QUERIES = """
@@ -34,6 +34,12 @@ LATE_QUERY = (
     "EMIT series, last, mean(30m), coverage(30m) SINCE -2h"
 )
 ALTERED = "QUERY hot_cpu ON host*.cpu WHEN mean(15m) > 0.9 EMIT series, mean(15m), max(1h) AS peak"
+BOUNDED = """
+QUERY fleet_latency AS AVG(host*.latency_ms) WITHIN 2
+QUERY cpu_gap AS SUM(host000.cpu - host001.cpu) WITHIN 0.05
+QUERY coolest AS MIN(host00*.mem) WITHIN 0.02
+"""
+TIGHTER = "ALTER QUERY fleet_latency WITHIN 0.5 IMMEDIATELY"
 
 
 def run_demo(console: Console, hosts: int = 100, hours: float = 24.0) -> int:
@@ -58,13 +64,17 @@ def run_demo(console: Console, hosts: int = 100, hours: float = 24.0) -> int:
             frame["series"].to_numpy(), frame["ts"].to_numpy(), frame["value"].to_numpy()
         )
         hour = (offset + chunk) // 60
+        if offset == 0:
+            monitor.add_query(BOUNDED)  # globs expand over the series seen in the first hour
+            console.print("at hour 1: added 3 bounded aggregates (adaptive filters)")
         if hour == steps // 120:
             monitor.add_query(LATE_QUERY)
             console.print(f"at hour {hour}: added cpu_jump (SINCE -2h): history replayed first")
         if hour == steps * 3 // 240:
             monitor.alter_query(ALTERED)
             monitor.remove_query("mem_climb")
-            console.print(f"at hour {hour}: altered hot_cpu, removed mem_climb")
+            monitor.alter_query(TIGHTER)
+            console.print(f"at hour {hour}: altered hot_cpu, removed mem_climb; {TIGHTER}")
         for event in monitor.events():
             counts[event.query] += 1
             if len(samples) < 8 and counts[event.query] <= 2:
@@ -114,6 +124,15 @@ def _report(
     console.print(f"dead letters ({len(dead)}):")
     for row in dead.itertuples():
         console.print(f"  {row.series}: {row.reason} - {row.detail}", soft_wrap=True)
+    console.print(answers_table(monitor.answers(), monitor.exact_answers()))
+    sent = monitor.filter_messages()
+    points = monitor.stats()["bounded_points"]
+    console.print(
+        f"adaptive filters: {sent.streamed:,} streamed updates, {sent.growth:,} growth and "
+        f"{sent.shrink:,} shrink messages for {points:,} points of the series they read "
+        f"({sent.total / max(points, 1):.1%} of streaming every point)",
+        soft_wrap=True,
+    )
     stats = monitor.stats()
     rate = stats["received"] / elapsed if elapsed > 0 else float("nan")
     console.print(f"{summary_line(stats)}; {elapsed:.1f} s ({rate:,.0f} points/s)", soft_wrap=True)
