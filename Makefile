@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench lint java clean
+.PHONY: demo test bench bench-filters lint java clean
 
 java:
 	@bash scripts/check_java.sh
@@ -24,6 +24,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_windows.py
+
+# The adaptive-filter experiments (Olston et al. 2003): CSV + PNG in benchmarks/filters/out/.
+bench-filters: $(STAMP)
+	for s in bench_precision fig3 fig4 fig7 fig8 fig9 sensitivity bench_beyond validate; do \
+	  $(BIN)/python benchmarks/filters/$$s.py $(BENCH_ARGS) || exit 1; done
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
