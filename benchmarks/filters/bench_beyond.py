@@ -19,11 +19,8 @@ medians over seeds.
 
 from __future__ import annotations
 
-import argparse
-import csv
 import statistics
 import time
-from pathlib import Path
 
 import matplotlib
 
@@ -40,17 +37,31 @@ from tsmon.sim.filters.beyond import (
     batching_costs,
     calibrate,
     choose_aggregation,
-    replay,
 )
+from tsmon.sim.filters.experiments import parse_script_args, script_parser, write_rows_csv
+from tsmon.sim.filters.runner import AdaptiveResult, run_adaptive
 from tsmon.sim.filters.walks import fig3_workload, fig4_workload
 from tsmon.sim.filters.workload import Workload
 
-OUT = Path(__file__).parent / "out"
 PERIOD_MS, SHRINK = 10_000, 0.05
 
 
 def warmup(w: Workload) -> int:
     return w.duration_ms // 5
+
+
+def adaptive_run(
+    w: Workload,
+    seed: int,
+    warmup_ms: int,
+    *,
+    period_ms: int = PERIOD_MS,
+    shrink: float = SHRINK,
+    costs: dict[str, float] | None = None,
+) -> AdaptiveResult:
+    """The adaptive run of every experiment: messages and envelopes, no oracle check."""
+    return run_adaptive(w, period_ms=period_ms, shrink=shrink, seed=seed, warmup_ms=warmup_ms,
+                        check=False, costs=costs)  # fmt: skip
 
 
 def aggregation_rows(quick: bool, seeds: list[int]) -> list[dict]:
@@ -83,8 +94,7 @@ def aggregation_rows(quick: bool, seeds: list[int]) -> list[dict]:
             plain = None
             for config, chosen in configs.items():
                 aw = aggregated_workload(w, aggregate_sources(w.queries, w.source_of, chosen))
-                r = replay(aw, period_ms=PERIOD_MS, shrink=SHRINK, seed=seed,
-                           warmup_ms=warmup(aw))  # fmt: skip
+                r = adaptive_run(aw, seed, warmup(aw))
                 plain = plain or r.per_time_unit
                 rows.append({
                     "experiment": "aggregation", "workload": name, "seed": seed,
@@ -107,10 +117,8 @@ def batching_rows(quick: bool, seeds: list[int]) -> list[dict]:
     for name, make in cases:
         for seed in seeds:
             w = make(seed)
-            plain = replay(w, period_ms=PERIOD_MS, shrink=SHRINK, seed=seed, warmup_ms=warmup(w))
-            costs = batching_costs(plain)
-            aware = replay(w, period_ms=PERIOD_MS, shrink=SHRINK, seed=seed,
-                           warmup_ms=warmup(w), costs=costs)  # fmt: skip
+            plain = adaptive_run(w, seed, warmup(w))
+            aware = adaptive_run(w, seed, warmup(w), costs=batching_costs(plain))
             base = plain.per_time_unit
             for config, r, cost in (
                 ("messages", plain, plain.per_time_unit),
@@ -142,10 +150,9 @@ def calibration_rows(quick: bool, seeds: list[int]) -> list[dict]:
             pilot_ms = int(w.duration_ms * 0.3)
             cal = calibrate(w, pilot_ms=pilot_ms, periods=grid[0], shrinks=grid[1], seed=seed)
             rest = w.slice_time(int(w.ts_ms[0]) + pilot_ms, carry=True)
-            plain = replay(rest, period_ms=PERIOD_MS, shrink=SHRINK, seed=seed,
-                           warmup_ms=rest.duration_ms // 10)  # fmt: skip
-            tuned = replay(rest, period_ms=cal.period_ms, shrink=cal.shrink, seed=seed,
-                           warmup_ms=rest.duration_ms // 10)  # fmt: skip
+            plain = adaptive_run(rest, seed, rest.duration_ms // 10)
+            tuned = adaptive_run(rest, seed, rest.duration_ms // 10, period_ms=cal.period_ms,
+                           shrink=cal.shrink)  # fmt: skip
             for config, r in (("T=10 S=0.05", plain), ("calibrated", tuned)):
                 rows.append({
                     "experiment": "calibration", "workload": name, "seed": seed,
@@ -169,21 +176,16 @@ def summarize(rows: list[dict]) -> list[tuple[str, str, str, float, float, str]]
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run, < 30 s")
-    parser.add_argument("--seeds", type=int, default=None, help="seeds per setting")
-    args = parser.parse_args()
+def main(argv: list[str] | None = None) -> None:
+    ap = script_parser(__doc__, __file__)
+    ap.add_argument("--seeds", type=int, default=None, help="seeds per setting")
+    args = parse_script_args(ap, argv, quick={}, quick_help="smoke run, < 30 s", jobs=None)
     seeds = list(range(args.seeds or (1 if args.quick else 3)))
     started = time.perf_counter()
     rows = aggregation_rows(args.quick, seeds)
     rows += batching_rows(args.quick, seeds)
     rows += calibration_rows(args.quick, seeds)
-    OUT.mkdir(parents=True, exist_ok=True)
-    with open(OUT / "beyond.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows_csv(rows, args.out / "beyond.csv")
     summary = summarize(rows)
     table = Table(title=f"Beyond the paper: medians over {len(seeds)} seed(s)")
     for col in ("experiment", "workload", "config", "cost / time unit", "ratio", "note"):
@@ -200,10 +202,10 @@ def main() -> None:
         ax.tick_params(axis="y", labelsize=7)
         ax.invert_yaxis()
     fig.tight_layout()
-    fig.savefig(OUT / "beyond.png", dpi=120)
+    fig.savefig(args.out / "beyond.png", dpi=120)
     for exp, wl, config, cost, ratio, note in summary:
         print(f"RESULT {exp} | {wl} | {config} | cost={cost:.4f}/tu | ratio={ratio:.3f} | {note}")
-    print(f"wrote {OUT / 'beyond.csv'} and {OUT / 'beyond.png'} "
+    print(f"wrote {args.out / 'beyond.csv'} and {args.out / 'beyond.png'} "
           f"in {time.perf_counter() - started:.1f} s")  # fmt: skip
 
 

@@ -44,6 +44,7 @@ from tsmon.protocols.filters.precision import (
     initial_widths,
     plan_for,
 )
+from tsmon.sim.filters.experiments import parse_script_args, script_parser
 
 TARGET_MS = 10.0  # the issue: one adjustment, 200 AVG queries over 25 % of 200 objects
 STEPS = ("scores", "targets", "deviations", "grow")
@@ -242,7 +243,7 @@ def plot(results: list[Setting], path: Path, period_s: float) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Parse flags, run every (fraction, m), print the table, write CSV and PNG."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = script_parser(__doc__, __file__)
     ap.add_argument("--objects", type=int, default=200)
     ap.add_argument("--queries", default="10,25,50,100,150,200,300,400", help="values of m")
     ap.add_argument("--fractions", default="0.05,0.25", help="share of objects per query")
@@ -252,11 +253,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--period-s", type=float, default=10.0, help="adjustment period T")
     ap.add_argument("--shrink", type=float, default=0.05, help="shrink percentage S")
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
-    ap.add_argument("--quick", action="store_true", help="m in 10,50,200; 15 adjustments")
-    args = ap.parse_args(argv)
-    if args.quick:
-        vars(args).update(queries="10,50,200", repeat=15, warmup=3, gmres_repeat=1)
+    quick = {"queries": "10,50,200", "repeat": 15, "warmup": 3, "gmres_repeat": 1}
+    args = parse_script_args(
+        ap, argv, quick=quick, quick_help="m in 10,50,200; 15 adjustments", jobs=None
+    )
     console = Console(width=140)
     load_before = os.getloadavg()[0]  # other processes on the machine skew the timings
     rng = np.random.default_rng(args.seed)

@@ -18,16 +18,21 @@ and with delays uniform in ``[0, λ]`` (none late: fidelity must be 1).
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from tsmon.protocols.filters.queries import Query
-from tsmon.sim.filters.experiments import machine_line, parallel_map, pyplot, write_rows_csv
+from tsmon.sim.filters.experiments import (
+    machine_line,
+    parallel_map,
+    parse_script_args,
+    pyplot,
+    script_parser,
+    write_rows_csv,
+)
 from tsmon.sim.filters.latency import LanLatency, UniformDelay
 from tsmon.sim.filters.runner import run_with_latency
 from tsmon.sim.filters.traffic import FIG8_PARAMS, fig7_workload
@@ -77,7 +82,7 @@ def padding(task: tuple[str, str, int, int, float, int]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = script_parser(__doc__, __file__)
     ap.add_argument("--lambdas", default="0,2,5,10,20,50,100,200,400,1000", help="λ in ms")
     ap.add_argument("--pad-lambdas", default="50,100,200,400", help="λ in ms for padding")
     ap.add_argument("--delta", type=float, default=5.0, help="δ of the traffic AVG (§5.3)")
@@ -87,13 +92,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--pad-steps", type=int, default=12_000, help="walk steps of 100 ms")
     ap.add_argument("--sample-ms", type=int, default=100, help="fidelity sampling interval")
     ap.add_argument("--seeds", type=int, default=2)
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
-    ap.add_argument("--quick", action="store_true", help="15 min of traffic, fewer λ, 1 seed")
-    args = ap.parse_args(argv)
-    if args.quick:
-        vars(args).update(lambdas="0,10,100,400", pad_lambdas="100,400", duration=900,
-                          warmup=120, pad_steps=4_000, seeds=1)  # fmt: skip
+    quick = {"lambdas": "0,10,100,400", "pad_lambdas": "100,400", "duration": 900, "warmup": 120,
+             "pad_steps": 4_000, "seeds": 1}  # fmt: skip
+    args = parse_script_args(ap, argv, quick=quick, quick_help="15 min of traffic, fewer λ, 1 seed")
     console = Console(width=150)
     lams = [int(x) for x in args.lambdas.split(",")]
     seeds = list(range(args.seeds))

@@ -10,10 +10,8 @@ same workload and seed, and the uniform static cost for scale. Every answer is c
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -22,7 +20,9 @@ from tsmon.sim.filters.experiments import (
     cost_point,
     machine_line,
     parallel_map,
+    parse_script_args,
     pyplot,
+    script_parser,
     write_points_csv,
 )
 from tsmon.sim.filters.traffic import fig7_workload
@@ -41,20 +41,16 @@ def one(task: tuple[str, float, float, int, int, int]) -> object:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = script_parser(__doc__, __file__)
     ap.add_argument("--periods", default="2,5,10,20,50", help="T in time units")
     ap.add_argument("--shrinks", default="0.01,0.02,0.05,0.1,0.2", help="S values")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=10_000, help="walk time units")
     ap.add_argument("--hosts", type=int, default=50, help="traffic sources")
     ap.add_argument("--duration", type=int, default=3_600, help="traffic seconds")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
-    ap.add_argument("--quick", action="store_true", help="3×3 grid, 1 seed, short runs")
-    args = ap.parse_args(argv)
-    if args.quick:
-        vars(args).update(periods="5,10,20", shrinks="0.02,0.05,0.1", seeds=1, steps=2_000,
-                          hosts=20, duration=900)  # fmt: skip
+    quick = {"periods": "5,10,20", "shrinks": "0.02,0.05,0.1", "seeds": 1, "steps": 2_000,
+             "hosts": 20, "duration": 900}  # fmt: skip
+    args = parse_script_args(ap, argv, quick=quick, quick_help="3×3 grid, 1 seed, short runs")
     console = Console(width=150)
     periods = [float(x) for x in args.periods.split(",")]
     shrinks = [float(x) for x in args.shrinks.split(",")]

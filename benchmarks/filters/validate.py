@@ -12,7 +12,6 @@ only when a message or boundary can change them (slower, same verdicts).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -22,7 +21,13 @@ from rich.console import Console
 from rich.table import Table
 
 from tsmon.protocols.filters.queries import Query
-from tsmon.sim.filters.experiments import machine_line, parallel_map, write_rows_csv
+from tsmon.sim.filters.experiments import (
+    machine_line,
+    parallel_map,
+    parse_script_args,
+    script_parser,
+    write_rows_csv,
+)
 from tsmon.sim.filters.nab import nab_workload
 from tsmon.sim.filters.runner import run_adaptive
 from tsmon.sim.filters.traffic import fig7_workload, fig8_workload
@@ -104,15 +109,12 @@ def one(task: tuple[str, float, bool]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = script_parser(__doc__, __file__)
     ap.add_argument("--scale", type=float, default=1.0, help="length of every workload")
-    ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--exhaustive", action="store_true", help="record answers after every update")
-    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
-    ap.add_argument("--quick", action="store_true", help="every workload at 1/20 length")
-    args = ap.parse_args(argv)
-    if args.quick:
-        args.scale = 0.05
+    args = parse_script_args(
+        ap, argv, quick={"scale": 0.05}, quick_help="every workload at 1/20 length"
+    )
     names = [f"fig3:{d}/{s}" for d in (0.5, 2.0, 8.0) for s in (0, 1, 2)]
     names += ["fig4:6", "mixed:0", "mixed:1", "fig7", "fig8", "nab"]
     console = Console(width=150)

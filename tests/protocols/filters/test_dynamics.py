@@ -45,22 +45,25 @@ class History:
 
 
 class DelayedFilters(RuleBasedStateMachine):
-    """Random walks, query changes and per-message delays ≤ λ."""
+    """Random walks, query changes and per-message delays ≤ λ, per-link FIFO or not."""
 
     @initialize(
         period=st.integers(1, 60),
         shrink=st.floats(0.0, 0.5),
         latency=st.integers(0, 40),
         seed=st.integers(0, 2**32 - 1),
+        fifo=st.booleans(),
     )
-    def start(self, period: int, shrink: float, latency: int, seed: int) -> None:
+    def start(self, period: int, shrink: float, latency: int, seed: int, fifo: bool) -> None:
         rng = np.random.default_rng(seed)
         links: dict[str, int] = {}
 
         def delay(message: Message, sent_ms: int) -> int:
+            arrive = sent_ms + int(rng.integers(0, latency + 1))
+            if not fifo:  # as UDP or the latency experiments: any message may overtake any
+                return arrive - sent_ms
             # per-link FIFO (as TCP gives): never overtake an earlier message on the same link
             link = f"{isinstance(message, StreamedUpdate)}:{message.object_id}"
-            arrive = sent_ms + int(rng.integers(0, latency + 1))
             links[link] = max(links.get(link, arrive), arrive)
             return links[link] - sent_ms
 
@@ -262,3 +265,16 @@ def test_removed_query_frees_its_objects_and_an_added_one_holds_at_once() -> Non
     assert [type(m).__name__ for m in log].count("Shrink") == 2
     answer = net.answers()["t"]
     assert answer.lo <= 101.0 <= answer.hi and answer.width == pytest.approx(0.5)
+
+
+def test_stronger_delta_without_shrinking_periods_is_shrunk_explicitly() -> None:
+    """§3.4: with S = 0 no period shrink ever narrows a bound, so a lazily strengthened δ
+    must be met by explicit shrinks, else the answer stays wider than δ for ever."""
+    net = FilterNetwork(
+        ["a", "b"], [Query.avg("q", ["a", "b"], 4.0)], 10, 0.0, np.random.default_rng(0)
+    )
+    net.update(0, "a", 1.0)
+    net.update(0, "b", 1.0)
+    net.alter_query("q", 1.0)
+    net.advance(1_000)
+    assert net.answers()["q"].width <= 1.0 * (1 + 1e-12)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tsmon.protocols.filters import FilterNetwork, Growth, Query, StreamedUpdate
+from tsmon.protocols.filters.messages import Message
 
 KINDS = ["avg", "sum", "min", "max"]
 
@@ -121,9 +123,59 @@ def test_single_object_queries_fix_width_and_unqueried_objects_never_send() -> N
         np.random.default_rng(0),
     )
     assert net.update(0, "c", 5.0) == []  # W = ∞: in no query
-    assert net.update(0, "a", 0.0) == [StreamedUpdate("a", 0.0, 0, width_seq=2)]
+    assert net.update(0, "a", 0.0) == [StreamedUpdate("a", 0.0, 0, width_seq=2, seq=1)]
     assert net.coordinator.widths()["a"] == 1.0  # §3: W = min δ over single-object queries
     for t in range(1, 100):
         net.update(t, "a", 0.4 * (-1) ** t)  # inside ±0.5 forever, no shrink: nothing sent
     assert net.counts.streamed == 1 and net.counts.growth == 0
     assert [(a.lo, a.hi) for a in net.answers().values()] == [(-0.5, 0.5), (-0.5, 0.5)]
+
+
+def test_updates_with_the_same_timestamp_overtaking_each_other_keep_the_newest() -> None:
+    """§4: two values of one object at the same ms, the older one delayed past the newer one
+    (no per-link FIFO): the bound cache must keep the one the source re-centred on last."""
+    slow = []
+
+    def delay(message: Message, sent_ms: int) -> int:
+        if isinstance(message, StreamedUpdate) and message.ts_ms == 5:
+            slow.append(message)
+            return 10 if len(slow) == 1 else 0  # the first one arrives last
+        return 0
+
+    net = FilterNetwork(
+        ["a"],
+        [Query.avg("q", ["a"], 2.0)],
+        1_000,
+        0.1,
+        np.random.default_rng(0),
+        delay=delay,
+        latency_ms=10,
+    )
+    net.update(0, "a", 0.0)
+    net.update(5, "a", 10.0)
+    net.update(5, "a", 20.0)
+    net.advance(30)
+    answer = net.answers()["q"]
+    assert len(slow) == 2 and net.coordinator.queue.late == 0
+    assert answer.lo <= 20.0 <= answer.hi, answer
+
+
+def test_queries_over_objects_the_network_does_not_have_are_refused_before_any_change() -> None:
+    net = FilterNetwork(["a"], [], 10, 0.1, np.random.default_rng(0))
+    with pytest.raises(KeyError, match="'zz'"):
+        net.add_query(Query.avg("q", ["a", "zz"], 1.0))
+    assert net.coordinator.queries == {} and net.counts.total == 0
+    with pytest.raises(KeyError, match="'zz'"):
+        FilterNetwork(["a"], [Query.avg("q", ["zz"], 1.0)], 10, 0.1, np.random.default_rng(0))
+
+
+def test_a_negative_delay_is_refused() -> None:
+    with pytest.raises(ValueError, match="delay"):
+        FilterNetwork(
+            ["a"],
+            [Query.avg("q", ["a"], 1.0)],
+            10,
+            0.1,
+            np.random.default_rng(0),
+            delay=lambda message, sent_ms: -1,
+        )

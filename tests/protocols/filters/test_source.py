@@ -5,16 +5,17 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tsmon.protocols.filters import Growth, Shrink, SourceFilter, StreamedUpdate
+from tsmon.protocols.filters import Coordinator, Growth, Shrink, SourceFilter, StreamedUpdate
 
 
 def test_growth_from_the_future_waits_for_its_boundary_and_is_not_shrunk_twice() -> None:
     f = SourceFilter("a", 10, 0.5)
     f.apply(Shrink("a", 2.0, 0, seq=1), 0)
-    assert f.observe(0, 1.0) == [StreamedUpdate("a", 1.0, 0, width_seq=1)]
+    assert f.observe(0, 1.0) == [StreamedUpdate("a", 1.0, 0, width_seq=1, seq=1)]
     assert f.apply(Growth("a", 3.0, 10, seq=2), 5) == []  # held: the filter is at 5 ms
     assert f.width == 2.0
     assert f.advance(10) == [] and f.width == 3.0  # boundary shrink, then the growth as of 10
@@ -33,7 +34,7 @@ def test_shrink_and_adaptivity_changes_are_answered_with_the_current_value() -> 
     f.apply(Shrink("a", 4.0, 0, seq=1, adaptive=False), 0)
     f.observe(1, 2.0)
     assert f.apply(Growth("a", 4.0, 2, seq=2, adaptive=True), 2) == [
-        StreamedUpdate("a", 2.0, 2, width_seq=2, forced=True)
+        StreamedUpdate("a", 2.0, 2, width_seq=2, forced=True, seq=2)
     ]
     assert f.apply(Growth("a", math.inf, 3, seq=3, adaptive=False), 3) == []  # no query: silent
     assert f.observe(4, 1e9) == []
@@ -69,3 +70,39 @@ def test_values_must_be_finite() -> None:
             assert "finite" in str(e)
         else:
             raise AssertionError("accepted a non-finite value")
+
+
+def test_a_fractional_period_is_refused_not_truncated_to_zero() -> None:
+    for bad in (0.5, 0, -10, math.inf, math.nan):
+        with pytest.raises(ValueError, match="period"):
+            SourceFilter("a", bad, 0.1)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="period"):
+            Coordinator(bad, 0.1, np.random.default_rng(0))  # type: ignore[arg-type]
+
+
+def test_a_fractional_latency_is_refused_not_truncated_to_zero() -> None:
+    """λ = 0.5 ms became λ = 0: answers as of the current time with delays in flight."""
+    with pytest.raises(ValueError, match="latency"):
+        Coordinator(10, 0.1, np.random.default_rng(0), latency_ms=0.5)  # type: ignore[arg-type]
+
+
+def test_the_coordinator_wants_a_generator_not_a_seed() -> None:
+    with pytest.raises(TypeError, match="default_rng"):
+        Coordinator(10, 0.1, 0)  # type: ignore[arg-type]
+
+
+def test_a_message_applied_in_the_past_is_refused_without_being_kept() -> None:
+    f = SourceFilter("a", 10, 0.5)
+    f.observe(20, 1.0)
+    with pytest.raises(ValueError, match="must not go back"):
+        f.apply(Shrink("a", 1.0, 0, seq=1), 5)
+    assert f.held == [] and math.isinf(f.width)
+
+
+def test_an_update_of_an_unknown_object_is_refused_when_received() -> None:
+    """Not later, inside advance, after some boundaries were run and the update was popped."""
+    coord = Coordinator(10, 0.1, np.random.default_rng(0))
+    coord.start(0)
+    with pytest.raises(KeyError, match="unknown object"):
+        coord.receive(StreamedUpdate("zz", 1.0, 5), arrival_ms=5)
+    assert len(coord.queue) == 0

@@ -52,6 +52,7 @@ class BoundCache:
         self.index: dict[str, int] = {}
         self.centres = np.empty(0)
         self.value_ts = np.empty(0, dtype=np.int64)
+        self.value_seq = np.empty(0, dtype=np.int64)
         self.widths = np.empty(0)  # confirmed schedule: never narrower than the source's
         self.adaptive = np.empty(0, dtype=bool)
         self.pending: dict[int, list[PendingWidth]] = {}
@@ -67,6 +68,7 @@ class BoundCache:
         self.objects.append(object_id)
         self.centres = np.append(self.centres, np.nan)
         self.value_ts = np.append(self.value_ts, np.iinfo(np.int64).min)
+        self.value_seq = np.append(self.value_seq, np.iinfo(np.int64).min)
         self.widths = np.append(self.widths, np.inf)
         self.adaptive = np.append(self.adaptive, False)
         return self.index[object_id]
@@ -84,12 +86,15 @@ class BoundCache:
         """Whether a value of ``object_id`` has been received."""
         return not math.isnan(self.centres[self.i(object_id)])
 
-    def recentre(self, i: int, value: float, ts_ms: int) -> bool:
-        """A streamed update: re-centre on ``value`` unless a newer one is cached (§4)."""
-        if ts_ms < self.value_ts[i]:
+    def recentre(self, i: int, value: float, ts_ms: int, seq: int = 0) -> bool:
+        """A streamed update: re-centre on ``value`` unless a newer one, by ``(ts_ms, seq)``,
+        is cached (§4)."""
+        # §4: the join keeps the most recent value; the source's seq breaks ties of ts_ms
+        if (ts_ms, seq) < (self.value_ts[i], self.value_seq[i]):
             return False
         self.centres[i] = value
         self.value_ts[i] = ts_ms
+        self.value_seq[i] = seq
         return True
 
     def confirm_width(self, i: int, width: float, adaptive: bool) -> None:

@@ -12,7 +12,7 @@ Query changes while running (§3.4):
   each object gets at most the uniform share of the new constraints (explicit shrink messages);
 * weakening ``δ`` is absorbed by growth at the next boundary;
 * strengthening ``δ`` suppresses growth and lets the period shrinks narrow the answer, or, with
-  ``immediately=True``, sends explicit shrink messages;
+  ``immediately=True`` (always when ``S = 0``), sends explicit shrink messages;
 * removing a query frees its objects: objects left in no query get ``W = inf``.
 
 A shrink is only assumed by the coordinator once the source confirms it (see
@@ -122,10 +122,15 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         max_rates: Mapping[str, float] | None = None,
         costs: Mapping[str, float] | None = None,
     ) -> None:
-        if period_ms <= 0:
-            raise ValueError(f"period T must be > 0 ms, got {period_ms}; e.g. pass 10_000")
+        if not (math.isfinite(period_ms) and period_ms >= 1 and period_ms == int(period_ms)):
+            raise ValueError(f"period T must be a whole number of ms >= 1, got {period_ms}")
         if not 0 <= shrink < 1:
             raise ValueError(f"shrink S must be in [0, 1), got {shrink}; e.g. pass 0.05")
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(
+                f"rng must be a numpy Generator, got {type(rng).__name__}; "
+                "pass np.random.default_rng(seed)"
+            )
         self.period_ms = int(period_ms)
         self.factor = 1.0 - float(shrink)
         self.rng = rng
@@ -158,6 +163,7 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
 
     def receive(self, update: StreamedUpdate, arrival_ms: int) -> None:
         """An update reached the coordinator at wall time ``arrival_ms``; call :meth:`advance`."""
+        self.cache.i(update.object_id)  # unknown: refuse now, not half-way through advance
         self.queue.push(update, arrival_ms)
 
     def advance(self, wall_ms: int) -> list[WidthMessage]:
@@ -203,7 +209,7 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         i = self.cache.i(update.object_id)
         if not update.forced:
             self.counts[i] += 1
-        self.cache.recentre(i, update.value, update.ts_ms)
+        self.cache.recentre(i, update.value, update.ts_ms, update.seq)
         if update.width_seq is not None and i in self.cache.pending:
             heapq.heappush(self._confirms, (update.ts_ms, i, update.width_seq))
 
@@ -268,7 +274,8 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
     ) -> list[WidthMessage]:
         """Change the precision constraint of ``name`` to ``delta`` (§3.4)."""
         query = self._known(name).with_delta(delta)
-        tighten = {name} if immediately else set()
+        # §3.4 relies on the period shrinks; with S = 0 (or 1 − S == 1.0) there are none
+        tighten = {name} if immediately or self.factor == 1.0 else set()
         return self._change({**self.queries, name: query}, tighten=tighten)
 
     def _known(self, name: str) -> Query:

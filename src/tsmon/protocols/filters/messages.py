@@ -22,11 +22,13 @@ class StreamedUpdate:
 
     ``forced`` marks a reply to a width message (shrink or a change of adaptivity) rather than
     a value that left its bound; replies are not counted in the streamed update period ``P_i``.
+    ``seq`` numbers the updates of ``object_id`` (1, 2, …): of two updates with the same
+    ``ts_ms`` the higher ``seq`` is the newer, whatever order they arrive in (§4).
 
     Examples
     --------
     >>> StreamedUpdate("a", 3.5, 1_000)
-    StreamedUpdate(object_id='a', value=3.5, ts_ms=1000, width_seq=None, forced=False)
+    StreamedUpdate(object_id='a', value=3.5, ts_ms=1000, width_seq=None, forced=False, seq=0)
     """
 
     object_id: str
@@ -34,6 +36,7 @@ class StreamedUpdate:
     ts_ms: int
     width_seq: int | None = None
     forced: bool = False
+    seq: int = 0
 
 
 @dataclass(frozen=True)

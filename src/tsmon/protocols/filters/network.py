@@ -119,10 +119,25 @@ class FilterNetwork:
         self._log: list[Message] = []
         self.coordinator.start(self.now_ms - self._tick_delay())
         for q in queries:
+            self._check_objects(q)
             self._send_widths(self.coordinator.add_query(q))
         self._run(self.now_ms)
 
     # ----------------------------------------------------------------- transport
+
+    def _check_objects(self, query: Query) -> None:
+        unknown = [o for o in query.objects if o not in self.sources]
+        if unknown:
+            raise KeyError(
+                f"query {query.name!r} reads unknown objects {unknown[:10]!r}; "
+                "add them first with add_object"
+            )
+
+    def _delay(self, message: Message) -> int:
+        d = self.delay(message, self.now_ms)
+        if not d >= 0:
+            raise ValueError(f"delay of {message!r} must be >= 0 ms, got {d} ms")
+        return int(d)
 
     def _push(self, at_ms: int, priority: int, kind: str, payload: Any = None) -> None:
         heapq.heappush(self._events, (at_ms, priority, next(self._order), kind, payload))
@@ -132,14 +147,14 @@ class FilterNetwork:
             self.counts.add(m)
             self.envelopes.add(self._source_of.get(m.object_id, m.object_id), self.now_ms, "down")
             self._log.append(m)
-            self._push(self.now_ms + self.delay(m, self.now_ms), _DELIVER, "to_source", m)
+            self._push(self.now_ms + self._delay(m), _DELIVER, "to_source", m)
 
     def _send_updates(self, updates: list[StreamedUpdate]) -> None:
         for u in updates:
             self.counts.add(u)
             self.envelopes.add(self._source_of.get(u.object_id, u.object_id), self.now_ms, "up")
             self._log.append(u)
-            self._push(self.now_ms + self.delay(u, self.now_ms), _DELIVER, "to_coordinator", u)
+            self._push(self.now_ms + self._delay(u), _DELIVER, "to_coordinator", u)
 
     def _run(self, until_ms: int) -> None:
         """Process every event up to ``until_ms``, scheduling period boundaries on the way."""
@@ -201,6 +216,7 @@ class FilterNetwork:
 
     def add_query(self, query: Query) -> list[Message]:
         """Register ``query`` now (the coordinator's logical time)."""
+        self._check_objects(query)
         return self._change(lambda: self.coordinator.add_query(query))
 
     def remove_query(self, name: str) -> list[Message]:

@@ -48,6 +48,16 @@ class Query:
     size: int | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.aggregate, Aggregate):
+            raise TypeError(
+                f"query {self.name!r}: aggregate must be an Aggregate, got {self.aggregate!r}; "
+                "use Query.avg/sum/min/max or pass e.g. Aggregate.SUM"
+            )
+        if not isinstance(self.weights, Mapping):
+            raise TypeError(
+                f"query {self.name!r}: weights must map object to weight K, got "
+                f"{type(self.weights).__name__}; use Query.avg/sum/min/max to pass a list"
+            )
         if not self.weights:
             raise ValueError(f"query {self.name!r} has no objects; pass at least one object")
         if self.size is not None and not (isinstance(self.size, int) and self.size >= 1):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 
 from tsmon.protocols.filters.messages import StreamedUpdate
 
@@ -30,10 +31,12 @@ class SerializingQueue:
     """
 
     def __init__(self, latency_ms: int) -> None:
-        if latency_ms < 0:
-            raise ValueError(f"latency tolerance λ must be >= 0 ms, got {latency_ms}")
+        if not (math.isfinite(latency_ms) and latency_ms >= 0 and latency_ms == int(latency_ms)):
+            raise ValueError(
+                f"latency tolerance λ must be a whole number of ms >= 0, got {latency_ms}"
+            )
         self.latency_ms = int(latency_ms)
-        self._heap: list[tuple[int, int, StreamedUpdate]] = []
+        self._heap: list[tuple[int, int, int, StreamedUpdate]] = []
         self._order = itertools.count()
         self.late = 0
         self.released = 0
@@ -45,7 +48,8 @@ class SerializingQueue:
         """Queue ``update``, which reached the coordinator at ``arrival_ms``."""
         if arrival_ms - update.ts_ms > self.latency_ms:
             self.late += 1  # §4: a message slower than λ; precision may be violated briefly
-        heapq.heappush(self._heap, (update.ts_ms, next(self._order), update))
+        # §4: timestamp order; the source's seq orders its updates with the same timestamp
+        heapq.heappush(self._heap, (update.ts_ms, update.seq, next(self._order), update))
 
     def next_ts(self) -> int | None:
         """Timestamp of the oldest queued update."""
@@ -57,6 +61,6 @@ class SerializingQueue:
         while self._heap and self._heap[0][0] <= until_ms:
             if before_ms is not None and self._heap[0][0] >= before_ms:
                 break
-            out.append(heapq.heappop(self._heap)[2])
+            out.append(heapq.heappop(self._heap)[3])
         self.released += len(out)
         return out

@@ -39,11 +39,11 @@ class SourceFilter:
     >>> f.apply(Shrink("a", 2.0, 0, seq=1), 0)    # no value yet: nothing to reply with
     []
     >>> f.observe(0, 10.0)                         # the first value is always sent
-    [StreamedUpdate(object_id='a', value=10.0, ts_ms=0, width_seq=1, forced=False)]
+    [StreamedUpdate(object_id='a', value=10.0, ts_ms=0, width_seq=1, forced=False, seq=1)]
     >>> f.observe(5, 10.9)                         # inside [9, 11]: dropped
     []
     >>> f.advance(10)                              # W := 1.0, [9.5, 10.5] no longer holds 10.9
-    [StreamedUpdate(object_id='a', value=10.9, ts_ms=10, width_seq=1, forced=False)]
+    [StreamedUpdate(object_id='a', value=10.9, ts_ms=10, width_seq=1, forced=False, seq=2)]
     >>> f.apply(Growth("a", 4.0, 0, seq=2), 12)    # late: as of t=0, one shrink since
     []
     >>> f.width, (f.low, f.high)
@@ -51,8 +51,8 @@ class SourceFilter:
     """
 
     def __init__(self, object_id: str, period_ms: int, shrink: float) -> None:
-        if period_ms <= 0:
-            raise ValueError(f"period T must be > 0 ms, got {period_ms}; e.g. pass 10_000")
+        if not (math.isfinite(period_ms) and period_ms >= 1 and period_ms == int(period_ms)):
+            raise ValueError(f"period T must be a whole number of ms >= 1, got {period_ms}")
         if not 0 <= shrink < 1:
             raise ValueError(f"shrink S must be in [0, 1), got {shrink}; e.g. pass 0.05")
         self.object_id = object_id
@@ -64,6 +64,7 @@ class SourceFilter:
         self.value: float | None = None
         self.now_ms: int | None = None
         self.width_seq: int | None = None
+        self.sent = 0  # updates sent so far: the seq of the last one
         self.held: list[WidthMessage] = []
 
     @property
@@ -86,14 +87,14 @@ class SourceFilter:
         if self.value is None or not (forced or self._escaped()):
             return []
         self.centre = self.value  # §1.2: recentre on the value sent
-        return [StreamedUpdate(self.object_id, self.value, ts_ms, self.width_seq, forced)]
+        self.sent += 1  # §4: orders this update after any earlier one with the same ts_ms
+        return [
+            StreamedUpdate(self.object_id, self.value, ts_ms, self.width_seq, forced, self.sent)
+        ]
 
     def advance(self, now_ms: int) -> list[StreamedUpdate]:
         """Move this filter's event time to ``now_ms``, running every boundary on the way."""
-        if self.now_ms is not None and now_ms < self.now_ms:
-            raise ValueError(
-                f"time of {self.object_id!r} must not go back: at {self.now_ms} ms, got {now_ms} ms"
-            )
+        self._check_time(now_ms)
         start = now_ms if self.now_ms is None else self.now_ms
         out: list[StreamedUpdate] = []
         for k in range(start // self.period_ms + 1, now_ms // self.period_ms + 1):
@@ -123,8 +124,15 @@ class SourceFilter:
             raise ValueError(
                 f"message for {message.object_id!r} sent to the filter of {self.object_id!r}"
             )
+        self._check_time(now_ms)  # before holding the message: a refused call changes nothing
         self.held.append(message)
         return self.advance(now_ms)
+
+    def _check_time(self, now_ms: int) -> None:
+        if self.now_ms is not None and now_ms < self.now_ms:
+            raise ValueError(
+                f"time of {self.object_id!r} must not go back: at {self.now_ms} ms, got {now_ms} ms"
+            )
 
     def _release(self, now_ms: int) -> list[StreamedUpdate]:
         due = [m for m in self.held if m.ts_ms <= now_ms]

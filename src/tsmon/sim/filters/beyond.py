@@ -7,15 +7,15 @@
   sums) at the widths of the optimal static allocation (App. F), solved in closed form through
   its dual (:func:`model_min_cost`).
 - **Batching** (§3, "batching stream updates from the same source is future work"):
-  :func:`replay` counts envelopes, one per (source, send time, direction), next to messages;
-  :func:`batching_costs` lowers ``C_i`` (§3.2) of objects whose updates ride with others.
+  :func:`~tsmon.sim.filters.runner.run_adaptive` counts envelopes, one per (source, send time,
+  direction), next to messages; :func:`batching_costs` lowers ``C_i`` (§3.2) of objects whose
+  updates ride with others.
 - **Automatic T and S** (§5, "setting these parameters automatically is future work"):
   :func:`calibrate` runs pilots of a small grid on a recorded prefix and keeps the cheapest.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import warnings
 from collections.abc import Collection, Mapping, Sequence
@@ -27,25 +27,21 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 
 from tsmon.protocols.filters.aggregation import Aggregation, aggregate_sources, all_pairs
-from tsmon.protocols.filters.messages import EnvelopeCounts, MessageCounts, StreamedUpdate
-from tsmon.protocols.filters.network import FilterNetwork
 from tsmon.protocols.filters.precision import initial_widths
 from tsmon.protocols.filters.queries import Query
 from tsmon.sim.filters.baselines import constraint_matrix
-from tsmon.sim.filters.runner import run_adaptive
+from tsmon.sim.filters.runner import AdaptiveResult, run_adaptive
 from tsmon.sim.filters.workload import Workload, grid_workload
 
 __all__ = [
     "AggregationChoice",
     "Calibration",
-    "ReplayResult",
     "aggregated_workload",
     "appendix_g_workload",
     "batching_costs",
     "calibrate",
     "choose_aggregation",
     "model_min_cost",
-    "replay",
 ]
 
 #: Paper settings of §5: ``T = 10`` time units, ``S = 5 %``.
@@ -306,108 +302,10 @@ def appendix_g_workload(
     return grid_workload(names, source_of, grid, queries=(q1, q2), step_sizes=sizes)
 
 
-# ----------------------------------------------------------------- batching and replay
+# ----------------------------------------------------------------- batching
 
 
-@dataclass(frozen=True)
-class ReplayResult:
-    """Messages and envelopes of one adaptive run (zero latency), counted after the warm-up.
-
-    ``alone`` / ``streamed_of``: per object, streamed updates that travelled alone in their
-    envelope, and all of its streamed updates (for :func:`batching_costs`).
-    """
-
-    counts: MessageCounts
-    envelopes: EnvelopeCounts
-    time_units: float
-    checked: int
-    violations: int
-    alone: Mapping[str, int]
-    streamed_of: Mapping[str, int]
-
-    @property
-    def per_time_unit(self) -> float:
-        """Messages (streamed, growth, shrink) per time unit, as :class:`AdaptiveResult`."""
-        return self.counts.total / self.time_units if self.time_units else math.nan
-
-    @property
-    def envelopes_per_time_unit(self) -> float:
-        """Envelopes per time unit: the cost when one source's messages of an instant batch."""
-        return self.envelopes.total / self.time_units if self.time_units else math.nan
-
-
-def replay(
-    workload: Workload,
-    *,
-    period_ms: int,
-    shrink: float,
-    seed: int = 0,
-    warmup_ms: int = 0,
-    check: bool = False,
-    costs: Mapping[str, float] | None = None,
-) -> ReplayResult:
-    """:func:`~tsmon.sim.filters.runner.run_adaptive` with envelopes counted per source.
-
-    The same network and the same order of updates; with ``check`` every answer is compared
-    with the exact aggregate after every update (zero latency: within ``δ`` and holding it).
-    """
-    start = int(workload.ts_ms[0]) if len(workload) else 0
-    net = FilterNetwork(
-        workload.objects,
-        list(workload.queries),
-        period_ms,
-        shrink,
-        np.random.default_rng(seed),
-        start_ms=start,
-        costs=costs,
-        source_of=workload.source_of,
-    )
-    warm_at = start + max(warmup_ms, 0)
-    before, env_before, warm = MessageCounts(), EnvelopeCounts(), warmup_ms <= 0
-    exact = np.full(len(workload.objects), np.nan)
-    idx = [np.array([workload.index[o] for o in q.objects]) for q in workload.queries]
-    checked = violations = 0
-    by_key: dict[tuple[str, int], list[str]] = {}
-    objects, source_of = workload.objects, workload.source_of
-    for ts, i, v in zip(
-        workload.ts_ms.tolist(), workload.obj.tolist(), workload.values.tolist(), strict=True
-    ):
-        if not warm and ts >= warm_at:
-            before, warm = dataclasses.replace(net.counts), True
-            env_before = EnvelopeCounts(net.envelopes.up, net.envelopes.down)
-        for m in net.update(ts, objects[i], v):
-            if warm and isinstance(m, StreamedUpdate):
-                by_key.setdefault((source_of[m.object_id], m.ts_ms), []).append(m.object_id)
-        if check:
-            exact[i] = v
-            answers = net.answers()
-            for q, ix in zip(workload.queries, idx, strict=True):
-                vals = exact[ix]
-                if np.isnan(vals).any():
-                    continue
-                truth = q.exact(dict(zip(q.objects, vals.tolist(), strict=True)))
-                a, tol = answers[q.name], 1e-9 * (1.0 + float(np.abs(vals).max()))
-                checked += 1
-                ok = a.lo - tol <= truth <= a.hi + tol and a.width <= q.delta * (1 + 1e-9)
-                violations += not ok
-    alone: dict[str, int] = {}
-    streamed: dict[str, int] = {}
-    for members in by_key.values():
-        for o in members:
-            streamed[o] = streamed.get(o, 0) + 1
-            alone[o] = alone.get(o, 0) + (len(members) == 1)
-    counts = MessageCounts(
-        *(getattr(net.counts, f.name) - getattr(before, f.name) for f in dataclasses.fields(before))
-    )
-    envelopes = EnvelopeCounts(
-        net.envelopes.up - env_before.up, net.envelopes.down - env_before.down
-    )
-    span = int(workload.ts_ms[-1]) - warm_at if len(workload) else 0
-    units = max(span, 0) / workload.time_unit_ms
-    return ReplayResult(counts, envelopes, units, checked, violations, alone, streamed)
-
-
-def batching_costs(pilot: ReplayResult, *, floor: float = 0.1) -> dict[str, float]:
+def batching_costs(pilot: AdaptiveResult, *, floor: float = 0.1) -> dict[str, float]:
     """Marginal message costs ``C_i`` (§3.2) for a batched network, from a pilot run.
 
     ``C_i`` is the fraction of ``O_i``'s streamed updates that travelled alone (an update that
@@ -416,8 +314,9 @@ def batching_costs(pilot: ReplayResult, *, floor: float = 0.1) -> dict[str, floa
 
     Examples
     --------
-    >>> r = ReplayResult(MessageCounts(), EnvelopeCounts(), 1.0, 0, 0, {"a": 1, "b": 0},
-    ...                  {"a": 2, "b": 5})
+    >>> from tsmon.protocols.filters.messages import MessageCounts
+    >>> r = AdaptiveResult(MessageCounts(), 1.0, 0, 0, alone={"a": 1, "b": 0},
+    ...                    streamed_of={"a": 2, "b": 5})
     >>> batching_costs(r)
     {'a': 0.5, 'b': 0.1}
     """

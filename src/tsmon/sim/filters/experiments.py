@@ -8,6 +8,7 @@ medians.
 
 from __future__ import annotations
 
+import argparse
 import csv
 import math
 import os
@@ -16,10 +17,12 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+from rich.console import Console
 
 from tsmon.sim.filters.baselines import (
     OptimizationWarning,
@@ -152,28 +155,134 @@ def parallel_map(fn: Callable[[T_], R_], items: Sequence[T_], jobs: int) -> list
         return list(pool.map(fn, items))
 
 
-def medians(points: Iterable[CostPoint], key: Callable[[CostPoint], Any]) -> dict[Any, dict]:
-    """Per ``key`` (e.g. δ), the median of every numeric field over the points, and ``n``."""
-    groups: dict[Any, list[CostPoint]] = {}
-    for p in points:
-        groups.setdefault(key(p), []).append(p)
-    out: dict[Any, dict] = {}
-    for k, ps in sorted(groups.items()):
-        row: dict[str, float] = {"n": len(ps)}
-        for name in ("adaptive", "idealized", "growth", "optimized", "uniform", "none"):
-            row[name] = statistics.median(getattr(p, name) for p in ps)
-        for name in ("model_optimized", "model_uniform"):
-            row[name] = statistics.median(getattr(p, name) for p in ps)
-        row["checked"] = sum(p.checked for p in ps)
-        row["violations"] = sum(p.violations for p in ps)
-        out[k] = row
-    return out
-
-
 def median_ratio(points: Iterable[CostPoint], num: str, den: Callable[[CostPoint], float]) -> float:
     """Median over points of ``getattr(p, num) / den(p)``: a ratio per seed, then the median."""
     ratios = [getattr(p, num) / den(p) for p in points]
     return statistics.median(ratios) if ratios else math.nan
+
+
+# ----------------------------------------------------------------- sweeps over δ and seeds
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What a figure runs: ``make(delta, seed=seed)`` for every δ and seed.
+
+    Costs are counted after ``warmup`` time units; the uniform static baseline always runs,
+    ``optimized`` adds App. F's (it needs step sizes), ``none`` the cost of not filtering.
+    """
+
+    name: str
+    make: Callable[..., Workload]
+    deltas: Sequence[float]
+    seeds: Sequence[int]
+    warmup: int
+    x_label: str
+    title: str
+    optimized: bool = False
+    none: bool = False
+
+
+def _sweep_point(sweep: Sweep, task: tuple[float, int]) -> CostPoint:
+    delta, seed = task
+    return cost_point(
+        sweep.make(delta, seed=seed),
+        label=sweep.name,
+        delta=delta,
+        seed=seed,
+        warmup_units=sweep.warmup,
+        optimized=sweep.optimized,
+        uniform=True,
+        none=sweep.none,
+    )
+
+
+def run_sweep(sweep: Sweep, jobs: int) -> list[CostPoint]:
+    """Cost points of every (δ, seed), in ``jobs`` processes."""
+    tasks = [(d, s) for d in sweep.deltas for s in sweep.seeds]
+    return parallel_map(partial(_sweep_point, sweep), tasks, jobs)
+
+
+#: The cost fields of :class:`CostPoint` whose medians a sweep row holds.
+COST_FIELDS = (
+    "adaptive", "idealized", "growth", "optimized", "uniform", "none", "model_optimized",
+    "model_uniform",
+)  # fmt: skip
+
+
+def sweep_rows(
+    points: Iterable[CostPoint], ratios: Mapping[str, tuple[str, Callable[[CostPoint], float]]]
+) -> list[dict[str, Any]]:
+    """One row per δ, ascending: ``delta``, the median of every cost field, every ratio.
+
+    ``ratios`` maps a row key to ``(num, den)`` of :func:`median_ratio` (a ratio per seed, then
+    the median); ``checked`` and ``violations`` are summed.
+    """
+    groups: dict[float, list[CostPoint]] = {}
+    for p in points:
+        groups.setdefault(p.delta, []).append(p)
+    rows = []
+    for delta, ps in sorted(groups.items()):
+        row: dict[str, Any] = {"delta": delta}
+        row |= {k: statistics.median(getattr(p, k) for p in ps) for k in COST_FIELDS}
+        row |= {k: median_ratio(ps, num, den) for k, (num, den) in ratios.items()}
+        row |= {"checked": sum(p.checked for p in ps), "violations": sum(p.violations for p in ps)}
+        rows.append(row)
+    return rows
+
+
+@dataclass(frozen=True)
+class SweepPlot:
+    """The PNG of a sweep: median costs per ``unit`` (log scale) left, ratios right.
+
+    Each line is ``(row key, matplotlib style, label)``; ``target`` adds a red line to the
+    ratios, and the ratio panel says so when its first line has undefined values.
+    """
+
+    unit: str
+    costs: Sequence[tuple[str, str, str]]
+    ratios: Sequence[tuple[str, str, str]]
+    target: float | None = None
+
+
+def write_sweep(
+    sweep: Sweep,
+    points: Sequence[CostPoint],
+    rows: Sequence[Mapping[str, Any]],
+    plot: SweepPlot,
+    out: Path,
+    console: Console,
+) -> None:
+    """Write ``out/<name>.csv`` (every point) and ``out/<name>.png`` (``plot``), and say so."""
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path, png_path = out / f"{sweep.name}.csv", out / f"{sweep.name}.png"
+    write_points_csv(points, csv_path)
+    plt = pyplot()
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.6))
+    x = [r["delta"] for r in rows]
+    for key, style, label in plot.costs:
+        ax.plot(x, [r[key] for r in rows], style, label=label)
+    ax.set_yscale("log")
+    ax.set_xlabel(sweep.x_label)
+    ax.set_ylabel(f"messages per {plot.unit} (median)")
+    ax.set_title(sweep.title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    for key, style, label in plot.ratios:
+        ax2.plot(x, [r[key] for r in rows], style, label=label)
+    if plot.target is not None:
+        ax2.axhline(plot.target, color="red", lw=0.8, label=f"target {plot.target}")
+    ax2.axhline(1.0, color="grey", lw=0.6)
+    ax2.set_xlabel(sweep.x_label)
+    ax2.set_ylabel("cost ratio (median over seeds)")
+    ax2.grid(True, alpha=0.3)
+    ax2.legend(fontsize=8)
+    if any(math.isnan(r[plot.ratios[0][0]]) for r in rows):
+        ax2.set_title("some ratios undefined")
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=110)
+    plt.close(fig)
+    console.print(f"wrote {csv_path} and {png_path}")
 
 
 def write_points_csv(points: Sequence[CostPoint], path: Path) -> None:
@@ -196,6 +305,37 @@ def write_rows_csv(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
+
+
+# ----------------------------------------------------------------- the scripts' skeleton
+
+
+def script_parser(doc: str, script: str) -> argparse.ArgumentParser:
+    """A script's parser: the first paragraph of ``doc``, and ``--out`` (``out/`` beside it)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=Path(script).parent / "out", help="CSV, PNG")
+    return ap
+
+
+def parse_script_args(
+    ap: argparse.ArgumentParser,
+    argv: Sequence[str] | None,
+    *,
+    quick: Mapping[str, Any],
+    quick_help: str,
+    jobs: int | None = 2,
+) -> argparse.Namespace:
+    """Add ``--jobs`` (unless ``jobs`` is None) and ``--quick``, parse ``argv``.
+
+    ``--quick`` (a smoke run) sets the flags in ``quick``, whatever the command line says.
+    """
+    if jobs is not None:
+        ap.add_argument("--jobs", type=int, default=jobs, help="worker processes")
+    ap.add_argument("--quick", action="store_true", help=quick_help)
+    args = ap.parse_args(argv)
+    if args.quick:
+        vars(args).update(quick)
+    return args
 
 
 def machine_line() -> str:

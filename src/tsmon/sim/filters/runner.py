@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from tsmon.protocols.filters.messages import MessageCounts
+from tsmon.protocols.filters.messages import EnvelopeCounts, MessageCounts, StreamedUpdate
 from tsmon.protocols.filters.network import Delay, FilterNetwork
 from tsmon.sim.filters.oracle import RTOL, CheckResult, check_answers
 from tsmon.sim.filters.workload import Workload
@@ -38,7 +38,11 @@ class AdaptiveResult:
 
     ``violations`` counts (update, query) pairs whose answer missed the exact value or was wider
     than ``δ``; ``checked`` is how many pairs were checked (``updates_checked`` how many
-    updates). ``counts`` and ``time_units`` cover the time after the warm-up.
+    updates). ``counts``, ``envelopes`` (the same messages once per source, send time and
+    direction: the cost if a source batched them) and ``time_units`` cover the time after the
+    warm-up, as do ``alone`` / ``streamed_of``: per object, the streamed updates that travelled
+    alone in their envelope, and all of its streamed updates (for
+    :func:`~tsmon.sim.filters.beyond.batching_costs`).
     """
 
     counts: MessageCounts
@@ -46,6 +50,9 @@ class AdaptiveResult:
     checked: int
     violations: int
     updates_checked: int = 0
+    envelopes: EnvelopeCounts = field(default_factory=EnvelopeCounts)
+    alone: Mapping[str, int] = field(default_factory=dict)
+    streamed_of: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def per_time_unit(self) -> float:
@@ -56,6 +63,11 @@ class AdaptiveResult:
     def streamed_per_time_unit(self) -> float:
         """Streamed updates per time unit: the "idealized" cost of §3.3 (width messages free)."""
         return self.counts.streamed / self.time_units if self.time_units else float("nan")
+
+    @property
+    def envelopes_per_time_unit(self) -> float:
+        """Envelopes per time unit: the cost when one source's messages of an instant batch."""
+        return self.envelopes.total / self.time_units if self.time_units else float("nan")
 
 
 @dataclass(frozen=True)
@@ -106,8 +118,45 @@ def _network(
         shrink,
         np.random.default_rng(seed),
         start_ms=int(workload.ts_ms[0]) if len(workload) else 0,
+        source_of=workload.source_of,
         **kwargs,  # type: ignore[arg-type]
     )
+
+
+class _Meter:
+    """Messages and envelopes of ``net`` from the first update at or past the warm-up on."""
+
+    def __init__(self, net: FilterNetwork, workload: Workload, warmup_ms: int) -> None:
+        self.net = net
+        start = int(workload.ts_ms[0]) if len(workload) else 0
+        self.warm_at = start + max(warmup_ms, 0)
+        self.warm = warmup_ms <= 0
+        self._counts, self._envelopes = MessageCounts(), EnvelopeCounts()
+        span = int(workload.ts_ms[-1]) - self.warm_at if len(workload) else 0
+        self.time_units = max(span, 0) / workload.time_unit_ms
+
+    def see(self, ts_ms: int) -> None:
+        """Call before feeding the update at ``ts_ms``: the first one past the warm-up counts."""
+        if not self.warm and ts_ms >= self.warm_at:
+            self._counts = dataclasses.replace(self.net.counts)
+            self._envelopes = EnvelopeCounts(self.net.envelopes.up, self.net.envelopes.down)
+            self.warm = True
+
+    def counted(self) -> tuple[MessageCounts, EnvelopeCounts]:
+        """Messages and envelopes since the warm-up (none if it outlasted the workload)."""
+        net = self.net
+        if not self.warm:
+            return _minus(net.counts, net.counts), EnvelopeCounts()
+        envelopes = EnvelopeCounts(
+            net.envelopes.up - self._envelopes.up, net.envelopes.down - self._envelopes.down
+        )
+        return _minus(net.counts, self._counts), envelopes
+
+
+def _updates(workload: Workload) -> enumerate[tuple[int, int, float]]:
+    """``(k, (ts_ms, object index, value))`` of every update, as Python scalars."""
+    ts, obj, values = workload.ts_ms.tolist(), workload.obj.tolist(), workload.values.tolist()
+    return enumerate(zip(ts, obj, values, strict=True))
 
 
 def run_adaptive(
@@ -148,21 +197,21 @@ def run_adaptive(
     (0, 3001, True)
     """
     net = _network(workload, period_ms, shrink, seed, costs=costs)
-    start = int(workload.ts_ms[0]) if len(workload) else 0
-    warm_at = start + max(warmup_ms, 0)
-    before, warm = MessageCounts(), warmup_ms <= 0
+    meter = _Meter(net, workload, warmup_ms)
     objects, names = workload.objects, [q.name for q in workload.queries]
     los: list[list[float]] = []
     his: list[list[float]] = []
     record_at: list[int] = []
     last_total, last_period = -1, None
-    updates = zip(
-        workload.ts_ms.tolist(), workload.obj.tolist(), workload.values.tolist(), strict=True
-    )
-    for k, (ts, i, v) in enumerate(updates):
-        if not warm and ts >= warm_at:
-            before, warm = dataclasses.replace(net.counts), True
-        net.update(ts, objects[i], v)
+    by_key: dict[tuple[str, int], list[str]] = {}  # streamed updates per (source, ts_ms)
+    for k, (ts, i, v) in _updates(workload):
+        meter.see(ts)
+        sent = net.update(ts, objects[i], v)
+        if meter.warm:
+            for m in sent:
+                if isinstance(m, StreamedUpdate):
+                    key = (workload.source_of[m.object_id], m.ts_ms)
+                    by_key.setdefault(key, []).append(m.object_id)
         if not check:
             continue
         period = ts // period_ms
@@ -173,21 +222,22 @@ def run_adaptive(
             his.append([answers[n].hi for n in names])
             record_at.append(k)
             last_total, last_period = total, period
-    if not warm:
-        before = net.counts  # the warm-up outlasted the workload: nothing counted
-    span = int(workload.ts_ms[-1]) - warm_at if len(workload) else 0
-    counts = _minus(net.counts, before)
-    time_units = max(span, 0) / workload.time_unit_ms
-    if not check or not len(workload) or not names:
-        return AdaptiveResult(counts, time_units, 0, 0, 0)
-    samples = np.arange(len(workload))
-    record_of = np.searchsorted(np.array(record_at), samples, side="right") - 1
-    result = check_answers(
-        workload, np.array(los, dtype=float), np.array(his, dtype=float), record_of, samples
-    )
-    return AdaptiveResult(
-        counts, time_units, result.checked, result.violations, result.samples_checked
-    )
+    alone: dict[str, int] = {}
+    streamed: dict[str, int] = {}
+    for members in by_key.values():
+        for o in members:
+            streamed[o] = streamed.get(o, 0) + 1
+            alone[o] = alone.get(o, 0) + (len(members) == 1)
+    counts, envelopes = meter.counted()
+    checks = (0, 0, 0)
+    if check and len(workload) and names:
+        samples = np.arange(len(workload))
+        record_of = np.searchsorted(np.array(record_at), samples, side="right") - 1
+        result = check_answers(
+            workload, np.array(los, dtype=float), np.array(his, dtype=float), record_of, samples
+        )
+        checks = (result.checked, result.violations, result.samples_checked)
+    return AdaptiveResult(counts, meter.time_units, *checks, envelopes, alone, streamed)
 
 
 def run_with_latency(
@@ -226,18 +276,13 @@ def run_with_latency(
     net = _network(
         workload, period_ms, shrink, seed, delay=delay, latency_ms=latency_ms, max_rates=max_rates
     )
-    start = int(workload.ts_ms[0]) if len(workload) else 0
-    warm_at = start + max(warmup_ms, 0)
-    before, warm = MessageCounts(), warmup_ms <= 0
+    meter = _Meter(net, workload, warmup_ms)
     objects, names = workload.objects, [q.name for q in workload.queries]
     los: list[list[float]] = []
     his: list[list[float]] = []
     sample_k: list[int] = []
     as_of: list[int] = []
     lags: list[int] = []
-    updates = zip(
-        workload.ts_ms.tolist(), workload.obj.tolist(), workload.values.tolist(), strict=True
-    )
 
     def sample(k: int, now_ms: int) -> None:
         answers = net.answers()
@@ -249,24 +294,20 @@ def run_with_latency(
         sample_k.append(k)
 
     grid = sample_ms is not None and sample_ms > 0
-    next_sample = (warm_at // sample_ms + 1) * sample_ms if grid else 0
-    for k, (ts, i, v) in enumerate(updates):
+    next_sample = (meter.warm_at // sample_ms + 1) * sample_ms if grid else 0
+    for k, (ts, i, v) in _updates(workload):
         if grid and check and names:
             while next_sample < ts:  # sample between updates: k − 1 is the last update fed
                 net.advance(next_sample)
-                if next_sample >= warm_at:
+                if next_sample >= meter.warm_at:
                     sample(k - 1, next_sample)
                 next_sample += sample_ms
-        if not warm and ts >= warm_at:
-            before, warm = dataclasses.replace(net.counts), True
+        meter.see(ts)
         net.update(ts, objects[i], v)
-        if check and warm and names and not grid:
+        if check and meter.warm and names and not grid:
             sample(k, ts)
-    if not warm:
-        before = net.counts  # the warm-up outlasted the workload: nothing counted
-    span = int(workload.ts_ms[-1]) - warm_at if len(workload) else 0
-    counts = _minus(net.counts, before)
-    time_units = max(span, 0) / workload.time_unit_ms
+    counts, _ = meter.counted()
+    time_units = meter.time_units
     queue = net.coordinator.queue
     if not sample_k:
         empty = CheckResult(0, 0, 0, 0, 0, None)
