@@ -38,12 +38,19 @@ def exact(name: str, v: dict[str, float]) -> float:
     batches=st.integers(1, 30),
     lateness=st.sampled_from([0, 500]),
     alter=st.floats(0.05, 3.0),
+    growth=st.sampled_from(["paper", "capped"]),
 )
 def test_answers_hold_the_newest_values_within_delta(
-    seed: int, batches: int, lateness: int, alter: float
+    seed: int, batches: int, lateness: int, alter: float, growth: str
 ) -> None:
     rng = np.random.default_rng(seed)
-    mon = Monitor(SERIES, filter_period="1s", filter_shrink=0.1, allowed_lateness=lateness)
+    mon = Monitor(
+        SERIES,
+        filter_period="1s",
+        filter_shrink=0.1,
+        filter_growth=growth,
+        allowed_lateness=lateness,
+    )
     newest: dict[str, tuple[int, float]] = {}
     t = 0
     first = rng.normal(0, 5, len(SERIES))

@@ -35,17 +35,21 @@ _MAKERS = {"avg": Query.avg, "sum": Query.sum, "min": Query.min, "max": Query.ma
 
 @dataclass(frozen=True)
 class FilterSettings:
-    """Algorithm parameters: adjustment period ``T`` (ms), shrink percentage ``S``, seed."""
+    """Algorithm parameters: adjustment period ``T`` (ms), shrink percentage ``S``, seed, and
+    the growth allocation (``"paper"`` or ``"capped"``, see ``protocols.filters.Coordinator``)."""
 
     period_ms: int = 10_000
     shrink: float = 0.05
     seed: int = 0
+    growth: str = "paper"
 
     def __post_init__(self) -> None:
         if not (isinstance(self.period_ms, int) and self.period_ms > 0):
             raise ValueError(f"filter period T must be a positive duration, got {self.period_ms}")
         if not 0 <= self.shrink < 1:
             raise ValueError(f"filter shrink S must be in [0, 1), got {self.shrink}; e.g. 0.05")
+        if self.growth not in ("paper", "capped"):
+            raise ValueError(f"filter growth must be 'paper' or 'capped', got {self.growth!r}")
 
 
 def to_query(resolved: ResolvedAggregate) -> Query:
@@ -137,7 +141,13 @@ class BoundedQueries:
         if self._net is None:
             s = self.settings
             self._net = FilterNetwork(
-                [], [], s.period_ms, s.shrink, np.random.default_rng(s.seed), start_ms=now_ms
+                [],
+                [],
+                s.period_ms,
+                s.shrink,
+                np.random.default_rng(s.seed),
+                start_ms=now_ms,
+                growth=s.growth,
             )
         return self._net
 

@@ -65,10 +65,11 @@ class Monitor:
         replace the value at their timestamp); older ones are rejected as ``too_late``.
     duplicates
         ``"keep_last"`` (a point at an existing timestamp replaces it) or ``"keep_first"``.
-    filter_period, filter_shrink, seed
-        Adjustment period ``T`` (``"10s"``), shrink percentage ``S`` and tie-break seed of the
-        adaptive filters behind bounded-aggregate queries (``QUERY q AS AVG(a, b) WITHIN 2``);
-        see :mod:`tsmon.engine.bounded`.
+    filter_period, filter_shrink, filter_growth, seed
+        Adjustment period ``T`` (``"10s"``), shrink percentage ``S``, growth allocation
+        (``"paper"`` or ``"capped"``) and tie-break seed of the adaptive filters behind
+        bounded-aggregate queries (``QUERY q AS AVG(a, b) WITHIN 2``); see
+        :mod:`tsmon.engine.bounded`.
 
     Examples
     --------
@@ -91,6 +92,7 @@ class Monitor:
         duplicates: str = "keep_last",
         filter_period: str | int = "10s",
         filter_shrink: float = 0.05,
+        filter_growth: str = "paper",
         seed: int = 0,
     ) -> None:
         if isinstance(series, str):
@@ -114,7 +116,9 @@ class Monitor:
         self._counts: Counter[str] = Counter()
         period = _millis("filter_period", filter_period)
         assert period is not None
-        self._bounded = BoundedQueries(FilterSettings(period, float(filter_shrink), int(seed)))
+        self._bounded = BoundedQueries(
+            FilterSettings(period, float(filter_shrink), int(seed), filter_growth)
+        )
         self._epoch = 0
         self.now_ms: int | None = None  # the newest event time accepted, over all series
         for name in series:

@@ -38,6 +38,7 @@ def scenarios(draw: st.DrawFn) -> dict:
         "shrink": draw(st.floats(0.0, 0.6)),
         "seed": draw(st.integers(0, 2**32 - 1)),
         "steps": draw(st.integers(1, 300)),
+        "growth": draw(st.sampled_from(["paper", "capped"])),
     }
 
 
@@ -65,7 +66,12 @@ def run(scenario: dict) -> None:
     objects, queries = scenario["objects"], scenario["queries"]
     period_ms = scenario["period_ms"]
     net = FilterNetwork(
-        objects, queries, period_ms, scenario["shrink"], np.random.default_rng(scenario["seed"])
+        objects,
+        queries,
+        period_ms,
+        scenario["shrink"],
+        np.random.default_rng(scenario["seed"]),
+        growth=scenario["growth"],
     )
     step_sizes = dict(
         zip(objects, rng.choice([0.0, 0.01, 0.3, 1.0, 5.0], len(objects)), strict=True)

@@ -14,7 +14,7 @@ from tsmon.protocols.filters import (
     grow_greedily,
     initial_widths,
 )
-from tsmon.protocols.filters.precision import LEFTOVER_RTOL, PrecisionPlan, plan_for
+from tsmon.protocols.filters.precision import LEFTOVER_RTOL, PrecisionPlan, growth_caps, plan_for
 
 
 def test_burden_targets_without_overlap_are_the_average_burden() -> None:
@@ -222,3 +222,19 @@ def test_deviations_match_the_plan() -> None:
     b, t = np.array([3.0, 4.0, 1.0]), np.array([1.0, 0.5])
     np.testing.assert_allclose(deviations(k, b, t), [2.0, 1.5, 0.5])
     np.testing.assert_allclose(PrecisionPlan(k).deviations(b, t), deviations(k, b, t))
+
+
+def test_capped_growth_spreads_the_leftover_before_the_paper_pass() -> None:
+    """One AVG over three objects: the paper gives all leftover to the most burdened one."""
+    k = sp.csr_matrix(np.ones((1, 3)))
+    budgets, widths = np.array([6.0]), np.array([1.0, 1.0, 1.0])
+    burdens, devs = np.array([8.0, 2.0, 1.0]), np.array([7.0, 1.0, 0.0])
+    caps = growth_caps(burdens, devs, widths)
+    # App. C with p = 2: W' = W·(B/(B − D))^(1/3)
+    assert caps.tolist() == pytest.approx([1.0, 2 ** (1 / 3) - 1, 0.0])
+    paper = grow_greedily(k, budgets, widths, devs, np.arange(3), np.random.default_rng(0))
+    capped = grow_greedily(k, budgets, widths, devs, np.arange(3), np.random.default_rng(0), caps)
+    assert paper == {0: 4.0}
+    assert capped[1] == pytest.approx(2 ** (1 / 3))  # its cap, then the paper pass:
+    assert capped[0] == pytest.approx(6.0 - 1.0 - 2 ** (1 / 3))  # the rest to the top one
+    assert sum(capped.values()) + 1.0 == pytest.approx(6.0)  # nothing left over, none violated

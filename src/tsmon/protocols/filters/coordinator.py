@@ -38,6 +38,7 @@ from tsmon.protocols.filters.precision import (
     burden_targets,
     deviations,
     grow_greedily,
+    growth_caps,
 )
 from tsmon.protocols.filters.queries import Query
 from tsmon.protocols.filters.serializing import SerializingQueue
@@ -95,6 +96,11 @@ class Coordinator:
         reduced constraints ``δ′`` so that padded answers still meet ``δ``.
     costs
         Message cost ``C_i`` per object (default 1).
+    growth
+        ``"paper"`` (default): each object in decreasing deviation takes all the leftover it
+        can (§3.2). ``"capped"`` (beyond the paper): a first pass grows each overburdened
+        object only until its modelled burden meets its target (:func:`growth_caps`), then
+        the paper's pass hands out the rest — robust when one query spans many objects.
 
     Examples
     --------
@@ -121,6 +127,7 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         latency_ms: int = 0,
         max_rates: Mapping[str, float] | None = None,
         costs: Mapping[str, float] | None = None,
+        growth: str = "paper",
     ) -> None:
         if not (math.isfinite(period_ms) and period_ms >= 1 and period_ms == int(period_ms)):
             raise ValueError(f"period T must be a whole number of ms >= 1, got {period_ms}")
@@ -131,6 +138,9 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
                 f"rng must be a numpy Generator, got {type(rng).__name__}; "
                 "pass np.random.default_rng(seed)"
             )
+        if growth not in ("paper", "capped"):
+            raise ValueError(f"growth must be 'paper' or 'capped', got {growth!r}")
+        self.growth = growth
         self.period_ms = int(period_ms)
         self.factor = 1.0 - float(shrink)
         self.rng = rng
@@ -242,8 +252,9 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         candidates = np.array([i for i in candidates if i not in self.cache.pending], dtype=int)
         targets = burden_targets(kk, burdens)
         devs = deviations(kk, burdens, targets)
+        caps = growth_caps(burdens, devs, widths) if self.growth == "capped" else None
         grown = grow_greedily(
-            kk, sys_.budgets[sys_.growth_rows], widths, devs, candidates, self.rng
+            kk, sys_.budgets[sys_.growth_rows], widths, devs, candidates, self.rng, caps
         )
         out: list[WidthMessage] = []
         for i in sorted(grown):

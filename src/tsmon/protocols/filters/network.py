@@ -59,7 +59,7 @@ class FilterNetwork:
     delay
         Delay in ms of each message (default: instant); the latency tolerance ``λ`` is
         ``latency_ms``.
-    latency_ms, max_rates, costs
+    latency_ms, max_rates, costs, growth
         Passed to :class:`Coordinator`.
     source_of
         Source of every object, for :attr:`envelopes` only (default: each object its own
@@ -100,9 +100,16 @@ class FilterNetwork:
         max_rates: Mapping[str, float] | None = None,
         costs: Mapping[str, float] | None = None,
         source_of: Mapping[str, str] | None = None,
+        growth: str = "paper",
     ) -> None:
         self.coordinator = Coordinator(
-            period_ms, shrink, rng, latency_ms=latency_ms, max_rates=max_rates, costs=costs
+            period_ms,
+            shrink,
+            rng,
+            latency_ms=latency_ms,
+            max_rates=max_rates,
+            costs=costs,
+            growth=growth,
         )
         self.sources = {o: SourceFilter(o, period_ms, shrink) for o in objects}
         self.coordinator.set_objects(self.sources)

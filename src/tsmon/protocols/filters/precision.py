@@ -144,39 +144,60 @@ class PrecisionPlan:
         devs: np.ndarray,
         candidates: np.ndarray,
         rng: np.random.Generator,
+        caps: np.ndarray | None = None,
     ) -> dict[int, float]:
         """Greedy growth (§3.2), the same as :func:`grow_greedily` with this plan's ``K``.
 
         Objects with a constraint at zero leftover cannot grow, so once a constraint fills up
         all its objects are marked and later skipped in O(1); only objects that do grow pay
         for a pass over their constraints. The arithmetic is the same, element by element.
+        With ``caps`` (beyond the paper, see :func:`growth_caps`) a first pass grows each
+        object by at most its cap, and the paper's pass then hands out what is left.
         """
         leftover = budgets - self.k @ widths  # §3.2.2: leftover width of every constraint
         tiny = LEFTOVER_RTOL * budgets
         full = leftover <= tiny
         leftover[full] = 0.0
         shuffled = rng.permutation(candidates)
-        order = shuffled[np.argsort(-devs[shuffled], kind="stable")]  # decreasing D_i, ties random
+        order = shuffled[np.argsort(-devs[shuffled], kind="stable")].tolist()  # decreasing D_i
         blocked = (self._unconstrained | (self.kt @ full.astype(float) > 0)).tolist()
-        left, tiny_l, width_l = leftover.tolist(), tiny.tolist(), widths.tolist()
-        entries_of, objects_of = self._entries_of, self._objects_of
+        left, width_l = leftover.tolist(), widths.tolist()
         grown: dict[int, float] = {}
-        for i in order.tolist():
+        if caps is not None:
+            self._pass(order, left, tiny.tolist(), blocked, width_l, grown, caps.tolist())
+        self._pass(order, left, tiny.tolist(), blocked, width_l, grown, None)
+        return grown
+
+    def _pass(
+        self,
+        order: list[int],
+        left: list[float],
+        tiny: list[float],
+        blocked: list[bool],
+        width: list[float],
+        grown: dict[int, float],
+        caps: list[float] | None,
+    ) -> None:
+        """One greedy pass over ``order``, updating ``left``, ``blocked``, ``width``, ``grown``."""
+        entries_of, objects_of = self._entries_of, self._objects_of
+        for i in order:
             if blocked[i]:
                 continue
             entries = entries_of[i]
             delta_w = min([left[r] / a for r, a in entries])  # App. B: min_j leftover_j/|K_i,j|
+            if caps is not None:
+                delta_w = min(delta_w, caps[i])
             if delta_w <= 0.0:
                 continue
-            grown[i] = width_l[i] + delta_w
+            width[i] += delta_w
+            grown[i] = width[i]
             for r, a in entries:
                 rest = left[r] - a * delta_w
-                if rest <= tiny_l[r]:
+                if rest <= tiny[r]:
                     rest = 0.0
                     for o in objects_of[r]:  # constraint r is full: none of its objects grows
                         blocked[o] = True
                 left[r] = rest
-        return grown
 
 
 _memo: OrderedDict[int, PrecisionPlan] = OrderedDict()
@@ -275,6 +296,30 @@ def deviations(k: sp.csr_matrix, burdens: np.ndarray, targets: np.ndarray) -> np
     return np.maximum(burdens - k.T @ targets, 0.0)
 
 
+def growth_caps(
+    burdens: np.ndarray, devs: np.ndarray, widths: np.ndarray, exponent: float = 2.0
+) -> np.ndarray:
+    """Growth that would bring each object's burden score down to its target (beyond §3.2).
+
+    Under Appendix C's model ``P_i = Z_i·W_i^p`` the burden ``B = C/(P·W)`` falls as
+    ``W^-(p+1)``, so an object with deviation ``D_i > 0`` (target ``B_i − D_i``) reaches its
+    target at ``W_i·(B_i/(B_i − D_i))^(1/(p+1))``; ``p = 2`` for random walks (App. E). The
+    paper hands an object *all* the leftover it can take, so with one query over many objects
+    a single object grows per period while every other shrinks; capping the first pass
+    spreads the growth over every overburdened object. Objects not overburdened get 0; a
+    target ``≤ 0`` puts no cap.
+
+    Examples
+    --------
+    >>> growth_caps(np.array([8.0, 1.0, 3.0]), np.array([7.0, 0.0, 3.0]), np.ones(3)).tolist()
+    [1.0, 0.0, inf]
+    """
+    aim = burdens - devs
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reach = widths * ((burdens / aim) ** (1.0 / (exponent + 1.0)) - 1.0)
+    return np.where(devs > 0, np.where(aim > 0, reach, np.inf), 0.0)
+
+
 def grow_greedily(
     k: sp.csr_matrix,
     budgets: np.ndarray,
@@ -282,6 +327,7 @@ def grow_greedily(
     devs: np.ndarray,
     candidates: np.ndarray,
     rng: np.random.Generator,
+    caps: np.ndarray | None = None,
 ) -> dict[int, float]:
     """Grow ``candidates`` in decreasing deviation, random tie-break (§3.2).
 
@@ -296,4 +342,4 @@ def grow_greedily(
     ...               np.array([0, 1]), rng)
     {0: 3.0}
     """
-    return plan_for(k).grow(budgets, widths, devs, candidates, rng)
+    return plan_for(k).grow(budgets, widths, devs, candidates, rng, caps)

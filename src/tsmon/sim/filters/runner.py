@@ -169,6 +169,7 @@ def run_adaptive(
     check: bool = True,
     costs: Mapping[str, float] | None = None,
     exhaustive: bool = False,
+    growth: str = "paper",
 ) -> AdaptiveResult:
     """Run the adaptive filters with zero latency over ``workload``.
 
@@ -188,6 +189,8 @@ def run_adaptive(
         Message cost ``C_i`` per object.
     exhaustive
         Record the answers after every update, not only when they may have changed.
+    growth
+        ``"paper"`` or ``"capped"`` growth (see :class:`~tsmon.protocols.filters.Coordinator`).
 
     Examples
     --------
@@ -196,7 +199,7 @@ def run_adaptive(
     >>> r.violations, r.checked, r.counts.streamed < 3_000
     (0, 3001, True)
     """
-    net = _network(workload, period_ms, shrink, seed, costs=costs)
+    net = _network(workload, period_ms, shrink, seed, costs=costs, growth=growth)
     meter = _Meter(net, workload, warmup_ms)
     objects, names = workload.objects, [q.name for q in workload.queries]
     los: list[list[float]] = []
