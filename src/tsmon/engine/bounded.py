@@ -41,7 +41,7 @@ class FilterSettings:
     period_ms: int = 10_000
     shrink: float = 0.05
     seed: int = 0
-    growth: str = "paper"
+    growth: str = "capped"
 
     def __post_init__(self) -> None:
         if not (isinstance(self.period_ms, int) and self.period_ms > 0):

@@ -66,10 +66,13 @@ class Monitor:
     duplicates
         ``"keep_last"`` (a point at an existing timestamp replaces it) or ``"keep_first"``.
     filter_period, filter_shrink, filter_growth, seed
-        Adjustment period ``T`` (``"10s"``), shrink percentage ``S``, growth allocation
-        (``"paper"`` or ``"capped"``) and tie-break seed of the adaptive filters behind
+        Adjustment period ``T`` (``"10s"``; the paper uses 10 sampling intervals), shrink
+        percentage ``S``, growth allocation and tie-break seed of the adaptive filters behind
         bounded-aggregate queries (``QUERY q AS AVG(a, b) WITHIN 2``); see
-        :mod:`tsmon.engine.bounded`.
+        :mod:`tsmon.engine.bounded`. Growth defaults to ``"capped"`` rather than the paper's
+        greedy rule: with one query over many series the paper's rule grows a single series
+        per period, which cost 7.6× more messages on a 200-source AVG; ``"capped"`` costs
+        4–12 % more on the paper's random-walk figures (``benchmarks/filters/bench_growth.py``).
 
     Examples
     --------
@@ -92,7 +95,7 @@ class Monitor:
         duplicates: str = "keep_last",
         filter_period: str | int = "10s",
         filter_shrink: float = 0.05,
-        filter_growth: str = "paper",
+        filter_growth: str = "capped",
         seed: int = 0,
     ) -> None:
         if isinstance(series, str):
