@@ -102,6 +102,7 @@ def cost_point(
     uniform: bool = True,
     none: bool = False,
     check: bool = True,
+    growth: str = "paper",
 ) -> CostPoint:
     """Adaptive and static costs of ``workload`` per time unit after ``warmup_units``.
 
@@ -118,6 +119,7 @@ def cost_point(
         seed=seed,
         warmup_ms=warmup_ms,
         check=check,
+        growth=growth,
     )
     units = steady_time_units(workload, warm_at)
     out: dict[str, Any] = {
@@ -181,6 +183,7 @@ class Sweep:
     title: str
     optimized: bool = False
     none: bool = False
+    growth: str = "paper"
 
 
 def _sweep_point(sweep: Sweep, task: tuple[float, int]) -> CostPoint:
@@ -194,6 +197,7 @@ def _sweep_point(sweep: Sweep, task: tuple[float, int]) -> CostPoint:
         optimized=sweep.optimized,
         uniform=True,
         none=sweep.none,
+        growth=sweep.growth,
     )
 
 

@@ -83,13 +83,25 @@ def _parser(
     ap.add_argument("--deltas", default=deltas, help=deltas_help)
     ap.add_argument("--seeds", type=int, default=seeds)
     ap.add_argument("--warmup", type=int, default=warmup, help=f"{unit} not counted")
+    ap.add_argument(
+        "--growth",
+        choices=("paper", "capped"),
+        default="paper",
+        help="growth allocation (paper: §3.2; capped: beyond the paper, see Coordinator)",
+    )
     return ap
 
 
 def _sweep(args: argparse.Namespace, **fields: Any) -> Sweep:
     """The sweep over the flags ``--deltas``, ``--seeds`` and ``--warmup``."""
     deltas = [float(x) for x in args.deltas.split(",")]
-    return Sweep(deltas=deltas, seeds=list(range(args.seeds)), warmup=args.warmup, **fields)
+    return Sweep(
+        deltas=deltas,
+        seeds=list(range(args.seeds)),
+        warmup=args.warmup,
+        growth=args.growth,
+        **fields,
+    )
 
 
 # ----------------------------------------------------------------- random walks (§3.3)
@@ -265,7 +277,7 @@ def traffic_figure(
     )  # fmt: skip
     console.print(
         f"workload: {workload.format(hosts=args.hosts)}, {args.duration} s, warm-up "
-        f"{args.warmup} s, seeds {sweep.seeds}, T = 10 s, S = 0.05"
+        f"{args.warmup} s, seeds {sweep.seeds}, T = 10 s, S = 0.05, growth {sweep.growth}"
     )
     rows = report_traffic_sweep(sweep, run_sweep(sweep, args.jobs), console, args.out)
     console.print(machine_line())
