@@ -184,6 +184,8 @@ class Sweep:
     optimized: bool = False
     none: bool = False
     growth: str = "paper"
+    period_units: float = PAPER_T_UNITS
+    shrink: float = PAPER_S
 
 
 def _sweep_point(sweep: Sweep, task: tuple[float, int]) -> CostPoint:
@@ -198,6 +200,8 @@ def _sweep_point(sweep: Sweep, task: tuple[float, int]) -> CostPoint:
         uniform=True,
         none=sweep.none,
         growth=sweep.growth,
+        period_units=sweep.period_units,
+        shrink=sweep.shrink,
     )
 
 

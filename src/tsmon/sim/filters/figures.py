@@ -89,7 +89,14 @@ def _parser(
         default="paper",
         help="growth allocation (paper: §3.2; capped: beyond the paper, see Coordinator)",
     )
+    ap.add_argument("--period", type=float, default=10.0, help="T in time units (paper: 10)")
+    ap.add_argument("--shrink", type=float, default=0.05, help="S (paper: 0.05)")
     return ap
+
+
+def _settings(sweep: Sweep) -> str:
+    """The algorithm settings of a sweep, for its header line."""
+    return f"T = {sweep.period_units:g} time units, S = {sweep.shrink:g}, growth {sweep.growth}"
 
 
 def _sweep(args: argparse.Namespace, **fields: Any) -> Sweep:
@@ -100,6 +107,8 @@ def _sweep(args: argparse.Namespace, **fields: Any) -> Sweep:
         seeds=list(range(args.seeds)),
         warmup=args.warmup,
         growth=args.growth,
+        period_units=args.period,
+        shrink=args.shrink,
         **fields,
     )
 
@@ -196,7 +205,7 @@ def walk_figure(
     )  # fmt: skip
     console.print(
         f"workload: {workload}, {args.steps} time units, warm-up {args.warmup}, "
-        f"seeds {sweep.seeds}, T = 10, S = 0.05"
+        f"seeds {sweep.seeds}, {_settings(sweep)}"
     )
     ok = report_walk_sweep(sweep, run_sweep(sweep, args.jobs), console, args.out)
     console.print(machine_line())
@@ -277,7 +286,7 @@ def traffic_figure(
     )  # fmt: skip
     console.print(
         f"workload: {workload.format(hosts=args.hosts)}, {args.duration} s, warm-up "
-        f"{args.warmup} s, seeds {sweep.seeds}, T = 10 s, S = 0.05, growth {sweep.growth}"
+        f"{args.warmup} s, seeds {sweep.seeds}, {_settings(sweep)}"
     )
     rows = report_traffic_sweep(sweep, run_sweep(sweep, args.jobs), console, args.out)
     console.print(machine_line())
