@@ -31,7 +31,7 @@ from tsmon.sim.filters.experiments import (
 from tsmon.sim.filters.nab import nab_workload
 from tsmon.sim.filters.runner import run_adaptive
 from tsmon.sim.filters.traffic import fig7_workload, fig8_workload
-from tsmon.sim.filters.walks import fig3_workload, fig4_workload, random_walks
+from tsmon.sim.filters.walks import fig3_workload, fig4_workload, mixed_workload
 from tsmon.sim.filters.workload import Workload
 
 NAB = Path("/work/shared/data/nab")
@@ -44,21 +44,6 @@ NAB_FILES = (
     "realTweets/Twitter_volume_GOOG.csv",
     "realTweets/Twitter_volume_IBM.csv",
 )
-
-
-def mixed(seed: int, steps: int) -> Workload:
-    """20 walks under overlapping AVG, weighted SUM (negative weights), MIN, MAX, single AVG."""
-    w = random_walks(20, steps, seed=seed)
-    o = w.objects
-    return w.with_queries([
-        Query.avg("avg_a", o[:8], 2.0),
-        Query.avg("avg_b", o[4:14], 3.0),
-        Query.sum("wsum", {o[1]: 2.0, o[5]: -1.5, o[9]: 0.5, o[15]: -3.0}, 6.0),
-        Query.min("min", o[10:16], 2.5),
-        Query.max("max", [o[0], o[12], o[18]], 1.5),
-        Query.avg("single", [o[19]], 0.8),
-        Query.sum("sum_all", {x: (-1.0) ** i for i, x in enumerate(o)}, 25.0),
-    ])  # fmt: skip
 
 
 def nab(limit: int | None) -> Workload:
@@ -85,7 +70,7 @@ def build(name: str, scale: float) -> Workload:
     if kind == "fig4":
         return fig4_workload(float(arg), steps=steps, seed=1)
     if kind == "mixed":
-        return mixed(int(arg), steps)
+        return mixed_workload(int(arg), steps)
     if kind == "fig7":
         return fig7_workload(5.0, n_hosts=100, duration_s=int(1_800 * scale), seed=1)
     if kind == "fig8":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from test_query_errors import check_parse_error
 
 from tsmon.query import QuerySyntaxError, parse_queries
 
@@ -85,17 +86,7 @@ SEMANTIC_ERRORS = [
 
 @pytest.mark.parametrize(("text", "line", "column", "expected", "found"), PARSE_ERRORS)
 def test_parse_errors(text: str, line: int, column: int, expected: list[str], found: str) -> None:
-    with pytest.raises(QuerySyntaxError) as info:
-        parse_queries(text)
-    err = info.value
-    assert (err.line, err.column) == (line, column), str(err)
-    for token in expected:
-        assert token in err.expected, (token, err.expected)
-    message = str(err)
-    assert message.startswith(f"line {line}:{column}: expected "), message
-    assert found in message
-    assert message.splitlines()[-2] == f"  {text.splitlines()[line - 1]}"
-    assert message.splitlines()[-1] == "  " + " " * (column - 1) + "^"
+    check_parse_error(text, line, column, expected, found)
 
 
 @pytest.mark.parametrize(("text", "line", "column", "detail"), SEMANTIC_ERRORS)

@@ -87,6 +87,11 @@ TOO_LARGE = [
 
 @pytest.mark.parametrize(("text", "line", "column", "expected", "found"), PARSE_ERRORS)
 def test_parse_errors(text: str, line: int, column: int, expected: list[str], found: str) -> None:
+    check_parse_error(text, line, column, expected, found)
+
+
+def check_parse_error(text: str, line: int, column: int, expected: list[str], found: str) -> None:
+    """Parsing ``text`` fails at ``line:column`` expecting ``expected``, showing a caret."""
     with pytest.raises(QuerySyntaxError) as info:
         parse_queries(text)
     err = info.value

@@ -120,3 +120,19 @@ def fig4_workload(
     w = random_walks(n, steps, seed=seed, step_range=step_range, gaussian=gaussian)
     rng = np.random.default_rng([seed if query_seed is None else query_seed, 4])
     return w.with_queries(random_avg_queries(w.objects, n_queries, sizes, delta_max, rng))
+
+
+def mixed_workload(seed: int, steps: int) -> Workload:
+    """20 walks under overlapping AVG, weighted SUM (negative weights), MIN, MAX and a
+    single-object AVG: every kind of query and constraint at once (App. A, B)."""
+    w = random_walks(20, steps, seed=seed)
+    o = w.objects
+    return w.with_queries([
+        Query.avg("avg_a", o[:8], 2.0),
+        Query.avg("avg_b", o[4:14], 3.0),
+        Query.sum("wsum", {o[1]: 2.0, o[5]: -1.5, o[9]: 0.5, o[15]: -3.0}, 6.0),
+        Query.min("min", o[10:16], 2.5),
+        Query.max("max", [o[0], o[12], o[18]], 1.5),
+        Query.avg("single", [o[19]], 0.8),
+        Query.sum("sum_all", {x: (-1.0) ** i for i, x in enumerate(o)}, 25.0),
+    ])  # fmt: skip
