@@ -1,0 +1,292 @@
+"""Job files: what ``tsmon run job.toml`` runs, read and checked before Spark starts.
+
+A job names its input (a directory of CSV/JSON/Parquet files, a socket of JSON lines, the
+built-in generator, or a recorded file replayed at a speed-up), how input columns map to
+``(series, source, ts, value)``, the queries (inline or a query file), the adaptive-filter
+settings, the sinks, the checkpoint directory, the trigger interval, the Spark master and extra
+Spark configuration. Every mistake is reported with the key it concerns and what was expected,
+before any Spark work starts::
+
+    queries = '''
+    QUERY path AS SUM(r1.queue, r7.queue) WITHIN 5
+    '''                            # or query_file = "routers.tsq"; top-level keys come first
+
+    [job]
+    name = "routers"
+    checkpoint = "/var/tsmon/routers"
+    trigger = "2s"                 # micro-batch interval
+    master = "local[2]"            # or spark://host:7077
+
+    [job.spark_conf]
+    "spark.sql.shuffle.partitions" = "4"
+
+    [input]
+    kind = "files"                 # files | socket | generator | replay
+    path = "incoming/"
+    format = "csv"                 # csv | json | parquet
+    columns = { series = "metric", source = "router", ts = "time", value = "v" }
+
+    [sources]                      # series glob -> source, when rows carry no source column
+    "r7.*" = "r7"
+
+    [filters]
+    period = "10s"
+    shrink = 0.05
+    growth = "capped"
+
+    [[sinks]]
+    kind = "parquet"
+    path = "out/"
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tsmon.core.units import UnitError, parse_duration_ms
+from tsmon.query import QuerySyntaxError, parse_queries
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+INPUT_KINDS = ("files", "socket", "generator", "replay")
+FORMATS = ("csv", "json", "parquet")
+SINK_KINDS = ("console", "parquet", "callback")
+GROWTH = ("paper", "capped")
+COLUMNS = ("series", "source", "ts", "value")
+
+
+class JobError(ValueError):
+    """A job file that cannot run: names the file, the key and what was expected."""
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """Where points come from, and which input column holds each of series/source/ts/value."""
+
+    kind: str
+    path: Path | None = None
+    format: str = "csv"
+    host: str = "localhost"
+    port: int | None = None
+    speedup: float = 1.0
+    columns: Mapping[str, str] = field(default_factory=lambda: {c: c for c in COLUMNS})
+
+
+@dataclass(frozen=True)
+class FilterSpec:
+    """Adaptive-filter settings: period ``T`` (ms), shrink ``S`` and growth allocation."""
+
+    period_ms: int = 10_000
+    shrink: float = 0.05
+    growth: str = "capped"
+
+
+@dataclass(frozen=True)
+class SinkSpec:
+    """One output: ``console``, ``parquet`` (needs ``path``) or a user ``callback``."""
+
+    kind: str
+    path: Path | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """A checked job file."""
+
+    name: str
+    checkpoint: Path
+    trigger_ms: int
+    master: str
+    spark_conf: Mapping[str, str]
+    input: InputSpec
+    sources: Mapping[str, str]
+    filters: FilterSpec
+    queries: str
+    sinks: tuple[SinkSpec, ...]
+
+
+def load_job(path: str | Path) -> Job:
+    """Read and check a job file; relative paths in it are relative to the file.
+
+    Raises :class:`JobError` naming the key and what was expected.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> p = os.path.join(d, "job.toml")
+    >>> _ = open(p, "w").write('queries = "QUERY s AS SUM(a, b) WITHIN 1"\\n[job]\\n'
+    ...                        'checkpoint = "ck"\\n[input]\\nkind = "generator"\\n')
+    >>> job = load_job(p)
+    >>> job.input.kind, job.trigger_ms, job.checkpoint.name, job.filters.growth
+    ('generator', 1000, 'ck', 'capped')
+    """
+    file = Path(path)
+    try:
+        raw = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise JobError(f"{file}: no such job file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise JobError(f"{file}: not valid TOML: {e}") from None
+    return parse_job(raw, file.parent, str(file))
+
+
+def parse_job(raw: Mapping[str, Any], base: Path, where: str = "job") -> Job:
+    """Check a parsed job table (see :func:`load_job`)."""
+    known = {"job", "input", "sources", "filters", "queries", "query_file", "sinks"}
+    _no_unknown(raw, known, where, "top level")
+    job = _table(raw, "job", where)
+    _no_unknown(job, {"name", "checkpoint", "trigger", "master", "spark_conf"}, where, "[job]")
+    if "checkpoint" not in job:
+        raise JobError(f'{where}: [job] needs checkpoint = "<dir>" (state and control files)')
+    conf = _table(job, "spark_conf", where, "[job.spark_conf]")
+    return Job(
+        name=_str(job, "name", where, "[job]", default="tsmon"),
+        checkpoint=base / _str(job, "checkpoint", where, "[job]"),
+        trigger_ms=_duration(job, "trigger", where, "[job]", default="1s"),
+        master=_str(job, "master", where, "[job]", default="local[2]"),
+        spark_conf={str(k): str(v) for k, v in conf.items()},
+        input=_input(_table(raw, "input", where, required=True), base, where),
+        sources={str(k): str(v) for k, v in _table(raw, "sources", where).items()},
+        filters=_filters(_table(raw, "filters", where), where),
+        queries=_queries(raw, base, where),
+        sinks=tuple(_sink(s, base, where) for s in _sinks(raw, where)),
+    )
+
+
+def _input(t: Mapping[str, Any], base: Path, where: str) -> InputSpec:
+    keys = {"kind", "path", "format", "host", "port", "speedup", "columns"}
+    _no_unknown(t, keys, where, "[input]")
+    kind = _choice(t, "kind", INPUT_KINDS, where, "[input]")
+    columns = dict(_table(t, "columns", where, "[input.columns]"))
+    _no_unknown(columns, set(COLUMNS), where, "[input.columns]")
+    mapping = {c: str(columns.get(c, c)) for c in COLUMNS}
+    path = t.get("path")
+    if kind in ("files", "replay") and path is None:
+        raise JobError(f'{where}: [input] kind = "{kind}" needs path = "<file or dir>"')
+    port = t.get("port")
+    if kind == "socket" and not (isinstance(port, int) and 0 < port < 65536):
+        raise JobError(f'{where}: [input] kind = "socket" needs port = <1..65535>, got {port!r}')
+    speedup = t.get("speedup", 1.0)
+    if not (isinstance(speedup, int | float) and math.isfinite(speedup) and speedup > 0):
+        raise JobError(f"{where}: [input] speedup must be a number > 0, got {speedup!r}")
+    return InputSpec(
+        kind=kind,
+        path=None if path is None else base / str(path),
+        format=_choice(t, "format", FORMATS, where, "[input]", default="csv"),
+        host=_str(t, "host", where, "[input]", default="localhost"),
+        port=port,
+        speedup=float(speedup),
+        columns=mapping,
+    )
+
+
+def _filters(t: Mapping[str, Any], where: str) -> FilterSpec:
+    _no_unknown(t, {"period", "shrink", "growth"}, where, "[filters]")
+    shrink = t.get("shrink", 0.05)
+    if not (isinstance(shrink, int | float) and 0 <= shrink < 1):
+        raise JobError(f"{where}: [filters] shrink must be in [0, 1), got {shrink!r}; e.g. 0.05")
+    return FilterSpec(
+        period_ms=_duration(t, "period", where, "[filters]", default="10s"),
+        shrink=float(shrink),
+        growth=_choice(t, "growth", GROWTH, where, "[filters]", default="capped"),
+    )
+
+
+def _queries(raw: Mapping[str, Any], base: Path, where: str) -> str:
+    if "queries" in raw and "query_file" in raw:
+        raise JobError(f"{where}: give either queries = '''...''' or query_file, not both")
+    if "query_file" in raw:
+        file = base / str(raw["query_file"])
+        if not file.is_file():
+            raise JobError(f"{where}: query_file {str(file)!r} does not exist")
+        return _checked(file.read_text(encoding="utf-8"), str(file))
+    text = raw.get("queries", "")
+    if not isinstance(text, str):
+        raise JobError(f"{where}: queries must be a string of query statements")
+    return _checked(text, where)
+
+
+def _checked(text: str, where: str) -> str:
+    """``text`` if it parses as queries (before Spark starts), else a :class:`JobError`."""
+    try:
+        parse_queries(text)
+    except QuerySyntaxError as e:
+        raise JobError(f"{where}: queries: {e}") from None
+    return text
+
+
+def _sinks(raw: Mapping[str, Any], where: str) -> list[Mapping[str, Any]]:
+    sinks = raw.get("sinks", [{"kind": "console"}])
+    if not isinstance(sinks, list) or not all(isinstance(s, dict) for s in sinks):
+        raise JobError(f'{where}: sinks must be [[sinks]] tables, e.g. [[sinks]] kind = "console"')
+    return sinks
+
+
+def _sink(t: Mapping[str, Any], base: Path, where: str) -> SinkSpec:
+    _no_unknown(t, {"kind", "path"}, where, "[[sinks]]")
+    kind = _choice(t, "kind", SINK_KINDS, where, "[[sinks]]")
+    if kind == "parquet" and "path" not in t:
+        raise JobError(f'{where}: a parquet sink needs path = "<dir>"')
+    return SinkSpec(kind, base / str(t["path"]) if "path" in t else None)
+
+
+def _table(
+    t: Mapping[str, Any], key: str, where: str, name: str | None = None, required: bool = False
+) -> Mapping[str, Any]:
+    if key not in t:
+        if required:
+            raise JobError(f"{where}: missing [{key}] table")
+        return {}
+    value = t[key]
+    if not isinstance(value, dict):
+        raise JobError(f"{where}: {name or f'[{key}]'} must be a table, got {value!r}")
+    return value
+
+
+def _no_unknown(t: Mapping[str, Any], keys: set[str], where: str, name: str) -> None:
+    unknown = sorted(set(t) - keys)
+    if unknown:
+        hint = ""
+        if unknown[0] in ("queries", "query_file", "sources", "filters", "sinks"):
+            hint = " (in TOML a key after [table] belongs to it: put top-level keys first)"
+        raise JobError(
+            f"{where}: unknown key {unknown[0]!r} in {name}; expected one of {sorted(keys)}{hint}"
+        )
+
+
+def _str(t: Mapping[str, Any], key: str, where: str, name: str, default: str | None = None) -> str:
+    value = t.get(key, default)
+    if not isinstance(value, str) or not value:
+        raise JobError(f"{where}: {name} {key} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _choice(
+    t: Mapping[str, Any],
+    key: str,
+    choices: tuple[str, ...],
+    where: str,
+    name: str,
+    default: str | None = None,
+) -> str:
+    value = t.get(key, default)
+    if value not in choices:
+        raise JobError(f"{where}: {name} {key} must be one of {list(choices)}, got {value!r}")
+    return str(value)
+
+
+def _duration(t: Mapping[str, Any], key: str, where: str, name: str, default: str) -> int:
+    value = t.get(key, default)
+    try:
+        return parse_duration_ms(str(value))
+    except UnitError as e:
+        raise JobError(f"{where}: {name} {key}: {e}") from None
