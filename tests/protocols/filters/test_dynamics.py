@@ -136,8 +136,8 @@ class DelayedFilters(RuleBasedStateMachine):
             tol = 1e-9 * (1 + max(abs(v) for v in exact_values.values() if not math.isnan(v)))
             assert answer.lo - tol <= exact <= answer.hi + tol, (query, answer, exact)
             pending = any(coord.cache.index[o] in coord.cache.pending for o in query.objects)
-            if name in self.relaxing and answer.width <= query.delta * (1 + 1e-9):
-                self.relaxing.discard(name)
+            if name in self.relaxing and query.holds(coord.widths()):
+                self.relaxing.discard(name)  # the period shrinks have narrowed it (§3.4)
             if not pending and name not in self.relaxing:
                 assert answer.width <= query.delta * (1 + 1e-9), (query, answer)
 

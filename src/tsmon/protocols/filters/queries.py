@@ -125,6 +125,23 @@ class Query:
         # App. A: a MIN/MAX query is one single-object query per object, each W_i ≤ δ_j
         return [({obj: 1.0}, self.delta) for obj in absk]
 
+    def holds(self, widths: Mapping[str, float], rtol: float = 1e-9) -> bool:
+        """Whether bound widths meet every width constraint of this query (App. A, B).
+
+        Not the same as a narrow answer: a MIN/MAX answer can be narrower than δ while some
+        bound is still wider (the bound could become the minimum with the next update).
+
+        Examples
+        --------
+        >>> q = Query.min("low", ["a", "b"], delta=1.0)
+        >>> q.holds({"a": 1.0, "b": 0.5}), q.holds({"a": 1.5, "b": 0.5})
+        (True, False)
+        """
+        return all(
+            sum(k * widths[o] for o, k in absk.items()) <= budget * (1 + rtol)
+            for absk, budget in self.constraints()
+        )
+
     def answer(
         self, centres: Mapping[str, float], widths: Mapping[str, float]
     ) -> tuple[float, float]:

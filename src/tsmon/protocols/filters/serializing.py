@@ -9,7 +9,6 @@ timestamp, so a late update never overwrites a newer one.
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 
 from tsmon.protocols.filters.messages import StreamedUpdate
@@ -37,7 +36,7 @@ class SerializingQueue:
             )
         self.latency_ms = int(latency_ms)
         self._heap: list[tuple[int, int, int, StreamedUpdate]] = []
-        self._order = itertools.count()
+        self._arrivals = 0  # a plain int: itertools.count does not pickle from Python 3.14
         self.late = 0
         self.released = 0
 
@@ -49,7 +48,8 @@ class SerializingQueue:
         if arrival_ms - update.ts_ms > self.latency_ms:
             self.late += 1  # §4: a message slower than λ; precision may be violated briefly
         # §4: timestamp order; the source's seq orders its updates with the same timestamp
-        heapq.heappush(self._heap, (update.ts_ms, update.seq, next(self._order), update))
+        self._arrivals += 1
+        heapq.heappush(self._heap, (update.ts_ms, update.seq, self._arrivals, update))
 
     def next_ts(self) -> int | None:
         """Timestamp of the oldest queued update."""

@@ -1,0 +1,582 @@
+"""The batch-synchronous runtime of the adaptive filters: the steps Spark hosts, run in-process.
+
+In Spark every micro-batch ``N`` runs two steps (ARCHITECTURE, "The Spark runtime"):
+
+1. each source node (one per ``source`` key, in ``transformWithState``) applies the control
+   rows the coordinator wrote in batch ``N−1``, then its data points of batch ``N`` in
+   ``(ts, seq)`` order, and emits message rows plus one heartbeat;
+2. the driver (``foreachBatch``) runs the coordinator once on all of batch ``N``'s message rows,
+   a pure step ``state_N = f(state_{N−1}, rows_N)``, and writes the control rows of batch ``N+1``.
+
+:class:`SourceNode` and :class:`CoordinatorNode` are those two steps, as plain picklable
+objects that take and return rows of plain dicts (messages through
+:mod:`~tsmon.protocols.filters.codec`); :class:`BatchedRuntime` wires them in one process as the
+reference the Spark host must agree with. The protocol is Olston, Jiang & Widom (SIGMOD 2003);
+the one-batch delay of every message is latency in the sense of its §4, handled as follows.
+
+Time (the choice, since the paper assumes a coordinator clock): the coordinator's time after
+batch ``N`` is ``min over known sources of now_ms, minus 1 ms``, never going back. A source's
+``now_ms`` is the newest timestamp it has processed; it has then sent every update stamped
+before ``now_ms`` (it ran every period boundary up to ``now_ms`` for all its filters), but a
+later batch may still hold points stamped exactly ``now_ms`` (a batch can end between two
+points of one instant), hence the ``−1``. The updates of the batch go into the coordinator's
+serializing queue (§4, latency ``λ = 0``), which releases them in timestamp order up to that
+time, interleaved with the period boundaries; so answers are exact *as of* the coordinator's
+time, and the coordinator never shrinks past a boundary a source has not reached. Width
+messages are stamped with that time (or a boundary before it), which every source has passed:
+a source applies them late, replaying the period shrinks since their stamp (§3.1), so both
+sides hold the same width to the bit. Meanwhile a grown bound is narrower at the source than
+the coordinator assumes, and a shrink is assumed only once the source confirms it (§3.4, §4):
+the coordinator's view is never narrower than the source's.
+
+Query changes (§3.4) between batches happen at the coordinator's time at once (before any
+source reported a time, at the first step's time); their width messages go out with the next
+step's control, so sources apply them a batch later. Control rows are ordered by the width
+messages' sequence numbers; a node's output rows carry its updates' ``(ts_ms, seq)``, so the
+coordinator's step does not depend on the order rows arrive in.
+
+Limits: a source that stops sending data holds the coordinator's time back (it may still owe
+the updates of its next period boundaries); a host with an event-time watermark can move an
+idle node with :meth:`SourceNode.advance`. A point older than its node's time (late across
+batches) is applied at the node's time, or ignored and counted if older than its series'
+newest point, as the in-process host does (:mod:`tsmon.engine.bounded`).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import numbers
+import pickle
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tsmon.protocols.filters.codec import from_dict, to_dict
+from tsmon.protocols.filters.coordinator import Answer, Coordinator
+from tsmon.protocols.filters.messages import (
+    Growth,
+    MessageCounts,
+    Shrink,
+    StreamedUpdate,
+    WidthMessage,
+)
+from tsmon.protocols.filters.queries import Query
+from tsmon.protocols.filters.source import SourceFilter
+
+__all__ = ["BatchCounts", "BatchedRuntime", "CoordinatorNode", "SourceNode"]
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Point:
+    series: str
+    ts: int
+    value: float
+    seq: int
+
+
+def _is_int(x: object) -> bool:
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def _parse_data(rows: Sequence[Mapping[str, Any]], source: str) -> list[_Point]:
+    """Validate data rows (nothing changes if one is bad); returns them in ``(ts, seq)`` order."""
+    points = []
+    for n, row in enumerate(rows):
+        where = f"source {source!r}, data row {n}"
+        if not isinstance(row, Mapping) or not {"series", "ts", "value", "seq"} <= set(row):
+            raise ValueError(f"{where}: expected a dict with series, ts, value, seq; got {row!r}")
+        series, ts, value, seq = row["series"], row["ts"], row["value"], row["seq"]
+        if not isinstance(series, str):
+            raise ValueError(f"{where}: series must be a str, got {series!r}")
+        if not (_is_int(ts) and _is_int(seq)):
+            raise ValueError(f"{where}: ts and seq must be ints (ms, order), got {ts!r}, {seq!r}")
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ValueError(f"{where}: value of {series!r} must be a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ValueError(
+                f"{where}: value of {series!r} must be finite, got {value} at {ts} ms; "
+                "reject it before the source node (dead letters)"
+            )
+        points.append(_Point(series, int(ts), float(value), int(seq)))
+    return sorted(points, key=lambda p: (p.ts, p.seq))
+
+
+def _parse_control(rows: Sequence[Mapping[str, Any]], source: str) -> list[tuple[int, Any]]:
+    """Validate control rows; returns ``(seq, width message)`` pairs in ``seq`` order."""
+    out = []
+    for n, row in enumerate(rows):
+        where = f"source {source!r}, control row {n}"
+        if not isinstance(row, Mapping) or not _is_int(row.get("seq")) or "payload" not in row:
+            raise ValueError(f"{where}: expected {{'seq': int, 'payload': dict}}, got {row!r}")
+        try:
+            message = from_dict(row["payload"])
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        if not isinstance(message, Growth | Shrink):
+            raise ValueError(f"{where}: control carries growth or shrink messages, got {message}")
+        out.append((int(row["seq"]), message.seq, message))
+    return [(s, m) for s, _, m in sorted(out, key=lambda x: x[:2])]
+
+
+class SourceNode:
+    """One source node: a :class:`SourceFilter` per series it has seen, stepped once per batch.
+
+    A filter is created at a series' first point or first width message; until a width message
+    puts the series in a query its ``W = inf`` and it never sends (§3.4). The node's time
+    ``now_ms`` is the newest timestamp it processed; control rows are applied at it (a message
+    stamped later would be held by the filter until due), then the batch's points, then every
+    filter is moved to ``now_ms`` so that all updates stamped before it are out.
+
+    Examples
+    --------
+    >>> node = SourceNode("n1", period_ms=1_000, shrink=0.1)
+    >>> shrink = {"type": "shrink", "object_id": "a", "width": 2.0, "ts_ms": 0, "seq": 1,
+    ...           "adaptive": True}
+    >>> out = node.step([{"seq": 1, "payload": shrink}],
+    ...                 [{"series": "a", "ts": 5, "value": 1.0, "seq": 0},
+    ...                  {"series": "a", "ts": 7, "value": 1.5, "seq": 1}])
+    >>> [row["kind"] for row in out], out[-1]["payload"]
+    (['msg', 'heartbeat'], {'now_ms': 7, 'points': 2, 'stale': 0, 'series': ['a']})
+    """
+
+    def __init__(self, source: str, period_ms: int, shrink: float) -> None:
+        if not isinstance(source, str):
+            raise TypeError(f"source must be a str, got {source!r}")
+        SourceFilter(source, period_ms, shrink)  # refuses a bad T or S with the reason
+        self.source = source
+        self.period_ms = int(period_ms)
+        self.shrink = float(shrink)
+        self.filters: dict[str, SourceFilter] = {}
+        self.newest_ts: dict[str, int] = {}  # series -> timestamp of its newest point
+        self.now_ms: int | None = None
+        self.held: list[tuple[int, WidthMessage]] = []  # control that came before any point
+        self.points = 0  # points applied, all steps
+        self.stale = 0  # points older than their series' newest: ignored, counted
+        self.clamped = 0  # points older than the node's time: applied at the node's time
+
+    def step(
+        self, control: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, Any]]
+    ) -> list[Row]:
+        """Apply ``control`` rows (``{"seq", "payload"}``), then ``data`` rows (``{"series",
+        "ts", "value", "seq"}``); return ``{"kind": "msg", "payload": ...}`` rows, one per
+        streamed update, then one ``{"kind": "heartbeat", "payload": {"now_ms", "points",
+        "stale", "series"}}`` row (``series``: those whose first point came in this step).
+
+        All rows are validated first: a bad one raises ``ValueError`` and changes nothing.
+        """
+        messages = _parse_control(control, self.source)
+        points = _parse_data(data, self.source)
+        return self._run(messages, points, None)
+
+    def advance(self, now_ms: int) -> list[Row]:
+        """Move the node's time to ``now_ms`` without data (an event-time watermark: the host
+        promises no point stamped before it); returns rows as :meth:`step` does."""
+        if not _is_int(now_ms):
+            raise ValueError(f"now_ms must be an int (ms), got {now_ms!r}")
+        if self.now_ms is not None and now_ms < self.now_ms:
+            raise ValueError(
+                f"time of source {self.source!r} must not go back: "
+                f"at {self.now_ms} ms, got {now_ms} ms"
+            )
+        return self._run([], [], int(now_ms))
+
+    def _filter(self, series: str) -> SourceFilter:
+        if series not in self.filters:
+            self.filters[series] = SourceFilter(series, self.period_ms, self.shrink)
+        return self.filters[series]
+
+    def _run(
+        self, messages: list[tuple[int, WidthMessage]], points: list[_Point], until_ms: int | None
+    ) -> list[Row]:
+        if self.now_ms is None:
+            start = points[0].ts if points else until_ms
+            if start is None:  # no time yet to apply control at: hold it for the first point
+                self.held = sorted(self.held + messages, key=lambda x: (x[0], x[1].seq))
+                return [self._heartbeat(0, 0, [])]
+            self.now_ms = start
+        out: list[StreamedUpdate] = []
+        for _, message in sorted(self.held + messages, key=lambda x: (x[0], x[1].seq)):
+            out += self._filter(message.object_id).apply(message, self.now_ms)
+        self.held = []
+        applied = stale = 0
+        new: list[str] = []
+        for p in points:
+            newest = self.newest_ts.get(p.series)
+            if newest is None:
+                new.append(p.series)
+            elif p.ts < newest:
+                stale += 1  # older than the series' current value: changes nothing
+                continue
+            if p.ts < self.now_ms:
+                self.clamped += 1  # late across batches: the value holds from the node's time
+            self.now_ms = max(self.now_ms, p.ts)
+            self.newest_ts[p.series] = p.ts
+            out += self._filter(p.series).observe(self.now_ms, p.value)
+            applied += 1
+        if until_ms is not None:
+            self.now_ms = max(self.now_ms, until_ms)
+        for f in self.filters.values():  # every boundary up to now_ms, for every series (§3.1)
+            out += f.advance(self.now_ms)
+        self.points += applied
+        self.stale += stale
+        rows: list[Row] = [{"kind": "msg", "payload": to_dict(u)} for u in out]
+        return [*rows, self._heartbeat(applied, stale, sorted(set(new)))]
+
+    def _heartbeat(self, points: int, stale: int, series: list[str]) -> Row:
+        payload = {"now_ms": self.now_ms, "points": points, "stale": stale, "series": series}
+        return {"kind": "heartbeat", "payload": payload}
+
+
+@dataclass
+class BatchCounts:
+    """What crossed between the nodes and the coordinator, each row counted once.
+
+    ``messages`` counts streamed updates received and growth/shrink messages sent;
+    ``rows_in`` every row the coordinator read (messages and ``heartbeats``); ``control_rows``
+    every row it wrote; ``batches`` the batches applied (a replayed batch is not counted again).
+    """
+
+    messages: MessageCounts = field(default_factory=MessageCounts)
+    rows_in: int = 0
+    heartbeats: int = 0
+    control_rows: int = 0
+    batches: int = 0
+
+
+class CoordinatorNode:
+    """The coordinator as a pure step per batch: rows of batch ``N`` in, control for ``N+1`` out.
+
+    Wraps a :class:`Coordinator` with latency ``λ = 0``; its time is explained in the module
+    docstring. Width messages go to the source of their object, learned from the rows (a
+    streamed update, or a heartbeat's ``series``), else declared by ``source_of`` here or in
+    :meth:`add_query`. Query changes before the coordinator has a time (no source reported
+    yet) wait for the first :meth:`step` and happen at its time.
+
+    A batch id is applied once: stepping the last batch id again returns the same control and
+    changes nothing; an older id raises. :meth:`snapshot` after each step and :meth:`restore`
+    before a replay make a replayed batch give identical control (ARCHITECTURE: the driver
+    snapshots ``state_N`` before writing ``ctrl-<N>.json``).
+    """
+
+    def __init__(
+        self,
+        period_ms: int,
+        shrink: float,
+        seed: int,
+        growth: str = "paper",
+        source_of: Mapping[str, str] | None = None,
+    ) -> None:
+        self.coordinator = Coordinator(
+            period_ms, shrink, np.random.default_rng(seed), latency_ms=0, growth=growth
+        )
+        self.declared: dict[str, str] = dict(source_of or {})  # series -> source, as told
+        self.learned: dict[str, str] = {}  # series -> source, as seen in rows: authoritative
+        self.source_now: dict[str, int] = {}  # source -> newest now_ms it reported
+        self.outbox: list[WidthMessage] = []  # from query changes, out with the next step
+        self.deferred: list[tuple[Any, ...]] = []  # query changes waiting for a time
+        self.last_batch_id: int | None = None
+        self.last_control: dict[str, list[Row]] = {}
+        self.counts = BatchCounts()
+
+    # ----------------------------------------------------------------- queries
+
+    @property
+    def started(self) -> bool:
+        """Whether the coordinator has a time (some source reported one)."""
+        return self.coordinator.settled_ms is not None
+
+    def source_of(self, series: str) -> str | None:
+        """Where ``series``'s points come from, if known."""
+        return self.learned.get(series, self.declared.get(series))
+
+    def _planned(self) -> dict[str, Query]:
+        """The queries once every deferred change is made."""
+        queries = dict(self.coordinator.queries)
+        for op in self.deferred:
+            if op[0] == "add":
+                queries[op[1].name] = op[1]
+            elif op[0] == "alter":
+                queries[op[1]] = queries[op[1]].with_delta(op[2])
+            else:
+                del queries[op[1]]
+        return queries
+
+    def _known(self, name: str) -> Query:
+        planned = self._planned()
+        if name not in planned:
+            raise KeyError(f"no query {name!r}; registered: {sorted(planned)!r}")
+        return planned[name]
+
+    def add_query(self, query: Query, source_of: Mapping[str, str] | None = None) -> None:
+        """Register ``query``; its width messages go out with the next :meth:`step`.
+
+        ``source_of`` names the source of series not seen in any row yet.
+        """
+        given = dict(source_of or {})
+        unknown = [o for o in query.objects if o not in given and self.source_of(o) is None]
+        if unknown:
+            raise KeyError(
+                f"query {query.name!r}: no source known for series {unknown[:10]!r}; "
+                "pass source_of={series: source}"
+            )
+        wrong = [
+            o for o in query.objects if o in given and given[o] != self.learned.get(o, given[o])
+        ]
+        if wrong:
+            raise ValueError(
+                f"query {query.name!r}: series {wrong[0]!r} comes from source "
+                f"{self.learned[wrong[0]]!r}, not {given[wrong[0]]!r}; fix source_of"
+            )
+        if query.name in self._planned():
+            raise ValueError(f"query {query.name!r} exists; remove it first or alter its δ")
+        if self.started:
+            self.outbox += self.coordinator.add_query(query)
+        else:
+            self.deferred.append(("add", query))
+        self.declared.update({o: given[o] for o in query.objects if o in given})
+
+    def alter_query(self, name: str, delta: float, *, immediately: bool = False) -> None:
+        """Change the precision constraint of ``name`` to ``delta`` (§3.4), at the next step."""
+        self._known(name).with_delta(delta)  # refuses a bad δ now
+        if self.started:
+            self.outbox += self.coordinator.alter_query(name, delta, immediately=immediately)
+        else:
+            self.deferred.append(("alter", name, delta, immediately))
+
+    def remove_query(self, name: str) -> None:
+        """Unregister query ``name``; objects left in no query stop sending (``W = inf``)."""
+        self._known(name)
+        if self.started:
+            self.outbox += self.coordinator.remove_query(name)
+        else:
+            self.deferred.append(("remove", name))
+
+    def _run_deferred(self) -> list[WidthMessage]:
+        out: list[WidthMessage] = []
+        for op in self.deferred:
+            if op[0] == "add":
+                out += self.coordinator.add_query(op[1])
+            elif op[0] == "alter":
+                out += self.coordinator.alter_query(op[1], op[2], immediately=op[3])
+            else:
+                out += self.coordinator.remove_query(op[1])
+        self.deferred = []
+        return out
+
+    # ----------------------------------------------------------------- the step
+
+    def step(self, batch_id: int, outputs: Sequence[Mapping[str, Any]]) -> dict[str, list[Row]]:
+        """Apply batch ``batch_id``'s node rows (each with its ``"source"``); return the control
+        rows ``{"seq", "payload"}`` of the next batch, per source (sources with none left out).
+
+        The result does not depend on the order of ``outputs``. A bad row raises
+        ``ValueError`` before anything changes.
+        """
+        if not _is_int(batch_id):
+            raise ValueError(f"batch_id must be an int, got {batch_id!r}")
+        if self.last_batch_id is not None and batch_id <= self.last_batch_id:
+            if batch_id == self.last_batch_id:
+                return copy.deepcopy(self.last_control)  # a replay: applied already
+            raise ValueError(
+                f"batch {batch_id} is older than the last applied batch {self.last_batch_id}; "
+                f"restore the snapshot taken after batch {batch_id - 1} to replay it"
+            )
+        updates, now_of, seen = self._parse(outputs)
+        for source, now in now_of.items():
+            if now is not None:
+                self.source_now[source] = max(now, self.source_now.get(source, now))
+        self.learned.update(seen)
+        coord = self.coordinator
+        fresh = [u.object_id for u in updates if u.object_id not in coord.cache.index]
+        if fresh:
+            coord.set_objects(dict.fromkeys(fresh))
+        for u in updates:
+            # late only if stamped before the coordinator's time (a source that joined late)
+            arrival = u.ts_ms if coord.now_ms is None else max(u.ts_ms, coord.now_ms)
+            coord.receive(u, arrival_ms=arrival)
+            self.counts.messages.add(u)
+        out, self.outbox = self.outbox, []
+        if self.source_now:
+            horizon = min(self.source_now.values()) - 1  # see the module docstring
+            if coord.settled_ms is not None:
+                horizon = max(horizon, coord.settled_ms)
+            out += coord.advance(horizon)
+            out += self._run_deferred()
+        control: dict[str, list[Row]] = {}
+        for m in sorted(out, key=lambda m: m.seq):
+            source = self.source_of(m.object_id)
+            assert source is not None, m  # add_query refused objects without a source
+            control.setdefault(source, []).append({"seq": m.seq, "payload": to_dict(m)})
+            self.counts.messages.add(m)
+            self.counts.control_rows += 1
+        control = dict(sorted(control.items()))
+        self.counts.rows_in += len(outputs)
+        self.counts.heartbeats += sum(1 for row in outputs if row["kind"] == "heartbeat")
+        self.counts.batches += 1
+        self.last_batch_id, self.last_control = int(batch_id), control
+        return copy.deepcopy(control)
+
+    def _parse(
+        self, outputs: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[StreamedUpdate], dict[str, int | None], dict[str, str]]:
+        """Validate every row; returns updates in canonical order, each source's newest
+        ``now_ms``, and series → source as the rows show it."""
+        updates: list[StreamedUpdate] = []
+        now_of: dict[str, int | None] = {}
+        seen: dict[str, str] = {}
+
+        def locate(series: str, source: str, where: str) -> None:
+            known = seen.get(series, self.learned.get(series, self.declared.get(series, source)))
+            if known != source:
+                raise ValueError(
+                    f"{where}: series {series!r} comes from source {source!r} but is known at "
+                    f"{known!r}; a series must have one source (fix source_of or the data)"
+                )
+            seen[series] = source
+
+        for n, row in enumerate(outputs):
+            where = f"output row {n}"
+            if not isinstance(row, Mapping) or not {"source", "kind", "payload"} <= set(row):
+                raise ValueError(f"{where}: expected source, kind and payload, got {row!r}")
+            source, kind, payload = row["source"], row["kind"], row["payload"]
+            if not isinstance(source, str):
+                raise ValueError(f"{where}: source must be a str, got {source!r}")
+            if kind == "msg":
+                try:
+                    update = from_dict(payload)
+                except ValueError as exc:
+                    raise ValueError(f"{where}: {exc}") from None
+                if not isinstance(update, StreamedUpdate):
+                    raise ValueError(f"{where}: sources send streamed updates, got {update}")
+                locate(update.object_id, source, where)
+                updates.append(update)
+            elif kind == "heartbeat":
+                now = payload.get("now_ms") if isinstance(payload, Mapping) else None
+                series = payload.get("series", []) if isinstance(payload, Mapping) else None
+                if not (now is None or _is_int(now)) or not isinstance(series, list):
+                    raise ValueError(f"{where}: bad heartbeat payload {payload!r}")
+                for s in series:
+                    locate(s, source, where)
+                old = now_of.get(source)
+                if old is None or (now is not None and now > old):
+                    now_of[source] = now
+            else:
+                raise ValueError(f"{where}: kind must be 'msg' or 'heartbeat', got {kind!r}")
+        updates.sort(key=lambda u: (u.ts_ms, u.object_id, u.seq))
+        return updates, dict(sorted(now_of.items())), dict(sorted(seen.items()))
+
+    # ----------------------------------------------------------------- state and answers
+
+    def answers(self) -> dict[str, Answer]:
+        """Bounded answer of every query, as of the coordinator's time (``as_of_ms``)."""
+        return self.coordinator.answers()
+
+    def snapshot(self) -> bytes:
+        """The whole state, pickled (restore only snapshots this job wrote: it is a pickle)."""
+        return pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore(self, data: bytes) -> None:
+        """Replace this node's state by a :meth:`snapshot`."""
+        state = pickle.loads(data)
+        if not isinstance(state, CoordinatorNode):
+            raise TypeError(f"not a CoordinatorNode snapshot: {type(state).__name__}")
+        self.__dict__ = state.__dict__
+
+
+class BatchedRuntime:
+    """The in-process reference of the Spark job: source nodes and a coordinator, per batch.
+
+    Each :meth:`run_batch` groups the points by source, steps every node that has points or
+    control (control written by the previous batch), then the coordinator. ``source_of``
+    declares the source of series that queries read before their first point.
+
+    Examples
+    --------
+    >>> rt = BatchedRuntime(period_ms=1_000, shrink=0.1, seed=0, source_of={"a": "n1", "b": "n2"})
+    >>> rt.add_query(Query.avg("q", ["a", "b"], 1.0))
+    >>> _ = rt.run_batch([("n1", "a", 100, 1.0), ("n2", "b", 100, 3.0)])  # shrinks go out
+    >>> _ = rt.run_batch([("n1", "a", 110, 1.2), ("n2", "b", 110, 3.0)])  # sources reply
+    >>> rt.run_batch([("n1", "a", 120, 1.3), ("n2", "b", 120, 3.1)])["q"]  # inside the bounds
+    Answer(value=2.0, lo=1.5, hi=2.5, as_of_ms=119)
+    >>> rt.counts.messages
+    MessageCounts(streamed=2, growth=0, shrink=2, replies=2)
+    """
+
+    def __init__(
+        self,
+        period_ms: int,
+        shrink: float,
+        seed: int,
+        source_of: Mapping[str, str] | None = None,
+        growth: str = "paper",
+    ) -> None:
+        self.period_ms = int(period_ms)
+        self.shrink = float(shrink)
+        self.coordinator = CoordinatorNode(period_ms, shrink, seed, growth, source_of)
+        self.nodes: dict[str, SourceNode] = {}
+        self.control: dict[str, list[Row]] = {}  # written by the last batch, for the next
+        self.batch_id = -1
+        self.last_outputs: list[Row] = []  # the node rows of the last batch
+        self._seq = 0  # arrival order of points over all batches
+
+    def add_query(self, query: Query, source_of: Mapping[str, str] | None = None) -> None:
+        """Register ``query`` (see :meth:`CoordinatorNode.add_query`)."""
+        self.coordinator.add_query(query, source_of)
+
+    def alter_query(self, name: str, delta: float, *, immediately: bool = False) -> None:
+        """Change the precision constraint of ``name`` (§3.4)."""
+        self.coordinator.alter_query(name, delta, immediately=immediately)
+
+    def remove_query(self, name: str) -> None:
+        """Unregister query ``name``."""
+        self.coordinator.remove_query(name)
+
+    def run_batch(self, points: Sequence[tuple[str, str, int, float]]) -> dict[str, Answer]:
+        """Run one micro-batch of ``(source, series, ts, value)`` points; return the answers.
+
+        Every point is checked before any node steps: a bad one raises ``ValueError`` and the
+        batch does not happen.
+        """
+        groups: dict[str, list[Row]] = {}
+        located: dict[str, str] = {}
+        for n, point in enumerate(points):
+            if not (isinstance(point, tuple | list) and len(point) == 4):
+                raise ValueError(f"point {n}: expected (source, series, ts, value), got {point!r}")
+            source, series, ts, value = point
+            if not isinstance(source, str):
+                raise ValueError(f"point {n}: source must be a str, got {source!r}")
+            known = located.setdefault(series, self.coordinator.source_of(series) or source)
+            if known != source:
+                raise ValueError(
+                    f"point {n}: series {series!r} comes from source {source!r} but is known "
+                    f"at {known!r}; a series must have one source"
+                )
+            row = {"series": series, "ts": ts, "value": value, "seq": self._seq + n}
+            groups.setdefault(source, []).append(row)
+        for source, rows in groups.items():
+            _parse_data(rows, source)
+        self._seq += len(points)
+        self.batch_id += 1
+        outputs: list[Row] = []
+        for source in sorted(set(groups) | set(self.control)):
+            if source not in self.nodes:
+                self.nodes[source] = SourceNode(source, self.period_ms, self.shrink)
+            rows = self.nodes[source].step(self.control.get(source, []), groups.get(source, []))
+            outputs += [{**row, "source": source} for row in rows]
+        self.last_outputs = outputs
+        self.control = self.coordinator.step(self.batch_id, outputs)
+        return self.coordinator.answers()
+
+    def answers(self) -> dict[str, Answer]:
+        """Bounded answer of every query, as of the coordinator's time."""
+        return self.coordinator.answers()
+
+    @property
+    def counts(self) -> BatchCounts:
+        """Messages and rows that crossed so far."""
+        return self.coordinator.counts
