@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -449,3 +450,44 @@ def test_series_option_with_several_timestamp_value_files_is_refused(tmp_path: P
     assert run.returncode == 2, out
     assert "--series" in out and "one series" in out and "Traceback" not in out
     assert "points received" not in out
+
+
+RUN_JOB = """
+queries = '''
+QUERY s AS SUM(a.x, b.x) WITHIN 2
+'''
+[job]
+checkpoint = "ckpt"
+[input]
+kind = "files"
+path = "incoming"
+format = "csv"
+columns = { series = "metric", ts = "time", value = "v" }
+[[sinks]]
+kind = "parquet"
+path = "out"
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_run_once_processes_a_csv_job_on_spark(tmp_path: Path) -> None:
+    (tmp_path / "job.toml").write_text(RUN_JOB, encoding="utf-8")
+    (tmp_path / "incoming").mkdir()
+    rows = "".join(
+        f"{s},{t},{v}\n" for t in range(0, 4000, 500) for s, v in [("a.x", 1), ("b.x", 2)]
+    )
+    (tmp_path / "incoming" / "p0.csv").write_text("metric,time,v\n" + rows + "b.x,oops,3\n")
+    run = tsmon("run", str(tmp_path / "job.toml"), "--once", timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "1 answers, 1 dead letters" in run.stdout
+    progress = (tmp_path / "ckpt" / "progress.jsonl").read_text().splitlines()
+    assert sum(json.loads(p)["numInputRows"] for p in progress) == 16
+
+
+def test_run_refuses_a_bad_job_file_before_starting_spark(tmp_path: Path) -> None:
+    (tmp_path / "job.toml").write_text(RUN_JOB.replace('kind = "files"', 'kind = "ftp"'))
+    run = tsmon("run", str(tmp_path / "job.toml"))
+    assert run.returncode == 2
+    assert "error:" in run.stdout and "[input] kind must be one of" in run.stdout
+    assert "Traceback" not in run.stdout + run.stderr

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -45,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        console.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+        text = escape(str(message))  # a message may hold brackets ([input], [[sinks]])
+        console.print(f"[bold red]error:[/] {text}", markup=True, soft_wrap=True)
         return 2
 
 
@@ -121,6 +123,15 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("file", type=Path)
     check.set_defaults(run=_check)
 
+    run = sub.add_parser("run", help="run a job file on Spark Structured Streaming")
+    run.add_argument("job", type=Path, help="the job file (TOML), see tsmon.spark.job")
+    run.add_argument(
+        "--once",
+        action="store_true",
+        help="process the input available now (and the control it causes), then stop",
+    )
+    run.set_defaults(run=_run)
+
     replay = sub.add_parser(
         "replay",
         help="run queries over recorded series (CSV)",
@@ -161,6 +172,34 @@ def _parser() -> argparse.ArgumentParser:
     )
     replay.set_defaults(run=_replay)
     return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run a job file on Spark: until interrupted, or over the available input (``--once``).
+
+    The job file is checked completely before Spark starts (:func:`tsmon.spark.job.load_job`).
+    """
+    from tsmon.spark.job import load_job
+    from tsmon.spark.runtime import JobRunner
+
+    job = load_job(args.job)
+    console.print(f"tsmon run {job.name}: starting Spark ({job.master}) ...")
+    runner = JobRunner(job)
+    runner.start()
+    try:
+        if args.once:
+            runner.process_all_available()
+        else:
+            runner.await_termination()
+    except KeyboardInterrupt:
+        console.print("interrupted: stopping (state is in the checkpoint)")
+    finally:
+        runner.stop()
+    console.print(
+        f"done: {len(runner.answers)} answers, {runner.dead_letters} dead letters; progress in "
+        f"{job.checkpoint / 'progress.jsonl'}"
+    )
+    return 0
 
 
 def _read_text(path: Path) -> str:

@@ -77,7 +77,9 @@ class InputSpec:
     host: str = "localhost"
     port: int | None = None
     speedup: float = 1.0
-    columns: Mapping[str, str] = field(default_factory=lambda: {c: c for c in COLUMNS})
+    columns: Mapping[str, str] = field(
+        default_factory=lambda: {c: c for c in ("series", "ts", "value")}
+    )
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,9 @@ def _input(t: Mapping[str, Any], base: Path, where: str) -> InputSpec:
     kind = _choice(t, "kind", INPUT_KINDS, where, "[input]")
     columns = dict(_table(t, "columns", where, "[input.columns]"))
     _no_unknown(columns, set(COLUMNS), where, "[input.columns]")
-    mapping = {c: str(columns.get(c, c)) for c in COLUMNS}
+    # series, ts and value default to same-named columns; source only when named (else the
+    # [sources] globs, else each series is its own source)
+    mapping = {c: str(columns.get(c, c)) for c in COLUMNS if c != "source" or c in columns}
     path = t.get("path")
     if kind in ("files", "replay") and path is None:
         raise JobError(f'{where}: [input] kind = "{kind}" needs path = "<file or dir>"')
