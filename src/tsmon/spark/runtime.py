@@ -283,7 +283,7 @@ class JobRunner:
             "driverMs": round(1000 * (time.perf_counter() - started), 3),
         }
         self._write_answers(batch_id)
-        _append_line(self.job.checkpoint / "progress.jsonl", progress)
+        _append_progress(self.job.checkpoint / "progress.jsonl", progress)
         if self.callback is not None:
             self.callback(batch_id, self.answers)
         if any(s.kind == "console" for s in self.job.sinks):
@@ -361,7 +361,12 @@ def _atomic_parquet(frame: Any, path: Path) -> None:
     os.replace(temp, path)
 
 
-def _append_line(path: Path, record: Mapping[str, Any]) -> None:
+def _append_progress(path: Path, record: Mapping[str, Any]) -> None:
+    """Append a batch's progress line; a replayed batch replaces its line and any later one."""
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    kept = [line for line in lines if json.loads(line)["batchId"] < record["batchId"]]
+    if len(kept) != len(lines):
+        _atomic_write(path, "".join(line + "\n" for line in kept).encode())
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps(record, sort_keys=True) + "\n")
 
