@@ -1,4 +1,5 @@
-"""The ``tsmon`` command: ``demo``, ``check FILE`` and ``replay CSV --queries FILE``.
+"""The ``tsmon`` command: ``demo``, ``check FILE``, ``replay CSV --queries FILE``, ``run JOB``
+and ``query add|alter|remove|list --job DIR``.
 
 Errors a user can fix (a malformed query, a bad file, bad options) print one clear message and
 exit with status 2; nothing prints a bare traceback unless ``--debug`` is given.
@@ -132,6 +133,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(run=_run)
 
+    _query_parser(sub)
+
     replay = sub.add_parser(
         "replay",
         help="run queries over recorded series (CSV)",
@@ -199,6 +202,68 @@ def _run(args: argparse.Namespace) -> int:
         f"done: {len(runner.answers)} answers, {runner.dead_letters} dead letters; progress in "
         f"{job.checkpoint / 'progress.jsonl'}"
     )
+    return 0
+
+
+def _query_parser(sub: argparse._SubParsersAction) -> None:
+    """``tsmon query add|alter|remove|list --job DIR``: manage the queries of a running job."""
+    query = sub.add_parser(
+        "query",
+        help="add, alter, remove or list the queries of a running job",
+        description=(
+            "Manage the queries of a running Spark job without restarting it. Each command is "
+            "checked, then written to DIR/commands/; the job applies it at its next batch "
+            "(see tsmon.spark.commands). 'list' shows each command's state."
+        ),
+    )
+    ops = query.add_subparsers(required=True, metavar="OP")
+    job_help = "the job's checkpoint directory ([job] checkpoint in the job file)"
+    for op, arg, help_text, arg_help in (
+        ("add", "statement", "add a query", "QUERY name AS AGG(...) WITHIN δ"),
+        ("alter", "statement", "change a query's δ", "ALTER QUERY name WITHIN δ [IMMEDIATELY]"),
+        ("remove", "name", "remove a query", "the query's name"),
+    ):
+        parser = ops.add_parser(op, help=help_text)
+        parser.add_argument("--job", type=Path, required=True, metavar="DIR", help=job_help)
+        parser.add_argument("text", metavar=arg.upper(), help=arg_help)
+        parser.set_defaults(run=_query_submit, op=op)
+    listing = ops.add_parser("list", help="list the commands and their state")
+    listing.add_argument("--job", type=Path, required=True, metavar="DIR", help=job_help)
+    listing.set_defaults(run=_query_list)
+
+
+def _query_submit(args: argparse.Namespace) -> int:
+    """Check a command (syntax errors with line:column, nothing written) and submit it."""
+    from tsmon.spark.commands import CommandLog, job_directory
+
+    command_id = CommandLog(job_directory(args.job)).submit(args.op, args.text)
+    console.print(
+        f"submitted {args.op} as {command_id}; the job applies it at its next batch",
+        soft_wrap=True,
+    )
+    return 0
+
+
+def _query_list(args: argparse.Namespace) -> int:
+    """Print every command of a job with its state: pending, applied or rejected in batch N."""
+    from tsmon.spark.commands import CommandLog, job_directory
+
+    rows = CommandLog(job_directory(args.job)).states()
+    if not rows:
+        console.print(f"no commands submitted to {args.job}")
+        return 0
+    table = Table(title=f"{args.job}: {len(rows)} commands")
+    table.add_column("id (cmd-<UTC time>-<pid>-<n>)", no_wrap=True)
+    for column in ("op", "text", "state"):
+        table.add_column(column)
+    for row in rows:
+        state = row["state"]
+        if row["batch"] is not None:
+            state += f" in batch {row['batch']}"
+        if row["state"] == "rejected":
+            state += f": {row['detail']}"
+        table.add_row(row["id"], row["op"], row["text"], state)
+    console.print(table)
     return 0
 
 

@@ -151,3 +151,56 @@ def test_spark_job_equals_the_batch_runtime_and_survives_a_restart(spark, tmp_pa
     points = sum(p["numInputRows"] for p in progress)
     assert points == sum(len(f) for f in files) - len(BAD)
     assert sum(p["rowsToCoordinator"] for p in progress) < points
+
+
+def test_queries_added_altered_and_removed_while_the_job_runs(spark, tmp_path):
+    """Live changes through the command log equal the same changes made to the reference
+    between the same batches; a bad command is rejected and the job goes on."""
+    from tsmon.engine.bounded import to_query
+    from tsmon.query import parse_query
+    from tsmon.query.aggregate import resolve_aggregate
+    from tsmon.spark.commands import CommandLog
+
+    job_path = tmp_path / "job.toml"
+    job_path.write_text(JOB, encoding="utf-8")
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    files = make_files(4, seed=5)
+    job = load_job(job_path)
+    f = job.filters
+    ref = BatchedRuntime(f.period_ms, f.shrink, 0, source_of=SERIES, growth=f.growth)
+    for query in job_queries(job):
+        ref.add_query(query)
+    added = "QUERY n AS MIN(a.x, b.x) WITHIN 1"
+    changes = {
+        1: [("add", added)],
+        2: [
+            ("alter", "ALTER QUERY s WITHIN 0.5 IMMEDIATELY"),
+            ("add", "QUERY S AS MAX(a.x) WITHIN 1"),  # a duplicate name: rejected
+        ],
+        3: [("remove", "w")],
+    }
+
+    runner = JobRunner(job, spark=spark)
+    runner.start()
+    log = CommandLog(job.checkpoint)
+    for i, rows in enumerate(files):
+        for op, text in changes.get(i, []):
+            log.submit(op, text)
+            if op == "add" and text == added:
+                ref.add_query(to_query(resolve_aggregate(parse_query(text), ["a.x", "b.x"])))
+            elif op == "alter":
+                ref.alter_query("s", 0.5, immediately=True)
+            elif op == "remove":
+                ref.remove_query(text)
+        drop(incoming, f"part-{i:03d}.json", rows)
+        runner.process_all_available()
+        good = [(SERIES[r["metric"]], r["metric"], int(r["time"]), float(r["v"])) for r in rows]
+        ref.run_batch(good)
+        while ref.control:
+            ref.run_batch([])
+        assert runner.answers == ref.answers(), i
+    runner.stop()
+    assert set(runner.answers) == {"s", "m", "n"}
+    rejected = [s for s in log.states() if s["state"] == "rejected"]
+    assert len(rejected) == 1 and "QUERY S" in rejected[0]["text"], log.states()  # duplicate

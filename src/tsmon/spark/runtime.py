@@ -18,9 +18,11 @@ snapshot of ``N − 1``, so control, answers and counts are written once whateve
 **Supported in this slice:** file inputs (CSV, JSON, Parquet) with a column mapping; a series
 glob → source mapping; bounded-aggregate queries over literal series names; sinks console,
 parquet (answers and dead letters, one file per batch id, replace-on-replay) and a callback;
-per-batch progress as JSON lines; restart from the checkpoint. **Not yet:** socket, generator
-and replay inputs, watch queries (``QUERY q ON ...``) at the nodes, live query management, globs
-in aggregates (a Spark job does not know its series when it starts).
+per-batch progress as JSON lines; restart from the checkpoint; live query changes
+(``tsmon query add|alter|remove --job DIR``, :mod:`tsmon.spark.commands`), applied by the
+coordinator at the start of the next batch. **Not yet:** socket, generator and replay inputs,
+watch queries (``QUERY q ON ...``) at the nodes, globs in aggregates (a Spark job does not know
+its series when it starts).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from tsmon.query import parse_queries
 from tsmon.query.aggregate import resolve_aggregate
 from tsmon.query.ast import AggregateDef
 from tsmon.query.patterns import is_glob
+from tsmon.spark.commands import CommandLog, apply
 from tsmon.spark.control import ControlChannel
 from tsmon.spark.job import Job, JobError
 
@@ -78,14 +81,18 @@ def job_queries(job: Job) -> list[Any]:
 
 
 class Coordinator:
-    """The driver side: one :class:`CoordinatorNode` stepped per batch, snapshotted to disk."""
+    """The driver side: one :class:`CoordinatorNode` stepped per batch, snapshotted to disk.
+
+    Every batch starts from the snapshot of the previous one (kept in memory, else read from
+    ``coordinator/coord-<N−1>.pkl``), so a batch that fails half-way, or is replayed after a
+    crash, starts again from the same state.
+    """
 
     def __init__(self, job: Job) -> None:
         self.job = job
         self.directory = job.checkpoint / "coordinator"
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.node: CoordinatorNode | None = None
-        self.batch_id: int | None = None
+        self._last: tuple[int, bytes] | None = None  # (batch id, snapshot) of the last step
 
     def _fresh(self) -> CoordinatorNode:
         f = self.job.filters
@@ -98,9 +105,9 @@ class Coordinator:
         return self.directory / f"coord-{batch_id:09d}.pkl"
 
     def node_for(self, batch_id: int) -> CoordinatorNode:
-        """The coordinator as of the end of batch ``batch_id − 1`` (from disk after a restart)."""
-        if self.node is not None and self.batch_id == batch_id - 1:
-            return self.node
+        """A new copy of the coordinator as of the end of batch ``batch_id − 1``."""
+        if self._last is not None and self._last[0] == batch_id - 1:
+            return pickle.loads(self._last[1])
         previous = self._path(batch_id - 1)
         if previous.exists():
             return pickle.loads(previous.read_bytes())
@@ -111,15 +118,20 @@ class Coordinator:
             )
         return self._fresh()
 
-    def step(self, batch_id: int, rows: list[dict]) -> tuple[CoordinatorNode, dict]:
-        """Step on batch ``batch_id``'s node outputs; returns the node and the control rows."""
+    def step(
+        self, batch_id: int, rows: list[dict], prepare: Callable[[CoordinatorNode], Any]
+    ) -> tuple[CoordinatorNode, dict, Any]:
+        """Run ``prepare(node)`` (live query commands), then step on batch ``batch_id``'s node
+        outputs; returns the node, the control rows and what ``prepare`` returned."""
         node = self.node_for(batch_id)
+        prepared = prepare(node)
         control = node.step(batch_id, rows)
-        _atomic_write(self._path(batch_id), node.snapshot())
+        snapshot = node.snapshot()
+        _atomic_write(self._path(batch_id), snapshot)
         for old in sorted(self.directory.glob("coord-*.pkl"))[:-2]:
             old.unlink()  # keep the last two snapshots
-        self.node, self.batch_id = node, batch_id
-        return node, control
+        self._last = (batch_id, snapshot)
+        return node, control, prepared
 
 
 class JobRunner:
@@ -150,6 +162,7 @@ class JobRunner:
         self.spark = spark
         self.callback = callback
         self.coordinator = Coordinator(job)
+        self.commands = CommandLog(job.checkpoint)
         self.channel = ControlChannel(job.checkpoint / "control")
         self.answers: dict[str, Answer] = {}
         self.dead_letters = 0
@@ -266,7 +279,16 @@ class JobRunner:
     def _on_batch(self, df: Any, batch_id: int) -> None:
         started = time.perf_counter()
         rows = [{**r.asDict(), "payload": json.loads(r["payload"])} for r in df.collect()]
-        node, control = self.coordinator.step(batch_id, rows)
+        commands = self.commands.take(batch_id)  # the same ones if this batch is replayed
+
+        def prepare(node: CoordinatorNode) -> list[dict]:
+            return apply(node, commands, partial(_known_sources, self.job))
+
+        node, control, outcomes = self.coordinator.step(batch_id, rows, prepare)
+        self.commands.record(batch_id, outcomes)
+        for outcome in outcomes:
+            if not outcome["ok"]:
+                print(f"tsmon: query command {outcome['id']} rejected: {outcome['detail']}")
         # the channel numbers rows itself, keeping the coordinator's order
         self.channel.write(
             batch_id, {src: [r["payload"] for r in rs] for src, rs in control.items()}
@@ -279,6 +301,7 @@ class JobRunner:
             "rowsToCoordinator": len(rows),
             "controlRows": sum(len(v) for v in control.values()),
             "answers": len(self.answers),
+            "commands": outcomes,
             "messages": _counts(node),
             "driverMs": round(1000 * (time.perf_counter() - started), 3),
         }
