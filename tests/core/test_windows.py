@@ -21,7 +21,11 @@ MOMENT_AND_ORDER_STATS = [s for s in STATS if s != "coverage"]
 def streams(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
     """Irregular timestamps, values around a possibly huge offset, with occasional outliers."""
     n = draw(st.integers(1, 160))
-    gaps = draw(st.lists(st.integers(1, 400_000), min_size=n, max_size=n))
+    if draw(st.booleans()):
+        gaps = draw(st.lists(st.integers(1, 400_000), min_size=n, max_size=n))
+    else:  # bursts 1 ms apart between long gaps: short windows far from the previous anchor
+        burst_gap = st.sampled_from([1, 1, 1, 2, 3]) | st.integers(10_000, 400_000)
+        gaps = draw(st.lists(burst_gap, min_size=n, max_size=n))
     ts = 1_700_000_000_000 + np.cumsum(np.array(gaps, dtype=np.int64))
     offset = draw(st.sampled_from([0.0, 1e9, -3.5e6, 1e-3]))
     kind = draw(st.sampled_from(["noise", "walk", "steps"]))
@@ -41,7 +45,7 @@ def specs(draw: st.DrawFn, ts: np.ndarray) -> WindowSpec:
     if kind == "count":
         return WindowSpec.count(draw(st.integers(1, 40)))
     if kind == "time":
-        return WindowSpec.time(draw(st.integers(1, 3_000_000)))
+        return WindowSpec.time(draw(st.integers(1, 5) | st.integers(1, 3_000_000)))
     return WindowSpec.landmark(int(draw(st.sampled_from(ts.tolist()))) + draw(st.integers(-5, 5)))
 
 
@@ -98,6 +102,64 @@ def test_window_inserted_mid_stream_equals_recomputation(data: st.DataObject, st
     view = window.advance(p0, p1, STATS)
     for name in MOMENT_AND_ORDER_STATS:
         assert_matches(name, view.stat(name), ts, values, spec, insert_at)
+
+
+def advance_in_batches(
+    spec: WindowSpec, ts: np.ndarray, values: np.ndarray, bounds: list[int]
+) -> dict[str, np.ndarray]:
+    """Every statistic of ``spec``'s window over the stream, appended in batches."""
+    reg = Register("s", RegisterConfig(retention_ms=None))
+    window = open_window(spec, reg)
+    views = []
+    for lo, hi in itertools.pairwise(bounds):
+        p0, p1 = reg.append(ts[lo:hi], values[lo:hi])
+        views.append(window.advance(p0, p1, STATS))
+    return {name: np.concatenate([v.stat(name) for v in views]) for name in STATS}
+
+
+def test_short_window_after_a_long_gap_is_not_rounding_noise() -> None:
+    """A batch ends with a one-point window 42 s after the time anchor: its time moments are
+    the cancellation noise (~1e-12 s^2) of terms of ~1800 s^2, and used to be carried as they
+    were. Rebased to the next batch they looked like tiny, well-conditioned sums, and the slope
+    of two points 1 ms apart (centred time moment 5e-7 s^2) came out 1.8e-6 off. The exact
+    slope of a two-point window is (v1 - v0) / 0.001."""
+    offsets = [*range(1, 24), 509, 510, 511, 667, 43138, 43139, 43140, 43141]
+    ts = 1_700_000_000_000 + np.array(offsets, dtype=np.int64)
+    values = np.array([
+        0.0001257302210933933, -0.00013210486329130188, 0.0006404226504432821,
+        0.00010490011715303971, -0.000535669373161111, 0.00036159505490948477,
+        0.0013040000451301373, 0.0009470809631292422, -0.0007037352358069926,
+        -0.0012654214710460525, -0.0006232744625373522, 4.13259793472436e-05,
+        -0.0023250307746388345, -0.00021879166393254574, -0.0012459109472530653,
+        -0.0007322673547034516, -0.0005442589828573099, -0.00031630015636915454,
+        0.00041163053637413284, 0.0010425133694426775, -0.00012853466294403428,
+        0.0013664634705496859, -0.0006651946734866135, 0.00035151007009301974,
+        0.0009034701816518086, 9.401229776087457e-05, -0.0007434992493538084,
+        -0.0009217253762584195, -0.00045772582566733916, 0.0002201951234700494,
+        -0.001009618183538736,
+    ])  # fmt: skip
+    spec = WindowSpec.time(2)
+    got = advance_in_batches(spec, ts, values, [0, 25, 28, 31])
+    for name in MOMENT_AND_ORDER_STATS:
+        assert_matches(name, got[name], ts, values, spec, 0)
+    pairs = np.flatnonzero(np.diff(ts) == 1) + 1  # two-point windows
+    exact = np.diff(values)[pairs - 1] / 1e-3
+    np.testing.assert_allclose(got["slope"][pairs], exact, rtol=1e-9)
+
+
+def test_moments_carried_across_batches_keep_their_error_scale() -> None:
+    """The window carried out of the second batch holds two points ~1300 s after the time
+    anchor: well-conditioned (centred 2 s^2), but with an absolute error of a few ulps of
+    ~3.4e6 s^2. The third batch's last window, two points 10 ms apart (5e-5 s^2), must count
+    that magnitude, not the rebased sums' own, to see it is ill-conditioned."""
+    offsets = [0, 1, 1_311_894, 1_314_717, 1_317_867, 1_317_877]
+    ts = 1_700_000_000_000 + np.array(offsets, dtype=np.int64)
+    values = np.array([0.3, -0.2, 1.1, 0.4, -0.7, 0.9])
+    spec = WindowSpec.time(3140)
+    got = advance_in_batches(spec, ts, values, [0, 2, 4, 6])
+    for name in MOMENT_AND_ORDER_STATS:
+        assert_matches(name, got[name], ts, values, spec, 0)
+    np.testing.assert_allclose(got["slope"][-1], (0.9 + 0.7) / 0.01, rtol=1e-9)
 
 
 def test_larger_window_keeps_history_for_an_inserted_one() -> None:

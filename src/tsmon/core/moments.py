@@ -7,6 +7,12 @@ the sums small, so the variance is free of catastrophic cancellation even for va
 ``1e9 + noise`` (the shifted-data form of Chan, Golub & LeVeque). Before each batch the anchors
 move to the current means by an exact algebraic shift of the sums; the time anchor stays an
 integer so that timestamps of ~1.7e12 ms lose nothing to rounding.
+
+Sums reached by adding and subtracting (a sliding window) or by shifting anchors carry an
+absolute rounding error of a few ulps of the magnitudes involved, not of their own value: a
+window of two points 1 ms apart, 42 s after the anchor, has a centred time moment of 5e-7 s^2
+computed from terms of ~1800 s^2. ``Moments.scale`` keeps that magnitude across batches and
+rebases, so ``ill_conditioned`` can tell when a small moment is mostly rounding noise.
 """
 
 from __future__ import annotations
@@ -37,17 +43,31 @@ class Moments:
     anchor_t_ms: int = 0
     n: float = 0.0
     sums: np.ndarray = field(default_factory=lambda: np.zeros(VALUE_ROWS))
+    scale: np.ndarray | None = None  # see error_scale; None: the sums were summed directly
 
     @property
     def with_time(self) -> bool:
         """Whether the time moments (for the slope) are kept."""
         return len(self.sums) == TIME_ROWS
 
+    @property
+    def error_scale(self) -> np.ndarray:
+        """Magnitude of the terms the square rows (``SQUARE_ROWS``) were reached from: their
+        absolute rounding error is a few ulps of it. For sums of nonnegative terms summed
+        directly it is the sums themselves; sums left after subtractions or an anchor shift
+        keep the larger magnitude they came from, however small they are now."""
+        if self.scale is not None:
+            return self.scale
+        return np.abs(self.sums[SQUARE_ROWS[len(self.sums)]])
+
     @classmethod
     def exact(cls, ts_ms: np.ndarray, values: np.ndarray, with_time: bool = False) -> Moments:
         """Sums of the given points about their own means: the most accurate form."""
         if len(values) == 0:
             return cls(sums=np.zeros(TIME_ROWS if with_time else VALUE_ROWS))
+        if len(values) == 1:  # about the point itself: every sum is zero
+            rows = TIME_ROWS if with_time else VALUE_ROWS
+            return cls(float(values[0]), int(ts_ms[0]), 1.0, np.zeros(rows))
         anchor = float(values.mean())
         anchor_t = int(ts_ms[0]) + round(float(np.mean(ts_ms - ts_ms[0])))
         rows = features(ts_ms, values, anchor, anchor_t, with_time)
@@ -62,6 +82,7 @@ class Moments:
         new_anchor = self.anchor + s1 / n
         delta = new_anchor - self.anchor  # the shift actually applied, after rounding
         shifted = [s1 - n * delta, s2 - 2 * delta * s1 + n * delta * delta]
+        scale = [abs(2 * delta * s1) + n * delta * delta]  # the magnitudes cancelled
         shift_ms = 0
         if self.with_time:
             s3, s4, s5 = self.sums[2:]
@@ -72,7 +93,14 @@ class Moments:
                 s4 - 2 * eps * s3 + n * eps * eps,
                 s5 - delta * s3 - eps * s1 + n * eps * delta,
             ]  # exact shift of each sum to d' = d - delta, tau' = tau - eps
-        return Moments(new_anchor, self.anchor_t_ms + shift_ms, n, np.array(shifted))
+            scale.append(abs(2 * eps * s3) + n * eps * eps)
+        return Moments(
+            new_anchor,
+            self.anchor_t_ms + shift_ms,
+            n,
+            np.array(shifted),
+            self.error_scale + np.array(scale),
+        )
 
     def merged(self, other: Moments) -> Moments:
         """The moments of both point sets together (pairwise combination of Chan et al.),
@@ -170,15 +198,22 @@ def stats_from_sums(
     return out
 
 
-def ill_conditioned(n: np.ndarray, sums: np.ndarray, scale: np.ndarray) -> np.ndarray:
+def ill_conditioned(
+    n: np.ndarray, sums: np.ndarray, scale: np.ndarray, min_count: int = 2
+) -> np.ndarray:
     """Points whose second moments are so small next to the running sums they came from that
-    the subtraction may have lost precision (a short window at the end of a long batch).
+    the subtraction may have lost precision (a short window at the end of a long batch, or
+    after a long gap).
 
-    ``scale`` holds the sums of the squared rows added and subtracted to reach ``sums``.
+    ``scale`` holds the sums of the squared rows added and subtracted to reach ``sums``,
+    including the ``error_scale`` of the sums started from. Windows of fewer than
+    ``min_count`` points are never flagged: with the default 2 their variance and slope are
+    undefined anyway; a state carried to the next batch asks for 1, since the moments of a
+    single point are zero and anything else is rounding noise that outlives the point.
     """
     limit = 2.0**-20  # unflagged points keep a relative error below ~ 2**20 * eps ~ 2e-10
     with np.errstate(divide="ignore", invalid="ignore"):
         ill = sums[1] - sums[0] ** 2 / n < limit * scale[0]
         if len(scale) > 1:
             ill |= sums[3] - sums[2] ** 2 / n < limit * scale[1]
-    return ill & (n >= 2)
+    return ill & (n >= min_count)

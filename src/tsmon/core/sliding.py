@@ -13,9 +13,11 @@ points the window holds, which it pins in the register so they are always there.
 
 Precision: moments are kept about anchors near the window's means (see ``moments``); long
 batches are taken in chunks a few windows long; points whose window is so short next to the
-chunk that subtracting cumulative sums could lose digits are recomputed exactly from the points
-held; and after the window has turned over 16 times its sums are recomputed exactly (amortized
-O(1) per point), bounding accumulated rounding.
+chunk, or to the sums carried from earlier batches (``Moments.error_scale``), that subtracting
+could lose digits are recomputed exactly from the points held, and so is the state carried to
+the next batch when it is such a window (a single point included); and after the window has
+turned over 16 times its sums are recomputed exactly (amortized O(1) per point), bounding
+accumulated rounding.
 
 ``coverage`` says how much of the window's span the stored history covers: a window inserted
 while running is populated at once from the register (which holds at least what the other
@@ -160,7 +162,7 @@ class SlidingWindow:
         base = self.moments.rebased(ts, values)
         squares = SQUARE_ROWS[len(base.sums)]
         sums = np.cumsum(features(ts, values, base.anchor, base.anchor_t_ms, self._with_time), 1)
-        scale = sums[squares] + base.sums[squares, None]
+        scale = sums[squares] + base.error_scale[:, None]
         sums += base.sums[:, None]
         if new_start > old_start:  # subtract the points that left, as of each new point
             leaving = features(
@@ -176,12 +178,13 @@ class SlidingWindow:
             sums -= left
             scale += left[squares]
         stats = stats_from_sums(n, sums, base.anchor, wanted)
+        # the state carried to the next batch must be well-conditioned, even of one point
         if wanted & _SECOND_MOMENTS:
-            ill = np.flatnonzero(ill_conditioned(n, sums, scale))
-            self._exact_rows(stats, ill, starts, p0, wanted)
-            exact = len(ill) > 0 and ill[-1] == len(ts) - 1
-        else:  # only the state carried to the next batch must be well-conditioned
-            exact = bool(ill_conditioned(n[-1:], sums[:, -1:], scale[:, -1:])[0])
+            ill = ill_conditioned(n, sums, scale, min_count=1)
+            self._exact_rows(stats, np.flatnonzero(ill & (n >= 2)), starts, p0, wanted)
+            exact = bool(ill[-1])
+        else:
+            exact = bool(ill_conditioned(n[-1:], sums[:, -1:], scale[:, -1:], min_count=1)[0])
         if "min" in wanted or "max" in wanted:
             self._extremes(stats, wanted, values, p0, starts)
         if "first" in wanted or "rate" in wanted:
@@ -189,7 +192,7 @@ class SlidingWindow:
             held_ts, held_values = reg.ts(old_start, p1), reg.values(old_start, p1)
             first_and_rate(stats, held_ts[offset], held_values[offset], ts, values)
         self._last_and_coverage(stats, wanted, ts, values, n)
-        self._commit(base, n[-1], sums[:, -1], values, p0, p1, new_start, exact)
+        self._commit(base, n[-1], sums[:, -1], scale[:, -1], values, p0, p1, new_start, exact)
         return WindowView(self.spec, stats)
 
     # -- per-point statistics ------------------------------------------------------------------
@@ -250,6 +253,7 @@ class SlidingWindow:
         base: Moments,
         n: float,
         last_sums: np.ndarray,
+        last_scale: np.ndarray,
         values: np.ndarray,
         p0: int,
         p1: int,
@@ -260,7 +264,9 @@ class SlidingWindow:
             queue.push(signed, p0, keep_from=new_start)
         self._left_since_exact += new_start - self.start
         self.start, self.end = new_start, p1
-        self.moments = Moments(base.anchor, base.anchor_t_ms, float(n), last_sums.copy())
+        self.moments = Moments(
+            base.anchor, base.anchor_t_ms, float(n), last_sums.copy(), last_scale.copy()
+        )
         turned_over = self._left_since_exact >= _TURNOVERS_BETWEEN_EXACT * max(n, 1.0)
         if exact or turned_over:
             reg = self.register
