@@ -288,18 +288,21 @@ def test_idle_source_can_be_advanced_by_a_watermark() -> None:
 # ----------------------------------------------------------------- coordinator node
 
 
-def test_query_over_a_series_of_unknown_source_is_refused() -> None:
+def test_width_messages_wait_until_a_row_shows_where_their_series_lives() -> None:
     node = CoordinatorNode(10, 0.1, 0, source_of={"a": "n1"})
-    with pytest.raises(KeyError, match="no source known"):
-        node.add_query(Query.sum("q", ["a", "b"], 1.0))
-    node.add_query(Query.sum("q", ["a", "b"], 1.0), source_of={"b": "n2"})
+    node.add_query(Query.sum("q", ["a", "b"], 1.0))  # b's source: not known yet
     assert node.deferred and not node.started  # waits for a time
     with pytest.raises(ValueError, match="exists"):
         node.add_query(Query.sum("q", ["a"], 1.0))
     beats = [{"source": s, "kind": "heartbeat", "payload": {"now_ms": 100}} for s in ("n1", "n2")]
     control = node.step(0, beats)
-    assert sorted(control) == ["n1", "n2"]
+    assert sorted(control) == ["n1"] and len(node.parked) == 1  # b's shrink is parked
     assert control["n1"][0]["payload"]["ts_ms"] == 99
+    shown = {"source": "n2", "kind": "heartbeat", "payload": {"now_ms": 120, "series": ["b"]}}
+    control = node.step(1, [shown])
+    assert sorted(control) == ["n2"] and not node.parked
+    assert control["n2"][0]["payload"]["ts_ms"] == 99  # as of its decision; the source replays
+    assert node.counts.messages.shrink == 2  # each message counted once
 
 
 def test_older_batch_id_and_conflicting_sources_are_refused() -> None:

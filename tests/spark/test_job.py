@@ -120,3 +120,14 @@ def test_bad_toml_and_bad_queries_are_reported_before_spark_starts(tmp_path: Pat
         load_job(write(tmp_path, GOOD, queries="QUERY s AS SUM(a, b)"))
     with pytest.raises(JobError, match="no such job file"):
         load_job(tmp_path / "missing.toml")
+
+
+def test_declared_sources_follow_the_globs_and_leave_source_columns_to_the_rows(
+    tmp_path: Path,
+) -> None:
+    from tsmon.spark.runtime import _known_sources
+
+    with_column = load_job(write(tmp_path, GOOD))  # maps a source column, and "r7.*" = "r7"
+    assert _known_sources(with_column, ["r7.q", "r1.q"]) == {"r7.q": "r7"}  # r1.q: rows say
+    without = load_job(write(tmp_path, GOOD.replace(', source = "router"', "")))
+    assert _known_sources(without, ["r7.q", "r1.q"]) == {"r7.q": "r7", "r1.q": "r1.q"}

@@ -279,6 +279,7 @@ class CoordinatorNode:
         self.source_now: dict[str, int] = {}  # source -> newest now_ms it reported
         self.outbox: list[WidthMessage] = []  # from query changes, out with the next step
         self.deferred: list[tuple[Any, ...]] = []  # query changes waiting for a time
+        self.parked: list[WidthMessage] = []  # width messages waiting for their series' source
         self.last_batch_id: int | None = None
         self.last_control: dict[str, list[Row]] = {}
         self.counts = BatchCounts()
@@ -315,15 +316,10 @@ class CoordinatorNode:
     def add_query(self, query: Query, source_of: Mapping[str, str] | None = None) -> None:
         """Register ``query``; its width messages go out with the next :meth:`step`.
 
-        ``source_of`` names the source of series not seen in any row yet.
+        ``source_of`` names the source of series not seen in any row yet; width messages for a
+        series whose source is still unknown wait until a row shows where it lives.
         """
         given = dict(source_of or {})
-        unknown = [o for o in query.objects if o not in given and self.source_of(o) is None]
-        if unknown:
-            raise KeyError(
-                f"query {query.name!r}: no source known for series {unknown[:10]!r}; "
-                "pass source_of={series: source}"
-            )
         wrong = [
             o for o in query.objects if o in given and given[o] != self.learned.get(o, given[o])
         ]
@@ -408,11 +404,16 @@ class CoordinatorNode:
             out += coord.advance(horizon)
             out += self._run_deferred()
         control: dict[str, list[Row]] = {}
-        for m in sorted(out, key=lambda m: m.seq):
+        decided = sorted(out, key=lambda m: m.seq)
+        for m in decided:
+            self.counts.messages.add(m)  # counted once, when decided
+        waiting, self.parked = self.parked + decided, []
+        for m in waiting:
             source = self.source_of(m.object_id)
-            assert source is not None, m  # add_query refused objects without a source
+            if source is None:  # no row has shown where this series lives yet
+                self.parked.append(m)
+                continue
             control.setdefault(source, []).append({"seq": m.seq, "payload": to_dict(m)})
-            self.counts.messages.add(m)
             self.counts.control_rows += 1
         control = dict(sorted(control.items()))
         self.counts.rows_in += len(outputs)

@@ -330,10 +330,10 @@ def apply(
     """Apply ``commands`` in order to ``node``; one outcome ``{"id", "op", "ok", "detail"}``
     per command.
 
-    A command that cannot be applied (bad text, a glob, a duplicate name, an unknown query, a
-    series whose source is unknown) changes nothing and gets ``ok: False`` with the reason.
-    Query names are compared ignoring case, as in query files. ``source_of(series)`` maps the
-    series of an added query to their sources.
+    A command that cannot be applied (bad text, a glob, a duplicate name, an unknown query)
+    changes nothing and gets ``ok: False`` with the reason. Query names are compared ignoring
+    case, as in query files. ``source_of(series)`` maps the series of an added query to the
+    sources the job declares; the coordinator learns the others from the rows.
     """
     out = []
     for command in commands:

@@ -178,7 +178,14 @@ class JobRunner:
         reader = self.spark.readStream.option("maxFilesPerTrigger", 1)
         path = str(spec.path)
         if spec.format == "parquet":
-            raw = reader.parquet(path)
+            try:  # a file stream needs its schema up front: take it from the files there now
+                schema = self.spark.read.parquet(path).schema
+            except Exception as e:
+                raise JobError(
+                    f"[input] {path}: cannot read a Parquet schema there ({type(e).__name__}); "
+                    "put at least one input file in place before starting a Parquet job"
+                ) from None
+            raw = reader.schema(schema).parquet(path)
         else:
             names = list(dict.fromkeys(cols[c] for c in COLUMN_ORDER if c in cols))
             schema = ", ".join(f"`{n}` STRING" for n in names)
@@ -222,13 +229,25 @@ class JobRunner:
         )
 
     def _source_expr(self, series: Any) -> Any:
-        """Source of each row from the ``[sources]`` globs; a series is its own source else."""
+        """Source of each row from the ``[sources]`` globs; a series is its own source else.
+
+        Literal names are one map lookup (a job may list thousands); wildcard globs are tried
+        in file order after it.
+        """
+        from itertools import chain
+
         from pyspark.sql import functions as F
 
+        literal = {g: s for g, s in self.job.sources.items() if not is_glob(g)}
         expr = series
-        for glob, source in reversed(list(self.job.sources.items())):
+        for glob, source in reversed([(g, s) for g, s in self.job.sources.items() if is_glob(g)]):
             like = glob.replace("%", r"\%").replace("_", r"\_").replace("*", "%").replace("?", "_")
             expr = F.when(series.like(like), F.lit(source)).otherwise(expr)
+        if literal:
+            pairs = F.create_map(
+                *chain.from_iterable((F.lit(k), F.lit(v)) for k, v in literal.items())
+            )
+            expr = F.coalesce(F.try_element_at(pairs, series), expr)  # ANSI: no error if absent
         return expr
 
     def start(self) -> None:
@@ -257,6 +276,11 @@ class JobRunner:
             .trigger(**trigger)
             .start(),
         ]
+
+    @property
+    def node_query(self) -> Any:
+        """The StreamingQuery of the source nodes and the coordinator (its ``recentProgress``)."""
+        return self._queries[0]
 
     def process_all_available(self) -> None:
         """Block until every input available now (and the control it causes) is processed."""
@@ -347,12 +371,18 @@ def _failures() -> Iterator[None]:
 
 
 def _known_sources(job: Job, objects: list[str]) -> dict[str, str]:
-    """Source of each series by the job's ``[sources]`` globs, else the series itself."""
+    """Where the job says each series lives, as rows will show it: by its ``[sources]`` glob;
+    else, without a source column, the series itself. With a source column the rows decide,
+    so such series are left out (the coordinator learns them from the rows)."""
     from fnmatch import fnmatchcase
 
     out = {}
     for obj in objects:
-        out[obj] = next((s for g, s in job.sources.items() if fnmatchcase(obj, g)), obj)
+        source = next((s for g, s in job.sources.items() if fnmatchcase(obj, g)), None)
+        if source is None and "source" not in job.input.columns:
+            source = obj
+        if source is not None:
+            out[obj] = source
     return out
 
 
