@@ -18,34 +18,14 @@ import numpy as np
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import initialize, invariant, rule
 
-from tests.protocols.filters.test_network import make_query
+from tests.protocols.filters.machines import History, QueryChanges
 from tsmon.engine.batched import BatchedRuntime, CoordinatorNode, SourceNode
 from tsmon.protocols.filters import Query
 
 SOURCE_OF = {"n0.a": "n0", "n0.b": "n0", "n1.a": "n1", "n1.b": "n1", "n2.a": "n2"}
 SERIES = list(SOURCE_OF)
-
-
-class History:
-    """Every value each series took, to read the exact value as of any time."""
-
-    def __init__(self) -> None:
-        self.ts: dict[str, list[int]] = {s: [] for s in SERIES}
-        self.values: dict[str, list[float]] = {s: [] for s in SERIES}
-
-    def add(self, series: str, ts: int, value: float) -> None:
-        self.ts[series].append(ts)
-        self.values[series].append(value)
-
-    def at(self, ts: int) -> dict[str, float]:
-        """The last value of every series at or before ``ts`` (``nan`` if none yet)."""
-        out = {}
-        for s in SERIES:
-            k = int(np.searchsorted(self.ts[s], ts, side="right"))
-            out[s] = self.values[s][k - 1] if k else math.nan
-        return out
 
 
 def state_of(node: CoordinatorNode) -> str:
@@ -71,8 +51,10 @@ def state_of(node: CoordinatorNode) -> str:
     )
 
 
-class BatchedFilters(RuleBasedStateMachine):
+class BatchedFilters(QueryChanges):
     """Points, batch boundaries and query changes in any order; replays now and then."""
+
+    universe = SERIES
 
     @initialize(
         period=st.integers(1, 80),
@@ -85,13 +67,11 @@ class BatchedFilters(RuleBasedStateMachine):
         self, period: int, shrink: float, seed: int, growth: str, data: st.DataObject
     ) -> None:
         self.rt = BatchedRuntime(period, shrink, seed, SOURCE_OF, growth)
+        self.start_changes(self.rt)
         self.now = 0
-        self.history = History()
+        self.history = History(SERIES)
         self.values = dict.fromkeys(SERIES, 0.0)
         self.pending: list[tuple[str, str, int, float]] = []  # points of the next batch
-        self.queries: dict[str, Query] = {}
-        self.relaxing: set[str] = set()  # δ lowered without explicit shrink: narrows over time
-        self.names = 0
         self.msg_rows = 0  # counted here, from the rows themselves
         self.beat_rows = 0
         self.control_rows = 0
@@ -133,31 +113,6 @@ class BatchedFilters(RuleBasedStateMachine):
         assert repr(rt.answers()) == repr(answers)
         assert state_of(rt.coordinator) == state_of(pickle.loads(after))
 
-    @rule(data=st.data())
-    def add(self, data: st.DataObject) -> None:
-        name = f"q{self.names}"
-        self.names += 1
-        query = make_query(data.draw, name, SERIES)
-        self.rt.add_query(query)
-        self.queries[name] = query
-
-    @precondition(lambda self: self.queries)
-    @rule(data=st.data())
-    def remove(self, data: st.DataObject) -> None:
-        name = data.draw(st.sampled_from(sorted(self.queries)))
-        self.rt.remove_query(name)
-        del self.queries[name]
-        self.relaxing.discard(name)
-
-    @precondition(lambda self: self.queries)
-    @rule(data=st.data(), delta=st.floats(0.05, 20.0), immediately=st.booleans())
-    def alter(self, data: st.DataObject, delta: float, immediately: bool) -> None:
-        name = data.draw(st.sampled_from(sorted(self.queries)))
-        if delta < self.queries[name].delta and not immediately:
-            self.relaxing.add(name)
-        self.rt.alter_query(name, delta, immediately=immediately)
-        self.queries[name] = self.queries[name].with_delta(delta)
-
     @invariant()
     def answers_hold_the_exact_value(self) -> None:
         node = self.rt.coordinator
@@ -172,19 +127,9 @@ class BatchedFilters(RuleBasedStateMachine):
         assert all(ts > as_of for _, _, ts, _ in self.pending)
         assert coord.queue.late == 0
         exact_values = self.history.at(as_of)
-        for name, answer in node.answers().items():
-            assert answer.as_of_ms == as_of
-            query = self.queries[name]
-            if math.isinf(answer.width):
-                continue
-            exact = query.exact(exact_values)
-            tol = 1e-9 * (1 + max(abs(v) for v in exact_values.values() if not math.isnan(v)))
-            assert answer.lo - tol <= exact <= answer.hi + tol, (query, answer, exact)
-            pending = any(coord.cache.index[o] in coord.cache.pending for o in query.objects)
-            if name in self.relaxing and query.holds(coord.widths()):
-                self.relaxing.discard(name)  # the period shrinks have narrowed it (§3.4)
-            if not pending and name not in self.relaxing:
-                assert answer.width <= query.delta * (1 + 1e-9), (query, answer)
+        answers = node.answers()
+        assert all(a.as_of_ms == as_of for a in answers.values())
+        self.check_answers(coord, answers, exact_values)
 
     @invariant()
     def every_row_is_counted_once(self) -> None:

@@ -19,42 +19,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.spark.test_runtime import JOB as RUNTIME_JOB
 from tests.spark.test_runtime import drop, make_files, reference
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-JOB = """
-queries = '''
-QUERY s AS SUM(a.x, b.x) WITHIN 2
-QUERY w AS AVG(2*a.y - c.y, b.x) WITHIN 1.5
-QUERY m AS MAX(a.x, c.y) WITHIN 0.5
-'''
-
-[job]
-checkpoint = "ckpt"
-trigger = "200ms"
-
-[input]
-kind = "files"
-path = "incoming"
-format = "json"
-columns = { series = "metric", ts = "time", value = "v" }
-
-[sources]
-"a.*" = "A"
-"b.*" = "B"
-"c.*" = "C"
-
-[filters]
-period = "1s"
-shrink = 0.1
-growth = "capped"
-
-[[sinks]]
-kind = "parquet"
-path = "out"
-"""
+JOB = RUNTIME_JOB.replace('checkpoint = "ckpt"', 'checkpoint = "ckpt"\ntrigger = "200ms"')
 
 
 def start(job: Path) -> subprocess.Popen[str]:

@@ -15,37 +15,19 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import initialize, invariant, rule
 
-from tests.protocols.filters.test_network import make_query
+from tests.protocols.filters.machines import History, QueryChanges
 from tsmon.protocols.filters import FilterNetwork, Query, StreamedUpdate
 from tsmon.protocols.filters.messages import Message
 
 OBJECTS = [f"o{i}" for i in range(6)]
 
 
-class History:
-    """Every value each object took, to read the exact value as of any time."""
-
-    def __init__(self) -> None:
-        self.ts: dict[str, list[int]] = {o: [] for o in OBJECTS}
-        self.values: dict[str, list[float]] = {o: [] for o in OBJECTS}
-
-    def add(self, obj: str, ts: int, value: float) -> None:
-        self.ts[obj].append(ts)
-        self.values[obj].append(value)
-
-    def at(self, ts: int) -> dict[str, float]:
-        """The last value of every object at or before ``ts`` (``nan`` if none yet)."""
-        out = {}
-        for o in OBJECTS:
-            k = int(np.searchsorted(self.ts[o], ts, side="right"))
-            out[o] = self.values[o][k - 1] if k else math.nan
-        return out
-
-
-class DelayedFilters(RuleBasedStateMachine):
+class DelayedFilters(QueryChanges):
     """Random walks, query changes and per-message delays ≤ λ, per-link FIFO or not."""
+
+    universe = OBJECTS
 
     @initialize(
         period=st.integers(1, 60),
@@ -69,7 +51,7 @@ class DelayedFilters(RuleBasedStateMachine):
 
         self.now = 0
         self.latency = latency
-        self.history = History()
+        self.history = History(OBJECTS)
         self.net = FilterNetwork(
             OBJECTS,
             [],
@@ -79,10 +61,8 @@ class DelayedFilters(RuleBasedStateMachine):
             delay=delay,
             latency_ms=latency,
         )
+        self.start_changes(self.net)
         self.values = {o: float(rng.normal(0, 5)) for o in OBJECTS}
-        self.queries: dict[str, Query] = {}
-        self.relaxing: set[str] = set()  # δ lowered without explicit shrink: narrows over time
-        self.names = 0
 
     @rule(obj=st.sampled_from(OBJECTS), step=st.floats(-3, 3), gap=st.integers(0, 30))
     def update(self, obj: str, step: float, gap: int) -> None:
@@ -96,31 +76,6 @@ class DelayedFilters(RuleBasedStateMachine):
         self.now += gap
         self.net.advance(self.now)
 
-    @rule(data=st.data())
-    def add(self, data: st.DataObject) -> None:
-        name = f"q{self.names}"
-        self.names += 1
-        query = make_query(data.draw, name, OBJECTS)
-        self.net.add_query(query)
-        self.queries[name] = query
-
-    @precondition(lambda self: self.queries)
-    @rule(data=st.data())
-    def remove(self, data: st.DataObject) -> None:
-        name = data.draw(st.sampled_from(sorted(self.queries)))
-        self.net.remove_query(name)
-        del self.queries[name]
-        self.relaxing.discard(name)
-
-    @precondition(lambda self: self.queries)
-    @rule(data=st.data(), delta=st.floats(0.05, 20.0), immediately=st.booleans())
-    def alter(self, data: st.DataObject, delta: float, immediately: bool) -> None:
-        name = data.draw(st.sampled_from(sorted(self.queries)))
-        if delta < self.queries[name].delta and not immediately:
-            self.relaxing.add(name)
-        self.net.alter_query(name, delta, immediately=immediately)
-        self.queries[name] = self.queries[name].with_delta(delta)
-
     @invariant()
     def answers_hold_the_exact_value(self) -> None:
         coord = self.net.coordinator
@@ -128,18 +83,7 @@ class DelayedFilters(RuleBasedStateMachine):
         assert as_of == self.now - self.latency
         exact_values = self.history.at(as_of)
         assert coord.queue.late == 0
-        for name, answer in self.net.answers().items():
-            query = self.queries[name]
-            if math.isinf(answer.width):
-                continue
-            exact = query.exact(exact_values)
-            tol = 1e-9 * (1 + max(abs(v) for v in exact_values.values() if not math.isnan(v)))
-            assert answer.lo - tol <= exact <= answer.hi + tol, (query, answer, exact)
-            pending = any(coord.cache.index[o] in coord.cache.pending for o in query.objects)
-            if name in self.relaxing and query.holds(coord.widths()):
-                self.relaxing.discard(name)  # the period shrinks have narrowed it (§3.4)
-            if not pending and name not in self.relaxing:
-                assert answer.width <= query.delta * (1 + 1e-9), (query, answer)
+        self.check_answers(coord, self.net.answers(), exact_values)
 
     @invariant()
     def unqueried_objects_are_unbounded(self) -> None:
