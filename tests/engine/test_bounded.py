@@ -112,3 +112,20 @@ def test_redefining_and_removing_an_aggregate() -> None:
     assert answer.lo <= 5.0 <= answer.hi and answer.hi - answer.lo <= 0.5
     mon.remove_query("S")
     assert mon.answers() == {} and mon.queries() == {}
+
+
+def test_a_query_registered_before_any_point_starts_at_the_first_point() -> None:
+    """Regression: the protocol used to start at t = 0 and step through every period since
+    1970 at the first real timestamp (the ingest hung)."""
+    mon = Monitor(["a", "b"], filter_period="10s")
+    mon.add_query("QUERY q AS AVG(a, b) WITHIN 2\nQUERY r AS MAX(a) WITHIN 1")
+    mon.alter_query("ALTER QUERY r WITHIN 0.5")
+    assert math.isinf(mon.answers()["q"].lo) and mon.answers()["q"].as_of_ms is None
+    mon.ingest(["a", "b"], ["2024-01-01T00:00:00Z"] * 2, [1.0, 3.0])
+    start = 1_704_067_200_000
+    mon.ingest(["a", "b"], [start + 60_000] * 2, [1.5, 2.5])
+    answers = mon.answers()
+    assert answers["q"].as_of_ms == start + 60_000
+    assert answers["q"].lo <= 2.0 <= answers["q"].hi and answers["q"].width <= 2.0
+    assert answers["r"].lo <= 1.5 <= answers["r"].hi and answers["r"].width <= 0.5
+    assert mon.filter_messages().growth < 100  # a few periods, not 10^8

@@ -17,6 +17,7 @@ Choices (documented here because the paper is silent):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -77,6 +78,7 @@ class BoundedQueries:
         self._net: FilterNetwork | None = None
         self._latest: dict[str, int] = {}  # object -> timestamp of its current value
         self._defs: dict[str, AggregateDef] = {}  # statements, by query key
+        self._waiting: dict[str, Query] = {}  # registered before any point: no time yet
         self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray, str]] = []
         self.points = 0  # points of tracked series fed to their source filters
 
@@ -90,7 +92,11 @@ class BoundedQueries:
         return {d.name: d.text for d in self._defs.values()}
 
     def register(
-        self, defns: list[AggregateDef], series: Iterable[str], newest: NewestPoint, now_ms: int
+        self,
+        defns: list[AggregateDef],
+        series: Iterable[str],
+        newest: NewestPoint,
+        now_ms: int | None,
     ) -> None:
         """Resolve every statement against ``series`` (all or none registered), then add them."""
         names = list(series)
@@ -151,36 +157,49 @@ class BoundedQueries:
             )
         return self._net
 
-    def clock(self) -> int | None:
-        """The newest timestamp fed so far (answers are as of it)."""
-        return None if self._net is None else self._net.now_ms
+    def add(self, query: Query, current: dict[str, tuple[int, float]], now_ms: int | None) -> None:
+        """Register ``query`` at ``now_ms``; ``current`` gives series' newest points, if any.
 
-    def add(self, query: Query, current: dict[str, tuple[int, float]], now_ms: int) -> None:
-        """Register ``query`` at ``now_ms``; ``current`` gives series' newest points, if any."""
+        With no time yet (no point seen) the query waits, and the protocol starts at the first
+        point's time: starting it at 0 would run every period from 1970 on at the first point.
+        """
+        if self._net is None and now_ms is None:
+            self._waiting[query.name] = query
+            for obj in query.objects:
+                self._latest.setdefault(obj, np.iinfo(np.int64).min)
+            return
+        assert now_ms is not None
         net = self._network(now_ms)
         net.advance(max(net.now_ms, now_ms))
         for obj in query.objects:
-            if obj in self._latest:
+            if obj in net.sources:
                 continue
             ts, value = current.get(obj, (np.iinfo(np.int64).min, None))
-            self._latest[obj] = ts
+            self._latest[obj] = max(ts, self._latest.get(obj, ts))
             net.add_object(obj, net.now_ms, value)
         net.add_query(query)
 
     def alter(self, name: str, delta: float, *, immediately: bool) -> None:
         """Change the precision constraint of ``name`` (§3.4)."""
+        if name in self._waiting:
+            self._waiting[name] = self._waiting[name].with_delta(delta)
+            return
         self._require().alter_query(name, delta, immediately=immediately)
 
     def remove(self, name: str) -> None:
         """Unregister ``name``; its series stop sending once no query reads them."""
-        self._require().remove_query(name)
+        if self._waiting.pop(name, None) is None:
+            self._require().remove_query(name)
 
     def names(self) -> list[str]:
         """Registered query names."""
-        return [] if self._net is None else list(self._net.coordinator.queries)
+        running = [] if self._net is None else list(self._net.coordinator.queries)
+        return list(self._waiting) + running
 
     def query(self, name: str) -> Query:
         """The registered query ``name``."""
+        if name in self._waiting:
+            return self._waiting[name]
         return self._require().coordinator.queries[name]
 
     def _require(self) -> FilterNetwork:
@@ -207,6 +226,10 @@ class BoundedQueries:
 
     def feed(self, ts: np.ndarray, series: list[str], values: np.ndarray) -> None:
         """New points of tracked series, in ``(ts, arrival)`` order."""
+        if self._net is None and self._waiting and len(ts):
+            waiting, self._waiting = list(self._waiting.values()), {}
+            for query in waiting:  # the protocol starts at the first point's time
+                self.add(query, {}, int(ts[0]))
         net = self._net
         if net is None:
             return
@@ -219,7 +242,8 @@ class BoundedQueries:
 
     def answers(self) -> dict[str, Answer]:
         """The bounded answer of every query."""
-        return {} if self._net is None else self._net.answers()
+        waiting = {n: Answer(math.nan, -math.inf, math.inf, None) for n in self._waiting}
+        return waiting | ({} if self._net is None else self._net.answers())
 
     def exact(self, newest: NewestPoint) -> dict[str, float]:
         """The exact aggregate of every query from the series' newest points (``nan`` while one

@@ -199,7 +199,7 @@ class Monitor:
                     f"query {name!r} already exists (names ignore case); use alter_query "
                     "to change it or remove_query first"
                 )
-        self._bounded.register(aggregates, self._nodes, self._newest, self.now_ms or 0)
+        self._bounded.register(aggregates, self._nodes, self._newest, self.now_ms)
         for query in compiled:
             key = query_key(query.name)
             self._queries[key] = query
@@ -227,7 +227,7 @@ class Monitor:
             if query_key(query.name) not in self._queries:
                 raise KeyError(f"no query named {query.name!r}; use add_query to create it")
         bounded = [s for s in statements if isinstance(s, AggregateDef | AlterPrecision)]
-        self._bounded.change(bounded, self._nodes, self._newest, self.now_ms or 0)
+        self._bounded.change(bounded, self._nodes, self._newest, self.now_ms)
         for query in compiled:
             key = query_key(query.name)
             old, old_attached = self._queries[key], self._attached[key]

@@ -45,6 +45,7 @@ from tsmon.query.aggregate import resolve_aggregate
 from tsmon.query.ast import AggregateDef, AlterPrecision, QueryDef
 from tsmon.query.parser import query_key
 from tsmon.query.patterns import is_glob
+from tsmon.spark.files import atomic_write
 
 __all__ = ["OPS", "Command", "CommandError", "CommandLog", "apply", "check", "job_directory"]
 
@@ -385,14 +386,8 @@ def _registered_name(name: str, registered: list[str]) -> str:
 
 
 def _atomic_json(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON under a hidden temp name, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temp, "w", encoding="utf-8") as f:
-        json.dump(data, f, sort_keys=True, ensure_ascii=False)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temp, path)
+    """Write ``data`` as JSON atomically (:func:`tsmon.spark.files.atomic_write`)."""
+    atomic_write(path, json.dumps(data, sort_keys=True, ensure_ascii=False))
 
 
 def _read_json(path: Path) -> dict[str, Any]:

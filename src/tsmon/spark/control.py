@@ -23,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tsmon.spark.files import atomic_write
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import DataFrame, SparkSession
 
@@ -116,12 +118,7 @@ class ControlChannel:
                 "coordinator must be deterministic for a replayed batch (same messages in, "
                 "same control out)"
             )
-        temp = self.directory / f".ctrl-{batch_id}.json.{os.getpid()}.tmp"
-        with open(temp, "w", encoding="utf-8") as f:
-            f.write(content)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, target)
+        atomic_write(target, content)
         return True
 
     def read_stream(

@@ -27,8 +27,8 @@ its series when it starts).
 
 from __future__ import annotations
 
+import fnmatch
 import json
-import os
 import pickle
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -43,9 +43,10 @@ from tsmon.protocols.filters import Answer
 from tsmon.query import parse_queries
 from tsmon.query.aggregate import resolve_aggregate
 from tsmon.query.ast import AggregateDef
-from tsmon.query.patterns import is_glob
+from tsmon.query.patterns import is_glob, series_matches
 from tsmon.spark.commands import CommandLog, apply
 from tsmon.spark.control import ControlChannel
+from tsmon.spark.files import atomic_file, atomic_write
 from tsmon.spark.job import Job, JobError
 
 #: ``callback(batch_id, answers)`` is called on the driver after every batch.
@@ -88,8 +89,9 @@ class Coordinator:
     crash, starts again from the same state.
     """
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, queries: list[Any]) -> None:
         self.job = job
+        self.queries = queries  # the job's bounded aggregates (job_queries)
         self.directory = job.checkpoint / "coordinator"
         self.directory.mkdir(parents=True, exist_ok=True)
         self._last: tuple[int, bytes] | None = None  # (batch id, snapshot) of the last step
@@ -97,7 +99,7 @@ class Coordinator:
     def _fresh(self) -> CoordinatorNode:
         f = self.job.filters
         node = CoordinatorNode(f.period_ms, f.shrink, seed=0, growth=f.growth)
-        for query in job_queries(self.job):
+        for query in self.queries:
             node.add_query(query, source_of=_known_sources(self.job, query.objects))
         return node
 
@@ -127,7 +129,7 @@ class Coordinator:
         prepared = prepare(node)
         control = node.step(batch_id, rows)
         snapshot = node.snapshot()
-        _atomic_write(self._path(batch_id), snapshot)
+        atomic_write(self._path(batch_id), snapshot)
         for old in sorted(self.directory.glob("coord-*.pkl"))[:-2]:
             old.unlink()  # keep the last two snapshots
         self._last = (batch_id, snapshot)
@@ -153,7 +155,7 @@ class JobRunner:
                 f"input kind {job.input.kind!r} is not supported by the Spark runtime yet; "
                 'use kind = "files"'
             )
-        self.queries = job_queries(job)  # errors before Spark starts
+        queries = job_queries(job)  # errors before Spark starts
         self.job = job
         if spark is None:
             from tsmon.spark.session import spark_session
@@ -161,7 +163,8 @@ class JobRunner:
             spark = spark_session(job.master, job.name, dict(job.spark_conf))
         self.spark = spark
         self.callback = callback
-        self.coordinator = Coordinator(job)
+        self.coordinator = Coordinator(job, queries)
+        self._progress_last: int | None = None
         self.commands = CommandLog(job.checkpoint)
         self.channel = ControlChannel(job.checkpoint / "control")
         self.answers: dict[str, Answer] = {}
@@ -241,8 +244,10 @@ class JobRunner:
         literal = {g: s for g, s in self.job.sources.items() if not is_glob(g)}
         expr = series
         for glob, source in reversed([(g, s) for g, s in self.job.sources.items() if is_glob(g)]):
-            like = glob.replace("%", r"\%").replace("_", r"\_").replace("*", "%").replace("?", "_")
-            expr = F.when(series.like(like), F.lit(source)).otherwise(expr)
+            # the fnmatch rule of tsmon.query.patterns, as a Java regex (Python's translation)
+            expr = F.when(series.rlike("^" + fnmatch.translate(glob)), F.lit(source)).otherwise(
+                expr
+            )
         if literal:
             pairs = F.create_map(
                 *chain.from_iterable((F.lit(k), F.lit(v)) for k, v in literal.items())
@@ -330,7 +335,8 @@ class JobRunner:
             "driverMs": round(1000 * (time.perf_counter() - started), 3),
         }
         self._write_answers(batch_id)
-        _append_progress(self.job.checkpoint / "progress.jsonl", progress)
+        _append_progress(self.job.checkpoint / "progress.jsonl", progress, self._progress_last)
+        self._progress_last = batch_id
         if self.callback is not None:
             self.callback(batch_id, self.answers)
         if any(s.kind == "console" for s in self.job.sinks):
@@ -347,14 +353,20 @@ class JobRunner:
                 [(batch_id, q, a.value, a.lo, a.hi, a.as_of_ms) for q, a in self.answers.items()],
                 columns=columns,
             )
-            _atomic_parquet(frame, sink.path / "answers" / f"batch-{batch_id:09d}.parquet")
+            atomic_file(
+                sink.path / "answers" / f"batch-{batch_id:09d}.parquet",
+                partial(frame.to_parquet, index=False),
+            )
 
     def _on_dead(self, df: Any, batch_id: int) -> None:
         frame = df.toPandas()
         self.dead_letters += len(frame)
         for sink in self.job.sinks:
             if sink.kind == "parquet" and sink.path is not None and len(frame):
-                _atomic_parquet(frame, sink.path / "dead_letters" / f"batch-{batch_id:09d}.parquet")
+                atomic_file(
+                    sink.path / "dead_letters" / f"batch-{batch_id:09d}.parquet",
+                    partial(frame.to_parquet, index=False),
+                )
 
 
 @contextmanager
@@ -374,11 +386,11 @@ def _known_sources(job: Job, objects: list[str]) -> dict[str, str]:
     """Where the job says each series lives, as rows will show it: by its ``[sources]`` glob;
     else, without a source column, the series itself. With a source column the rows decide,
     so such series are left out (the coordinator learns them from the rows)."""
-    from fnmatch import fnmatchcase
-
     out = {}
     for obj in objects:
-        source = next((s for g, s in job.sources.items() if fnmatchcase(obj, g)), None)
+        literal = job.sources.get(obj) if not is_glob(obj) else None  # literal names first,
+        globs = (s for g, s in job.sources.items() if is_glob(g) and series_matches(obj, [g]))
+        source = literal if literal is not None else next(globs, None)  # as in _source_expr
         if source is None and "source" not in job.input.columns:
             source = obj
         if source is not None:
@@ -400,26 +412,17 @@ def _counts(node: CoordinatorNode) -> dict[str, int]:
     }
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.tmp")
-    temp.write_bytes(data)
-    os.replace(temp, path)
+def _append_progress(path: Path, record: Mapping[str, Any], last: int | None) -> None:
+    """Append a batch's progress line; a replayed batch replaces its line and any later one.
 
-
-def _atomic_parquet(frame: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.tmp")
-    frame.to_parquet(temp, index=False)
-    os.replace(temp, path)
-
-
-def _append_progress(path: Path, record: Mapping[str, Any]) -> None:
-    """Append a batch's progress line; a replayed batch replaces its line and any later one."""
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    kept = [line for line in lines if json.loads(line)["batchId"] < record["batchId"]]
-    if len(kept) != len(lines):
-        _atomic_write(path, "".join(line + "\n" for line in kept).encode())
+    ``last`` is the batch this process wrote last: the file is only read when it may hold a
+    line to replace (the first batch after a start, or a replay).
+    """
+    if last is None or record["batchId"] <= last:
+        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+        kept = [line for line in lines if json.loads(line)["batchId"] < record["batchId"]]
+        if len(kept) != len(lines):
+            atomic_write(path, "".join(line + "\n" for line in kept))
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps(record, sort_keys=True) + "\n")
 

@@ -18,6 +18,8 @@ import tempfile
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from tsmon.spark.files import atomic_write
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import SparkSession
 
@@ -111,10 +113,7 @@ def _quiet_log4j2_file() -> str:
                 return path
     except OSError:
         pass
-    temp = f"{path}.{os.getpid()}.tmp"
-    with open(temp, "w", encoding="utf-8") as f:
-        f.write(_QUIET_LOG4J2)
-    os.replace(temp, path)
+    atomic_write(path, _QUIET_LOG4J2)
     return path
 
 

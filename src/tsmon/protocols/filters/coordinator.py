@@ -74,6 +74,7 @@ class _System:
     queried: np.ndarray
     growth_rows: np.ndarray
     phi: np.ndarray
+    index_of: dict[str, np.ndarray]  # per query, its objects' cache indices
 
 
 class Coordinator:
@@ -336,7 +337,10 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         np.minimum.at(cap, single.col, budget_arr[sizes == 1][single.row] / single.data)
         queried = np.asarray((k != 0).sum(axis=0)).ravel() > 0
         growth_rows = np.flatnonzero(np.asarray((k[:, adaptive] != 0).sum(axis=1)).ravel() > 0)
-        return _System(k, budget_arr, rows_of, adaptive, cap, queried, growth_rows, phi)
+        index_of = {
+            q.name: np.array([self.cache.i(o) for o in q.objects]) for q in queries.values()
+        }
+        return _System(k, budget_arr, rows_of, adaptive, cap, queried, growth_rows, phi, index_of)
 
     def _padding(self, queries: Mapping[str, Query]) -> np.ndarray:
         phi = np.zeros(len(self.cache))
@@ -413,7 +417,7 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         return {name: self._answer(q, widths) for name, q in self.queries.items()}
 
     def _answer(self, query: Query, widths: np.ndarray) -> Answer:
-        idx = np.fromiter((self.cache.index[o] for o in query.objects), dtype=int)
+        idx = self.system.index_of[query.name]
         centres = self.cache.centres[idx]
         if np.isnan(centres).any():
             return Answer(math.nan, -math.inf, math.inf, self.now_ms)
