@@ -27,9 +27,10 @@ from tsmon.query import QuerySyntaxError, compile_query, parse_queries
 from tsmon.query.ast import AggregateDef, AlterPrecision
 from tsmon.query.printer import format_terms
 from tsmon.report import events_table, format_event, summary_line
+from tsmon.spark.session import JavaError
 
 console = Console(highlight=False, markup=False)  # data text may hold [brackets]
-_USER_ERRORS = (QuerySyntaxError, UnitError, ValueError, KeyError, OSError)
+_USER_ERRORS = (QuerySyntaxError, UnitError, ValueError, KeyError, OSError, JavaError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,18 +106,42 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
-    demo = sub.add_parser("demo", help="run the main job on a built-in generator of host metrics")
+    demo = sub.add_parser(
+        "demo",
+        help="run the main job on Spark, locally, on a built-in generator of host metrics",
+        description=(
+            "Run the main job on Spark Structured Streaming (local mode) on a built-in fleet "
+            "of hosts: watch queries at the source nodes, bounded aggregates from adaptive "
+            "filters, live query changes, answers checked against the exact values. "
+            "--in-process runs the same kinds of queries in this process, without Spark."
+        ),
+    )
     demo.add_argument(
         "--hosts",
         type=_int_at_least(1, "pass the number of hosts, e.g. --hosts 100"),
-        default=100,
-        help="hosts (3 series each)",
+        default=None,
+        help="hosts, each a source (default: 200 on Spark, 100 in-process)",
     )
+    demo.add_argument(
+        "--metrics",
+        type=_int_at_least(1, "pass the metrics per host, e.g. --metrics 15"),
+        default=15,
+        help="metrics per host on Spark (at most 15)",
+    )
+    demo.add_argument(
+        "--ticks",
+        type=_int_at_least(1, "pass the number of time steps, e.g. --ticks 288"),
+        default=288,
+        help="time steps of 5 minutes on Spark (288: a day)",
+    )
+    demo.add_argument("--dir", type=Path, help="keep the checkpoint and Parquet output here")
+    demo.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    demo.add_argument("--in-process", action="store_true", help="run without Spark (the Monitor)")
     demo.add_argument(
         "--hours",
         type=_positive_finite_float("pass the event time to generate in hours, e.g. --hours 24"),
         default=24.0,
-        help="event time to generate",
+        help="event time to generate, in-process",
     )
     demo.set_defaults(run=_demo)
 
@@ -132,6 +157,41 @@ def _parser() -> argparse.ArgumentParser:
         help="process the input available now (and the control it causes), then stop",
     )
     run.set_defaults(run=_run)
+
+    cluster = sub.add_parser(
+        "cluster",
+        help="run a standalone Spark master and workers on 127.0.0.1 until Ctrl-C",
+        description=(
+            "Start a standalone Spark master and workers from the installed PySpark, all on "
+            "127.0.0.1, print the spark:// URL for [job] master in a job file, and run until "
+            "Ctrl-C (see tsmon.spark.standalone and docs/cluster.md)."
+        ),
+    )
+    cluster.add_argument(
+        "--workers",
+        type=_int_at_least(1, "pass the number of workers, e.g. --workers 2"),
+        default=1,
+        help="workers (default: 1)",
+    )
+    cluster.add_argument(
+        "--cores",
+        type=_int_at_least(1, "pass the cores of each worker, e.g. --cores 1"),
+        default=1,
+        help="cores per worker (default: 1)",
+    )
+    cluster.add_argument("--memory", default="1g", help="memory per worker (default: 1g)")
+    cluster.add_argument(
+        "--port",
+        type=_int_at_least(0, "pass a port, e.g. --port 7077, or 0 for a free one"),
+        default=7077,
+        help="the master's port (default: 7077; 0: a free one)",
+    )
+    cluster.add_argument(
+        "--work-dir",
+        type=Path,
+        help="logs and worker directories (default: tsmon-cluster-<pid> in the temp dir)",
+    )
+    cluster.set_defaults(run=_cluster)
 
     _query_parser(sub)
 
@@ -202,6 +262,37 @@ def _run(args: argparse.Namespace) -> int:
         f"done: {len(runner.answers)} answers, {runner.dead_letters} dead letters; progress in "
         f"{job.checkpoint / 'progress.jsonl'}"
     )
+    return 0
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    """Run a standalone master and workers on loopback in the foreground until Ctrl-C.
+
+    Start-up problems (Java, a busy port, a worker that does not register) are a
+    :class:`~tsmon.spark.standalone.ClusterError` (an ``OSError``): one ``error:`` line.
+    """
+    import signal
+    import tempfile
+
+    from tsmon.spark.standalone import StandaloneCluster
+
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops it as Ctrl-C does
+    work_dir = args.work_dir or Path(tempfile.gettempdir()) / f"tsmon-cluster-{os.getpid()}"
+    cluster = StandaloneCluster(work_dir, args.workers, args.cores, args.memory, args.port)
+    console.print(f"starting a Spark master and {args.workers} worker(s); logs in {work_dir} ...")
+    try:
+        with cluster:
+            partitions = args.workers * args.cores  # Spark's default: 200 state stores a batch
+            console.print(
+                f"master {cluster.url} (web UI {cluster.webui_url}); in a job file:\n"
+                f'  [job]\n  master = "{cluster.url}"\n  [job.spark_conf]\n'
+                f'  "spark.sql.shuffle.partitions" = "{partitions}"  # one per core\n'
+                "Ctrl-C stops the master and workers (see docs/cluster.md)",
+                soft_wrap=True,
+            )
+            cluster.wait()
+    except KeyboardInterrupt:
+        console.print("interrupted: master and workers stopped")
     return 0
 
 
@@ -385,9 +476,19 @@ def _check_series_option(series: str | None, paths: list[Path], layouts: list[st
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from tsmon.sim.demo import run_demo
+    """The Spark demo (:mod:`tsmon.spark.demo`), or the in-process one with ``--in-process``."""
+    if args.in_process:
+        from tsmon.sim.demo import run_demo
 
-    return run_demo(console, hosts=args.hosts, hours=args.hours)
+        return run_demo(console, hosts=args.hosts or 100, hours=args.hours)
+    from tsmon.spark.demo import DemoSettings, run_spark_demo
+
+    if args.metrics > 15:
+        raise ValueError(f"--metrics must be at most 15, got {args.metrics}")
+    settings = DemoSettings(
+        hosts=args.hosts or 200, metrics=args.metrics, ticks=args.ticks, master=args.master
+    )
+    return run_spark_demo(Console(highlight=False), settings, args.dir)
 
 
 def _progress() -> Progress:

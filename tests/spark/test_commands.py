@@ -68,8 +68,8 @@ def test_submit_writes_one_file_per_command_named_in_submission_order(job_dir: P
     ("op", "text", "error", "match"),
     [
         ("add", "QUERY d AS SUM(a.x,, b.x) WITHIN 1", QuerySyntaxError, r"line 1:20"),
-        ("add", "QUERY d AS SUM(host*.x) WITHIN 1", CommandError, "glob 'host\\*.x'"),
-        ("add", "QUERY w ON a.x WHEN value > 1", CommandError, "only bounded aggregates"),
+        ("add", "QUERY w ON a.x WHEN nosuch(5) > 1", QuerySyntaxError, "unknown function"),
+        ("add", "ALTER QUERY d WITHIN 1", CommandError, "add takes QUERY name AS"),
         ("add", ADD + "\n" + ADD.replace(" d ", " e "), CommandError, "exactly one statement"),
         ("alter", ADD, CommandError, "alter takes ALTER QUERY"),
         ("remove", "two words", CommandError, "query name"),
@@ -148,7 +148,7 @@ def test_apply_reports_each_outcome_and_rejections_change_nothing() -> None:
     assert [o["ok"] for o in outcomes] == [
         True,
         False,
-        False,
+        True,
         False,
         False,
         False,
@@ -159,13 +159,13 @@ def test_apply_reports_each_outcome_and_rejections_change_nothing() -> None:
     detail = [o["detail"] for o in outcomes]
     assert detail[0] == "added 'd': SUM of 2 series within 0.5"
     assert "query 'D' exists (as 'd')" in detail[1]
-    assert "glob 'a.*'" in detail[2]
+    assert detail[2] == "added 'g': SUM over the series matching a.* as they appear, within 1"
     assert "not a valid statement: line 1:20" in detail[3]
-    assert detail[4] == detail[5] == "no query 'nope'; registered: ['d']"
+    assert detail[4] == detail[5] == "no query 'nope'; registered: ['d', 'g']"
     assert detail[6] == "altered 'd' to within 0.25 immediately"
     assert "unknown op 'rename'" in detail[7]
     assert detail[8] == "unreadable command file: Expecting value"
-    assert list(coord._planned()) == ["d"]
+    assert coord.names() == ["d", "g"]
     assert coord._planned()["d"].delta == 0.25
 
 
@@ -174,6 +174,41 @@ def test_apply_accepts_series_whose_source_the_rows_will_show() -> None:
     [outcome] = apply(coord, [cmd("add", ADD)], lambda series: {})
     assert outcome["ok"], outcome
     assert list(coord._planned()) == ["d"]  # its width messages wait for the rows (parked)
+
+
+def test_watch_queries_are_added_redefined_and_removed_for_every_source() -> None:
+    coord = node()
+    watch = "QUERY hot ON a.* WHEN last > 3 EMIT series"
+    outcomes = apply(
+        coord,
+        [
+            cmd("add", watch, 0),
+            cmd("add", ADD.replace(" d ", " HOT "), 1),  # one namespace, case ignored
+            cmd("alter", watch.replace("> 3", "> 4"), 2),
+            cmd("alter", "QUERY cold ON a.* WHEN last < 0", 3),  # not registered
+            cmd("add", "QUERY w ON a.x WHEN mean(5 points) >", 4),
+        ],
+        source_of,
+    )
+    assert [o["ok"] for o in outcomes] == [True, False, True, False, False], outcomes
+    assert "query 'HOT' exists (as 'hot')" in outcomes[1]["detail"]
+    assert "no watch query 'cold'" in outcomes[3]["detail"]
+    assert "not a valid statement: line 1:" in outcomes[4]["detail"]
+    control = coord.step(0, beats(100))  # every source that reported gets both changes
+    for rows in control.values():
+        watch_rows = [r["payload"] for r in rows if r["payload"].get("type") == "watch"]
+        assert [(w["op"], w["text"]) for w in watch_rows] == [
+            ("add", watch),
+            ("alter", watch.replace("> 3", "> 4")),
+        ]
+    assert set(control) == {"a", "b"}
+    [removed] = apply(coord, [cmd("remove", "HOT", 5)], source_of)
+    assert removed == {"id": "cmd-5", "op": "remove", "ok": True, "detail": "removed 'hot'"}
+    later = coord.step(1, beats(200))
+    assert {src: [r["payload"]["op"] for r in rows] for src, rows in later.items()} == {
+        "a": ["remove"],
+        "b": ["remove"],
+    }
 
 
 def test_remove_then_add_again_in_one_batch() -> None:
@@ -273,8 +308,9 @@ def test_cli_round_trip(job_dir: Path) -> None:
     bad = tsmon("query", "add", "--job", job, "QUERY e AS SUM(a.x,, b.x) WITHIN 1")
     out = bad.stdout + bad.stderr
     assert bad.returncode == 2 and "line 1:20" in out and "Traceback" not in out, out
-    glob = tsmon("query", "add", "--job", job, "QUERY e AS SUM(a.*) WITHIN 1")
-    assert glob.returncode == 2 and "name the series literally" in glob.stdout, glob.stdout
+    watch = tsmon("query", "alter", "--job", job, "QUERY e ON a.* WHEN mean(5) > 1")
+    out = watch.stdout + watch.stderr
+    assert watch.returncode == 2 and "line 1:" in out and "Traceback" not in out, out
     assert len(CommandLog(job_dir).commands()) == 3  # nothing written by the bad ones
 
     log = CommandLog(job_dir)  # the job's driver runs batch 4

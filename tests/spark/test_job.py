@@ -87,7 +87,7 @@ def test_the_module_docstring_example_is_a_valid_job(tmp_path: Path) -> None:
     [
         (('checkpoint = "state"', ""), "needs checkpoint"),
         (('trigger = "2s"', 'trigger = "2 parsecs"'), "[job] trigger"),
-        (('kind = "files"', 'kind = "kafka"'), "must be one of ['files', 'socket'"),
+        (('kind = "files"', 'kind = "ftp"'), "must be one of ['files', 'socket'"),
         (('format = "json"', 'format = "xml"'), "format must be one of"),
         (("shrink = 0.02", "shrink = 1.5"), "shrink must be in [0, 1)"),
         (('growth = "paper"', 'growth = "fast"'), "growth must be one of"),
@@ -131,3 +131,87 @@ def test_declared_sources_follow_the_globs_and_leave_source_columns_to_the_rows(
     assert _known_sources(with_column, ["r7.q", "r1.q"]) == {"r7.q": "r7"}  # r1.q: rows say
     without = load_job(write(tmp_path, GOOD.replace(', source = "router"', "")))
     assert _known_sources(without, ["r7.q", "r1.q"]) == {"r7.q": "r7", "r1.q": "r1.q"}
+
+
+# -- [input] of every kind -------------------------------------------------------------------
+
+
+def with_input(tmp_path: Path, table: str) -> Path:
+    """A job file whose [input] table is ``table`` (TOML lines)."""
+    return write(tmp_path, f'[job]\ncheckpoint = "ck"\n[input]\n{table}\n')
+
+
+def test_the_generator_has_defaults_and_its_rows_carry_their_host(tmp_path: Path) -> None:
+    spec = load_job(with_input(tmp_path, 'kind = "generator"')).input
+    assert (spec.sources, spec.metrics, spec.step_ms, spec.speedup) == (200, 15, 10_000, 360.0)
+    assert (spec.max_ticks_per_batch, spec.ticks, spec.seed) == (100, None, 7)
+    assert spec.start_ms == 1_704_067_200_000  # 2024-01-01T00:00:00Z
+    assert dict(spec.columns) == {c: c for c in ("series", "source", "ts", "value")}
+    table = (
+        'kind = "generator"\nsources = 3\nmetrics = 2\nstep = "1m"\nspeedup = 60\n'
+        "max_ticks_per_batch = 4\nticks = 30\nseed = 0\nstart = 2024-03-01T01:00:00+01:00"
+    )
+    spec = load_job(with_input(tmp_path, table)).input
+    assert (spec.sources, spec.metrics, spec.step_ms, spec.speedup) == (3, 2, 60_000, 60.0)
+    assert (spec.max_ticks_per_batch, spec.ticks, spec.seed) == (4, 30, 0)
+    assert spec.start_ms == 1_709_251_200_000  # 2024-03-01T00:00:00Z
+    assert load_job(with_input(tmp_path, 'kind = "generator"\nstart = 5')).input.start_ms == 5
+
+
+def test_replay_socket_and_kafka_inputs_load(tmp_path: Path) -> None:
+    replay = load_job(
+        with_input(
+            tmp_path,
+            'kind = "replay"\npath = "rec/nab.csv"\nseries = "nab.cpu"\nspeedup = 600\n'
+            'columns = { ts = "timestamp" }',
+        )
+    ).input
+    assert replay.path == tmp_path / "rec" / "nab.csv" and replay.series == "nab.cpu"
+    assert replay.speedup == 600.0 and replay.columns["ts"] == "timestamp"
+    socket = load_job(with_input(tmp_path, 'kind = "socket"\nhost = "collector"\nport = 9999'))
+    assert (socket.input.host, socket.input.port) == ("collector", 9999)
+    kafka = load_job(
+        with_input(tmp_path, 'kind = "kafka"\nbootstrap = "b1:9092,b2:9092"\ntopic = "metrics"')
+    ).input
+    assert (kafka.bootstrap, kafka.topic, kafka.starting_offsets) == (
+        "b1:9092,b2:9092",
+        "metrics",
+        "latest",
+    )
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('kind = "generator"\nmetrics = 16', "[input] metrics must be an integer 1..15, got 16"),
+        ('kind = "generator"\nsources = 0', "[input] sources must be an integer >= 1, got 0"),
+        ('kind = "generator"\nticks = 2.5', "[input] ticks must be an integer >= 1, got 2.5"),
+        ('kind = "generator"\nseed = -1', "[input] seed must be an integer >= 0, got -1"),
+        ('kind = "generator"\nmax_ticks_per_batch = true', "max_ticks_per_batch must be an"),
+        ('kind = "generator"\nstep = "often"', "[input] step: cannot read duration 'often'"),
+        ('kind = "generator"\nspeedup = 0', "[input] speedup must be a number > 0"),
+        ('kind = "generator"\nspeedup = true', "[input] speedup must be a number > 0"),
+        ('kind = "generator"\nstart = "monday"', "[input] start must be epoch milliseconds"),
+        ('kind = "generator"\nstart = 2024-01-01T00:00:00', "a date-time with an offset"),
+        ('kind = "generator"\ncolumns = { ts = "t" }', "unknown key 'columns' in [input] of"),
+        ('kind = "files"\npath = "in"\nspeedup = 2', "unknown key 'speedup' in [input] of"),
+        (
+            'kind = "socket"\nport = 9\npath = "in"',
+            "unknown key 'path' in [input] of kind = \"socket\"",
+        ),
+        ('kind = "socket"\nport = true', 'kind = "socket" needs port = <1..65535>, got True'),
+        ('kind = "kafka"\ntopic = "m"', 'kind = "kafka" needs bootstrap = "broker1:9092'),
+        ('kind = "kafka"\nbootstrap = "b:9092"', 'kind = "kafka" needs topic = "metrics"'),
+        ('kind = "kafka"\nbootstrap = "b:9092"\ntopic = ""', "[input] topic must be a non-empty"),
+        ('kind = "replay"\npath = "r.csv"\nseries = ""', "[input] series must be a non-empty"),
+        (
+            'kind = "replay"\npath = "r.csv"\nseries = "x"\ncolumns = { series = "s" }',
+            "give either series (one series for the whole file) or [input.columns] series",
+        ),
+    ],
+)
+def test_input_mistakes_name_the_key_and_what_was_expected(
+    tmp_path: Path, table: str, message: str
+) -> None:
+    with pytest.raises(JobError, match=re.escape(message)):
+        load_job(with_input(tmp_path, table))

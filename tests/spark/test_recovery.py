@@ -1,5 +1,5 @@
 """Recovery (issue item 7): ``tsmon run`` killed with SIGKILL mid-stream and restarted from its
-checkpoint gives the answers of an uninterrupted run — no point lost, none counted twice.
+checkpoint gives the answers and events of an uninterrupted run — no point lost, none counted twice.
 
 The job runs in a subprocess (a real process to kill). Each input file is dropped once the job
 is quiet (its last batch wrote no control), so batches are one file then control-only batches,
@@ -63,7 +63,7 @@ def test_sigkill_mid_stream_then_restart_loses_and_duplicates_nothing(tmp_path: 
     job.write_text(JOB, encoding="utf-8")
     (tmp_path / "incoming").mkdir()
     files = make_files(5, seed=9)
-    expected = reference(files, job)
+    expected, expected_events = reference(files, job)
     ckpt = tmp_path / "ckpt"
 
     proc = start(job)
@@ -93,3 +93,15 @@ def test_sigkill_mid_stream_then_restart_loses_and_duplicates_nothing(tmp_path: 
     assert got.keys() == want.keys()
     for q in want:  # nan == nan for unbounded values
         assert pd.Series(got[q]).equals(pd.Series(want[q])), (q, got[q], want[q])
+    events = pd.concat(
+        pd.read_parquet(p) for p in sorted((ckpt.parent / "out" / "events").iterdir())
+    )  # one file per batch, replaced when a batch is replayed: in batch order
+    got_events = [
+        (e.query, e.series, e.ts_ms, e.value, json.loads(e.payload)) for e in events.itertuples()
+    ]
+    want_events = [
+        (e["query"], e["series"], e["ts_ms"], e["value"], e["payload"])
+        for batch in expected_events
+        for e in batch
+    ]
+    assert got_events == want_events  # none lost, none duplicated

@@ -1,6 +1,7 @@
-"""A bounded-aggregate job on Spark equals the in-process batch runtime with the same control
-delay, batch for batch, before and after a restart from its checkpoint; bad rows become dead
-letters with their reason. Each input file is followed by ``processAllAvailable()``."""
+"""A job of bounded aggregates and watch queries on Spark equals the in-process batch runtime
+with the same control delay, batch for batch (answers and events), before and after a restart
+from its checkpoint; bad rows and late points become dead letters with their reason. Each
+input file is followed by ``processAllAvailable()``."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import pandas as pd
 import pytest
 
 from tsmon.engine.batched import BatchedRuntime
-from tsmon.spark.job import load_job
-from tsmon.spark.runtime import REASONS, JobRunner, job_queries
+from tsmon.spark.job import Job, load_job
+from tsmon.spark.runtime import REASONS, JobRunner, job_watch, register_queries
+from tsmon.spark.sinks import BatchOutput
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -25,6 +27,9 @@ queries = '''
 QUERY s AS SUM(a.x, b.x) WITHIN 2
 QUERY w AS AVG(2*a.y - c.y, b.x) WITHIN 1.5
 QUERY m AS MAX(a.x, c.y) WITHIN 0.5
+QUERY g AS AVG(*.x) WITHIN 1
+QUERY rise ON a.* WHEN last > mean(4 points) + 0.3 EMIT series, last, mean(4 points)
+QUERY wide ON *.x WHEN max(1s) - min(1s) > 1 EMIT series, max(1s), min(1s) AS low
 '''
 
 [job]
@@ -40,6 +45,9 @@ columns = { series = "metric", ts = "time", value = "v" }
 "a.*" = "A"
 "b.*" = "B"
 "c.*" = "C"
+
+[registers]
+retention = "10s"
 
 [filters]
 period = "1s"
@@ -82,25 +90,53 @@ def drop(directory: Path, name: str, rows: list[dict]) -> None:
     os.replace(temp, directory / name)
 
 
-def reference(files: list[list[dict]], job_path: Path) -> list[dict]:
-    """Answers after each file from the pure batch runtime, batches as Spark runs them."""
-    job = load_job(job_path)
+LATE = {"metric": "a.x", "time": "100", "v": "0.5"}  # older than a.x's newest: too late
+
+
+def reference_runtime(job: Job) -> BatchedRuntime:
+    """The in-process batch runtime of ``job``: its filters, registers, queries."""
     f = job.filters
-    runtime = BatchedRuntime(f.period_ms, f.shrink, 0, source_of=SERIES, growth=f.growth)
-    for query in job_queries(job):
-        runtime.add_query(query)
-    out = []
+    runtime = BatchedRuntime(
+        f.period_ms,
+        f.shrink,
+        0,
+        source_of=SERIES,
+        growth=f.growth,
+        registers=job.registers,
+        watch=job_watch(job),
+    )
+    register_queries(runtime.coordinator, job)
+    return runtime
+
+
+def run_file(runtime: BatchedRuntime, good: list[tuple]) -> list[dict]:
+    """One file's batch and the control-only batches after it; returns their events."""
+    runtime.run_batch(good)
+    events = [e["payload"] for e in runtime.events()]
+    while runtime.control:  # control-only batches, as the file source sees ctrl files
+        runtime.run_batch([])
+        events += [e["payload"] for e in runtime.events()]
+    return events
+
+
+def reference(files: list[list[dict]], job_path: Path) -> tuple[list[dict], list[list[dict]]]:
+    """Answers and events after each file from the pure batch runtime, batches as Spark runs
+    them."""
+    runtime = reference_runtime(load_job(job_path))
+    out, events = [], []
     for rows in files:
         good = [
             (SERIES[r["metric"]], r["metric"], int(r["time"]), float(r["v"]))
             for r in rows
             if "metric" in r and r["time"].isdigit() and math.isfinite(float(_num(r["v"])))
         ]
-        runtime.run_batch(good)
-        while runtime.control:  # control-only batches, as the file source sees ctrl files
-            runtime.run_batch([])
+        events.append(run_file(runtime, good))
         out.append(runtime.answers())
-    return out
+    return out, events
+
+
+def progress_lines(tmp_path: Path) -> list[str]:
+    return (tmp_path / "ckpt" / "progress.jsonl").read_text(encoding="utf-8").splitlines()
 
 
 def _num(text: str) -> float:
@@ -117,39 +153,47 @@ def test_spark_job_equals_the_batch_runtime_and_survives_a_restart(spark, tmp_pa
     incoming.mkdir()
     files = make_files(5)
     files[2] = files[2] + BAD
-    expected = reference(files, job_path)
+    files[3] = files[3] + [LATE]
+    expected, expected_events = reference(files, job_path)
+    assert sum(map(len, expected_events)) > 5  # the watch queries fire
 
-    seen = []
-    runner = JobRunner(load_job(job_path), spark=spark)
-    runner.start()
-    for i, rows in enumerate(files[:3]):
-        drop(incoming, f"part-{i:03d}.json", rows)
-        runner.process_all_available()
-        seen.append(runner.answers)
-    runner.stop()
-
-    runner = JobRunner(load_job(job_path), spark=spark)  # restart on the same checkpoint
-    runner.start()
-    for i, rows in enumerate(files[3:], start=3):
-        drop(incoming, f"part-{i:03d}.json", rows)
-        runner.process_all_available()
-        seen.append(runner.answers)
-    runner.stop()
+    seen, seen_events = [], []
+    outputs: list[BatchOutput] = []
+    for part in (files[:3], files[3:]):  # a restart on the same checkpoint in between
+        runner = JobRunner(load_job(job_path), spark=spark, callback=outputs.append)
+        runner.start()
+        for rows in part:
+            i = len(seen)
+            drop(incoming, f"part-{i:03d}.json", rows)
+            outputs.clear()
+            runner.process_all_available()
+            seen.append(runner.answers)
+            seen_events.append([e for out in outputs for e in out.events])
+        runner.stop()
 
     for got, want in zip(seen, expected, strict=True):
         assert got == want
+    assert seen_events == expected_events
     last = seen[-1]
-    assert all(a.hi - a.lo <= q.delta * (1 + 1e-9) for q, a in zip(
-        job_queries(load_job(job_path)), last.values(), strict=True))  # fmt: skip
+    deltas = {"s": 2, "w": 1.5, "m": 0.5, "g": 1}
+    assert set(last) == set(deltas)
+    assert all(a.hi - a.lo <= deltas[q] * (1 + 1e-9) for q, a in last.items())
+    x_series = sorted(s for s in SERIES if s.endswith(".x"))
+    state = runner.coordinator.node_for(len(progress_lines(tmp_path)))  # after the last batch
+    assert state.coordinator.queries["g"].objects == x_series  # every .x series rows showed
 
     dead = pd.concat(pd.read_parquet(p) for p in (tmp_path / "out" / "dead_letters").iterdir())
-    assert sorted(dead["reason"]) == sorted(REASONS)  # one bad row of each kind
+    assert sorted(dead["reason"]) == sorted([*REASONS, "too_late"])  # one bad row of each kind
+    late = dead[dead["reason"] == "too_late"].iloc[0]
+    assert (late["series"], late["ts"], late["source"]) == ("a.x", 100, "A")
+    events = pd.concat(pd.read_parquet(p) for p in (tmp_path / "out" / "events").iterdir())
+    assert len(events) == sum(map(len, expected_events))
     answers = pd.concat(pd.read_parquet(p) for p in (tmp_path / "out" / "answers").iterdir())
-    assert answers.groupby("batch_id").size().eq(3).all()
+    assert answers.groupby("batch_id").size().eq(4).all()
     progress = [json.loads(line) for line in (tmp_path / "ckpt" / "progress.jsonl").open()]
     assert [p["batchId"] for p in progress] == list(range(len(progress)))  # none replayed twice
     points = sum(p["numInputRows"] for p in progress)
-    assert points == sum(len(f) for f in files) - len(BAD)
+    assert points == sum(len(f) for f in files) - len(BAD) - 1  # the late point changes nothing
     assert sum(p["rowsToCoordinator"] for p in progress) < points
 
 
@@ -167,40 +211,50 @@ def test_queries_added_altered_and_removed_while_the_job_runs(spark, tmp_path):
     incoming.mkdir()
     files = make_files(4, seed=5)
     job = load_job(job_path)
-    f = job.filters
-    ref = BatchedRuntime(f.period_ms, f.shrink, 0, source_of=SERIES, growth=f.growth)
-    for query in job_queries(job):
-        ref.add_query(query)
+    ref = reference_runtime(job)
     added = "QUERY n AS MIN(a.x, b.x) WITHIN 1"
+    dip = "QUERY dip ON *.y WHEN last < mean(1s) - 0.2 EMIT series, last SINCE -3s"
+    rise = "QUERY rise ON a.* WHEN last > mean(4 points) EMIT series, last"
     changes = {
-        1: [("add", added)],
+        1: [("add", added), ("add", dip)],
         2: [
             ("alter", "ALTER QUERY s WITHIN 0.5 IMMEDIATELY"),
             ("add", "QUERY S AS MAX(a.x) WITHIN 1"),  # a duplicate name: rejected
+            ("alter", rise),
         ],
-        3: [("remove", "w")],
+        3: [("remove", "w"), ("remove", "wide")],
     }
 
-    runner = JobRunner(job, spark=spark)
+    outputs: list[BatchOutput] = []
+    queries: set[str] = set()
+    runner = JobRunner(job, spark=spark, callback=outputs.append)
     runner.start()
     log = CommandLog(job.checkpoint)
     for i, rows in enumerate(files):
         for op, text in changes.get(i, []):
             log.submit(op, text)
-            if op == "add" and text == added:
+            if text == added:
                 ref.add_query(to_query(resolve_aggregate(parse_query(text), ["a.x", "b.x"])))
+            elif text == dip:
+                ref.coordinator.add_watch(text)
+            elif text == rise:
+                ref.coordinator.alter_watch(text)
             elif op == "alter":
                 ref.alter_query("s", 0.5, immediately=True)
+            elif text == "wide":
+                ref.coordinator.remove_watch(text)
             elif op == "remove":
                 ref.remove_query(text)
         drop(incoming, f"part-{i:03d}.json", rows)
+        outputs.clear()
         runner.process_all_available()
         good = [(SERIES[r["metric"]], r["metric"], int(r["time"]), float(r["v"])) for r in rows]
-        ref.run_batch(good)
-        while ref.control:
-            ref.run_batch([])
+        events = run_file(ref, good)
         assert runner.answers == ref.answers(), i
+        assert [e for out in outputs for e in out.events] == events, i
+        queries.update(e["query"] for e in events)
     runner.stop()
-    assert set(runner.answers) == {"s", "m", "n"}
+    assert set(runner.answers) == {"s", "m", "n", "g"}
+    assert {"dip", "rise", "wide"} <= queries  # each watch query fired at least once
     rejected = [s for s in log.states() if s["state"] == "rejected"]
     assert len(rejected) == 1 and "QUERY S" in rejected[0]["text"], log.states()  # duplicate

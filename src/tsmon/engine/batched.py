@@ -45,6 +45,7 @@ newest point, as the in-process host does (:mod:`tsmon.engine.bounded`).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import numbers
 import pickle
@@ -54,6 +55,8 @@ from typing import Any
 
 import numpy as np
 
+from tsmon.engine.bounded import to_query
+from tsmon.engine.watch import WATCH_OPS, LocalQueries, RegisterSettings, WatchLog, event_order
 from tsmon.protocols.filters.codec import from_dict, to_dict
 from tsmon.protocols.filters.coordinator import Answer, Coordinator
 from tsmon.protocols.filters.messages import (
@@ -65,6 +68,9 @@ from tsmon.protocols.filters.messages import (
 )
 from tsmon.protocols.filters.queries import Query
 from tsmon.protocols.filters.source import SourceFilter
+from tsmon.query.aggregate import resolve_aggregate
+from tsmon.query.ast import AggregateDef
+from tsmon.query.parser import query_key
 
 __all__ = ["BatchCounts", "BatchedRuntime", "CoordinatorNode", "SourceNode"]
 
@@ -106,25 +112,39 @@ def _parse_data(rows: Sequence[Mapping[str, Any]], source: str) -> list[_Point]:
     return sorted(points, key=lambda p: (p.ts, p.seq))
 
 
-def _parse_control(rows: Sequence[Mapping[str, Any]], source: str) -> list[tuple[int, Any]]:
-    """Validate control rows; returns ``(seq, width message)`` pairs in ``seq`` order."""
+def _parse_control(
+    rows: Sequence[Mapping[str, Any]], source: str
+) -> tuple[list[dict[str, str]], list[tuple[int, WidthMessage]]]:
+    """Validate control rows; returns the watch-query changes and the ``(seq, width
+    message)`` pairs, each in ``seq`` order."""
+    watch: list[tuple[int, dict[str, str]]] = []
     out = []
     for n, row in enumerate(rows):
         where = f"source {source!r}, control row {n}"
         if not isinstance(row, Mapping) or not _is_int(row.get("seq")) or "payload" not in row:
             raise ValueError(f"{where}: expected {{'seq': int, 'payload': dict}}, got {row!r}")
+        payload = row["payload"]
+        if isinstance(payload, Mapping) and payload.get("type") == "watch":
+            op, text = payload.get("op"), payload.get("text")
+            if op not in WATCH_OPS or not isinstance(text, str):
+                raise ValueError(f"{where}: bad watch-query change {payload!r}")
+            watch.append((int(row["seq"]), {"op": op, "text": text}))
+            continue
         try:
-            message = from_dict(row["payload"])
+            message = from_dict(payload)
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
         if not isinstance(message, Growth | Shrink):
             raise ValueError(f"{where}: control carries growth or shrink messages, got {message}")
         out.append((int(row["seq"]), message.seq, message))
-    return [(s, m) for s, _, m in sorted(out, key=lambda x: x[:2])]
+    changes = [c for _, c in sorted(watch, key=lambda x: x[0])]
+    return changes, [(s, m) for s, _, m in sorted(out, key=lambda x: x[:2])]
 
 
 class SourceNode:
-    """One source node: a :class:`SourceFilter` per series it has seen, stepped once per batch.
+    """One source node: a :class:`SourceFilter` per series it has seen, stepped once per batch,
+    and with ``registers`` its stored points, windows and watch queries
+    (:class:`~tsmon.engine.watch.LocalQueries`, starting with the queries of ``watch``).
 
     A filter is created at a series' first point or first width message; until a width message
     puts the series in a query its ``W = inf`` and it never sends (§3.4). The node's time
@@ -144,10 +164,20 @@ class SourceNode:
     (['msg', 'heartbeat'], {'now_ms': 7, 'points': 2, 'stale': 0, 'series': ['a']})
     """
 
-    def __init__(self, source: str, period_ms: int, shrink: float) -> None:
+    def __init__(
+        self,
+        source: str,
+        period_ms: int,
+        shrink: float,
+        registers: RegisterSettings | None = None,
+        watch: str = "",
+    ) -> None:
         if not isinstance(source, str):
             raise TypeError(f"source must be a str, got {source!r}")
         SourceFilter(source, period_ms, shrink)  # refuses a bad T or S with the reason
+        if watch.strip() and registers is None:
+            raise ValueError("watch queries need registers: pass registers=RegisterSettings()")
+        self.local = None if registers is None else LocalQueries(registers, watch)
         self.source = source
         self.period_ms = int(period_ms)
         self.shrink = float(shrink)
@@ -162,15 +192,21 @@ class SourceNode:
     def step(
         self, control: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, Any]]
     ) -> list[Row]:
-        """Apply ``control`` rows (``{"seq", "payload"}``), then ``data`` rows (``{"series",
-        "ts", "value", "seq"}``); return ``{"kind": "msg", "payload": ...}`` rows, one per
-        streamed update, then one ``{"kind": "heartbeat", "payload": {"now_ms", "points",
-        "stale", "series"}}`` row (``series``: those whose first point came in this step).
+        """Apply ``control`` rows (``{"seq", "payload"}``: watch-query changes first, then
+        width messages), then ``data`` rows (``{"series", "ts", "value", "seq"}``); return
+        ``{"kind": "msg", "payload": ...}`` rows, one per streamed update, the ``event`` and
+        ``dead`` rows of the watch queries and registers, then one ``{"kind": "heartbeat",
+        "payload": {"now_ms", "points", "stale", "series"}}`` row (``series``: those whose
+        first point came in this step).
 
         All rows are validated first: a bad one raises ``ValueError`` and changes nothing.
         """
-        messages = _parse_control(control, self.source)
+        changes, messages = _parse_control(control, self.source)
         points = _parse_data(data, self.source)
+        if changes and self.local is None:
+            raise ValueError(f"source {self.source!r}: watch queries need registers")
+        for change in changes:
+            self.local.change(change["op"], change["text"])  # type: ignore[union-attr]
         return self._run(messages, points, None)
 
     def advance(self, now_ms: int) -> list[Row]:
@@ -197,7 +233,7 @@ class SourceNode:
             start = points[0].ts if points else until_ms
             if start is None:  # no time yet to apply control at: hold it for the first point
                 self.held = sorted(self.held + messages, key=lambda x: (x[0], x[1].seq))
-                return [self._heartbeat(0, 0, [])]
+                return [*self._local_outputs(), self._heartbeat(0, 0, [])]
             self.now_ms = start
         out: list[StreamedUpdate] = []
         for _, message in sorted(self.held + messages, key=lambda x: (x[0], x[1].seq)):
@@ -224,8 +260,15 @@ class SourceNode:
             out += f.advance(self.now_ms)
         self.points += applied
         self.stale += stale
+        if self.local is not None:
+            self.local.ingest(
+                [p.series for p in points], [p.ts for p in points], [p.value for p in points]
+            )
         rows: list[Row] = [{"kind": "msg", "payload": to_dict(u)} for u in out]
-        return [*rows, self._heartbeat(applied, stale, sorted(set(new)))]
+        return [*rows, *self._local_outputs(), self._heartbeat(applied, stale, sorted(set(new)))]
+
+    def _local_outputs(self) -> list[Row]:
+        return [] if self.local is None else self.local.outputs()
 
     def _heartbeat(self, points: int, stale: int, series: list[str]) -> Row:
         payload = {"now_ms": self.now_ms, "points": points, "stale": stale, "series": series}
@@ -257,6 +300,11 @@ class CoordinatorNode:
     :meth:`add_query`. Query changes before the coordinator has a time (no source reported
     yet) wait for the first :meth:`step` and happen at its time.
 
+    Watch queries run at the source nodes (:mod:`tsmon.engine.watch`): ``watch`` is the text
+    every node starts with; :meth:`add_watch`, :meth:`alter_watch` and :meth:`remove_watch` log
+    changes that go to every source that has reported, with the next control. ``event`` and
+    ``dead`` rows of the nodes are accepted and left to the host's sinks.
+
     A batch id is applied once: stepping the last batch id again returns the same control and
     changes nothing; an older id raises. :meth:`snapshot` after each step and :meth:`restore`
     before a replay make a replayed batch give identical control (ARCHITECTURE: the driver
@@ -270,7 +318,11 @@ class CoordinatorNode:
         seed: int,
         growth: str = "paper",
         source_of: Mapping[str, str] | None = None,
+        watch: str = "",
     ) -> None:
+        self.watch = WatchLog(watch)  # the job's watch queries and their live changes
+        self.globbed: dict[str, AggregateDef] = {}  # bounded queries over globs, by name
+        self.sources: set[str] = set()  # every source that sent a heartbeat
         self.coordinator = Coordinator(
             period_ms, shrink, np.random.default_rng(seed), latency_ms=0, growth=growth
         )
@@ -307,6 +359,58 @@ class CoordinatorNode:
                 del queries[op[1]]
         return queries
 
+    def names(self) -> list[str]:
+        """Every query name: bounded ones (also those over globs matching nothing yet) and
+        watch queries, once every deferred change is made."""
+        return list(dict.fromkeys([*self._planned(), *self.globbed, *self.watch.names()]))
+
+    def _free(self, name: str) -> None:
+        taken = {query_key(n): n for n in self.names()}
+        if query_key(name) in taken:
+            raise ValueError(
+                f"query {name!r} exists (as {taken[query_key(name)]!r}); remove it first"
+            )
+
+    def add_glob_query(self, statement: AggregateDef) -> None:
+        """Register a bounded aggregate whose terms hold globs (``AVG(host*.cpu)``).
+
+        A running job does not know its series in advance, so the query covers the matching
+        series the rows have shown so far (or ``source_of`` declared): from the first step
+        where every term matches, and registered again over the larger set whenever a new
+        matching series appears (an added query, §3.4: its bounds shrink to a share at once).
+        """
+        self._free(statement.name)
+        self.globbed[statement.name] = statement
+
+    def _expand_globs(self) -> list[WidthMessage]:
+        """Re-register each glob query whose matching series changed (at the current time)."""
+        out: list[WidthMessage] = []
+        known = sorted({*self.learned, *self.declared})
+        for name, statement in self.globbed.items():
+            try:
+                query = to_query(resolve_aggregate(statement, known))
+            except ValueError:  # a term matches nothing yet
+                continue
+            old = self.coordinator.queries.get(name)
+            if old is not None and old.objects == query.objects:
+                continue
+            if old is not None:
+                out += self.coordinator.remove_query(name)
+            out += self.coordinator.add_query(query)
+        return out
+
+    def add_watch(self, text: str) -> list[str]:
+        """Register watch queries at every source node, from the next control on."""
+        return self.watch.add(text, taken=[*self._planned(), *self.globbed])
+
+    def alter_watch(self, text: str) -> list[str]:
+        """Redefine watch queries at every source node (windows still needed are kept)."""
+        return self.watch.alter(text)
+
+    def remove_watch(self, name: str) -> str:
+        """Unregister watch query ``name`` at every source node."""
+        return self.watch.remove(name)
+
     def _known(self, name: str) -> Query:
         planned = self._planned()
         if name not in planned:
@@ -328,8 +432,7 @@ class CoordinatorNode:
                 f"query {query.name!r}: series {wrong[0]!r} comes from source "
                 f"{self.learned[wrong[0]]!r}, not {given[wrong[0]]!r}; fix source_of"
             )
-        if query.name in self._planned():
-            raise ValueError(f"query {query.name!r} exists; remove it first or alter its δ")
+        self._free(query.name)
         if self.started:
             self.outbox += self.coordinator.add_query(query)
         else:
@@ -338,6 +441,13 @@ class CoordinatorNode:
 
     def alter_query(self, name: str, delta: float, *, immediately: bool = False) -> None:
         """Change the precision constraint of ``name`` to ``delta`` (§3.4), at the next step."""
+        if name in self.globbed:
+            statement = self.globbed[name]
+            if not (isinstance(delta, int | float) and math.isfinite(delta) and delta > 0):
+                raise ValueError(f"query {name!r}: delta must be a finite width > 0, got {delta}")
+            self.globbed[name] = dataclasses.replace(statement, delta=float(delta))
+            if name not in self.coordinator.queries:
+                return  # registered later, with the new δ
         self._known(name).with_delta(delta)  # refuses a bad δ now
         if self.started:
             self.outbox += self.coordinator.alter_query(name, delta, immediately=immediately)
@@ -346,6 +456,8 @@ class CoordinatorNode:
 
     def remove_query(self, name: str) -> None:
         """Unregister query ``name``; objects left in no query stop sending (``W = inf``)."""
+        if self.globbed.pop(name, None) is not None and name not in self._planned():
+            return  # it matched no series yet
         self._known(name)
         if self.started:
             self.outbox += self.coordinator.remove_query(name)
@@ -387,6 +499,7 @@ class CoordinatorNode:
             if now is not None:
                 self.source_now[source] = max(now, self.source_now.get(source, now))
         self.learned.update(seen)
+        self.sources.update(now_of)
         coord = self.coordinator
         fresh = [u.object_id for u in updates if u.object_id not in coord.cache.index]
         if fresh:
@@ -403,7 +516,9 @@ class CoordinatorNode:
                 horizon = max(horizon, coord.settled_ms)
             out += coord.advance(horizon)
             out += self._run_deferred()
-        control: dict[str, list[Row]] = {}
+            out += self._expand_globs()
+        control = self.watch.control_for(self.sources)
+        self.counts.control_rows += sum(len(rows) for rows in control.values())
         decided = sorted(out, key=lambda m: m.seq)
         for m in decided:
             self.counts.messages.add(m)  # counted once, when decided
@@ -456,6 +571,8 @@ class CoordinatorNode:
                     raise ValueError(f"{where}: sources send streamed updates, got {update}")
                 locate(update.object_id, source, where)
                 updates.append(update)
+            elif kind in ("event", "dead"):
+                continue  # watch-query outputs: for the sinks, not the protocol
             elif kind == "heartbeat":
                 now = payload.get("now_ms") if isinstance(payload, Mapping) else None
                 series = payload.get("series", []) if isinstance(payload, Mapping) else None
@@ -467,7 +584,9 @@ class CoordinatorNode:
                 if old is None or (now is not None and now > old):
                     now_of[source] = now
             else:
-                raise ValueError(f"{where}: kind must be 'msg' or 'heartbeat', got {kind!r}")
+                raise ValueError(
+                    f"{where}: kind must be 'msg', 'heartbeat', 'event' or 'dead', got {kind!r}"
+                )
         updates.sort(key=lambda u: (u.ts_ms, u.object_id, u.seq))
         return updates, dict(sorted(now_of.items())), dict(sorted(seen.items()))
 
@@ -494,7 +613,9 @@ class BatchedRuntime:
 
     Each :meth:`run_batch` groups the points by source, steps every node that has points or
     control (control written by the previous batch), then the coordinator. ``source_of``
-    declares the source of series that queries read before their first point.
+    declares the source of series that queries read before their first point; ``registers``
+    and ``watch`` give every node its registers and watch queries (:meth:`events` of the
+    last batch, :attr:`last_outputs` for its rejected points).
 
     Examples
     --------
@@ -515,10 +636,14 @@ class BatchedRuntime:
         seed: int,
         source_of: Mapping[str, str] | None = None,
         growth: str = "paper",
+        registers: RegisterSettings | None = None,
+        watch: str = "",
     ) -> None:
         self.period_ms = int(period_ms)
         self.shrink = float(shrink)
-        self.coordinator = CoordinatorNode(period_ms, shrink, seed, growth, source_of)
+        self.registers = registers
+        self.watch = watch
+        self.coordinator = CoordinatorNode(period_ms, shrink, seed, growth, source_of, watch)
         self.nodes: dict[str, SourceNode] = {}
         self.control: dict[str, list[Row]] = {}  # written by the last batch, for the next
         self.batch_id = -1
@@ -566,7 +691,9 @@ class BatchedRuntime:
         outputs: list[Row] = []
         for source in sorted(set(groups) | set(self.control)):
             if source not in self.nodes:
-                self.nodes[source] = SourceNode(source, self.period_ms, self.shrink)
+                self.nodes[source] = SourceNode(
+                    source, self.period_ms, self.shrink, self.registers, self.watch
+                )
             rows = self.nodes[source].step(self.control.get(source, []), groups.get(source, []))
             outputs += [{**row, "source": source} for row in rows]
         self.last_outputs = outputs
@@ -576,6 +703,10 @@ class BatchedRuntime:
     def answers(self) -> dict[str, Answer]:
         """Bounded answer of every query, as of the coordinator's time."""
         return self.coordinator.answers()
+
+    def events(self) -> list[Mapping[str, Any]]:
+        """The ``event`` rows of the last batch, in :func:`~tsmon.engine.watch.event_order`."""
+        return event_order(self.last_outputs)
 
     @property
     def counts(self) -> BatchCounts:

@@ -405,8 +405,19 @@ class Monitor:
         return self._events.drain()
 
     def dead_letters(self) -> pd.DataFrame:
-        """Every rejected point: seq, series, ts_ms, value, reason, detail."""
+        """Every rejected point (not taken by :meth:`take_dead_letters`): seq, series, ts_ms,
+        value, reason, detail."""
         return self._dead.frame()
+
+    @property
+    def rejected_pending(self) -> int:
+        """Rejected points that :meth:`take_dead_letters` would return (cheap to ask)."""
+        return self._dead.pending()
+
+    def take_dead_letters(self) -> pd.DataFrame:
+        """Return and forget the rejected points since the last call; :meth:`stats` still
+        counts them (a host that ships them out, such as a Spark source node)."""
+        return self._dead.take()
 
     def points(self, series: str) -> pd.DataFrame:
         """The retained points of one series in time order: columns ``ts_ms`` and ``value``.

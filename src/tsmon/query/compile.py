@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -205,6 +205,11 @@ class CompiledQuery:
         (True, False, True)
         """
         return series_matches(series, self.triggers)
+
+    def __reduce__(self) -> tuple[Any, tuple[ast.QueryDef]]:
+        """Pickle as the parsed statement and compile again on load (the evaluators are
+        closures): source nodes on Spark keep their queries in pickled state."""
+        return compile_query, (self.query,)
 
 
 def _not_a_watch_query(statement: object) -> Exception:

@@ -20,10 +20,12 @@ command is taken by one batch only.
 A bad command never stops the job: :func:`apply` rejects it with the reason, and ``tsmon query
 list`` shows it as rejected.
 
-**Supported:** ``add`` of bounded aggregates over literal series names (``QUERY q AS
-SUM(a.x, b.x) WITHIN 0.5``), ``alter`` (``ALTER QUERY q WITHIN 0.1 [IMMEDIATELY]``),
-``remove`` by name. **Not supported:** watch queries (``QUERY q ON ...``) and globs in
-aggregates (a Spark job does not know its series in advance).
+**Supported:** ``add`` of bounded aggregates (``QUERY q AS SUM(a.x, b.x) WITHIN 0.5``;
+globs cover the matching series as the rows show them, see
+:meth:`~tsmon.engine.batched.CoordinatorNode.add_glob_query`) and of watch queries (``QUERY q
+ON host*.cpu WHEN ...``, sent to every source node, whose windows are first filled from the
+node's stored history); ``alter`` (``ALTER QUERY q WITHIN 0.1 [IMMEDIATELY]``, or a watch
+query redefined in place); ``remove`` by name.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from typing import Any
 
 from tsmon.engine.batched import CoordinatorNode
 from tsmon.engine.bounded import to_query
-from tsmon.query import QuerySyntaxError, parse_queries
+from tsmon.query import QuerySyntaxError, compile_query, parse_queries
 from tsmon.query.aggregate import resolve_aggregate
 from tsmon.query.ast import AggregateDef, AlterPrecision, QueryDef
 from tsmon.query.parser import query_key
@@ -115,11 +117,11 @@ def job_directory(path: str | os.PathLike[str]) -> Path:
     return directory
 
 
-def check(op: str, text: str) -> AggregateDef | AlterPrecision | str:
+def check(op: str, text: str) -> AggregateDef | AlterPrecision | QueryDef | str:
     """The statement (``add``, ``alter``) or query name (``remove``) of a command.
 
     Checks what can be checked without the job: the syntax (a :class:`QuerySyntaxError` with
-    line and column), one statement of the right kind, literal series names. Anything else
+    line and column), one statement of the right kind, a watch query that compiles. Anything else
     raises :class:`CommandError`.
 
     Examples
@@ -128,11 +130,12 @@ def check(op: str, text: str) -> AggregateDef | AlterPrecision | str:
     {'a.x': 1.0, 'b.x': 1.0}
     >>> check("remove", " d ")
     'd'
-    >>> check("add", "QUERY d AS SUM(host*.cpu) WITHIN 1")
+    >>> check("alter", "QUERY d AS SUM(host*.cpu) WITHIN 1")
     Traceback (most recent call last):
     ...
-    tsmon.spark.commands.CommandError: query 'd': glob 'host*.cpu' — name the series
-        literally in a running job (its series are not known in advance)
+    tsmon.spark.commands.CommandError: alter takes ALTER QUERY name WITHIN δ [IMMEDIATELY] or
+        a watch query (QUERY name ON ...), got a query definition (QUERY ... AS); to define a
+        query use add
     """
     if op not in OPS:
         raise CommandError(f"unknown op {op!r}; use one of {', '.join(OPS)}")
@@ -148,25 +151,24 @@ def check(op: str, text: str) -> AggregateDef | AlterPrecision | str:
         )
     statement = statements[0]
     if op == "alter":
+        if isinstance(statement, QueryDef):
+            return runnable(statement)  # a watch query redefined in place
         if not isinstance(statement, AlterPrecision):
             raise CommandError(
-                f"alter takes ALTER QUERY name WITHIN δ [IMMEDIATELY], got a "
-                f"{_kind(statement)}; to define a query use add"
+                f"alter takes ALTER QUERY name WITHIN δ [IMMEDIATELY] or a watch query "
+                f"(QUERY name ON ...), got a {_kind(statement)}; to define a query use add"
             )
         return statement
-    if not isinstance(statement, AggregateDef):
-        if isinstance(statement, QueryDef):
-            raise CommandError(
-                f"query {statement.name!r}: only bounded aggregates (QUERY q AS AGG(...) WITHIN "
-                "δ) run on the Spark runtime so far; run watch queries with the Monitor"
-            )
-        raise CommandError("add takes QUERY name AS AGG(...) WITHIN δ; to change δ use alter")
-    globs = [t.series for t in statement.terms if is_glob(t.series)]
-    if globs:
-        raise CommandError(
-            f"query {statement.name!r}: glob {globs[0]!r} — name the series literally in a "
-            "running job (its series are not known in advance)"
-        )
+    if not isinstance(statement, AggregateDef | QueryDef):
+        raise CommandError("add takes QUERY name AS AGG(...) WITHIN δ or QUERY name ON ...")
+    return runnable(statement)
+
+
+def runnable(statement: Any) -> Any:
+    """``statement``, checked as far as it can be without the job's series: a watch query is
+    compiled (a :class:`~tsmon.query.QuerySyntaxError` if it cannot be)."""
+    if isinstance(statement, QueryDef):
+        compile_query(statement)
     return statement
 
 
@@ -355,12 +357,20 @@ def _apply_one(node: CoordinatorNode, command: Command, source_of: SourceOf) -> 
         what = check(command.op, command.text)
     except QuerySyntaxError as e:
         raise CommandError(f"not a valid statement: {e}") from None
-    registered = list(node._planned())  # every query, including changes not yet run
+    registered = node.names()  # including changes not yet run
+    if isinstance(what, QueryDef):
+        if command.op == "add":
+            node.add_watch(what.text)
+            return f"added watch query {what.name!r} at every source node"
+        node.alter_watch(what.text)
+        return f"redefined watch query {what.name!r} at every source node"
     if isinstance(what, AggregateDef):
-        same = [n for n in registered if query_key(n) == query_key(what.name)]
-        if same:
-            raise CommandError(
-                f"query {what.name!r} exists (as {same[0]!r}); remove it first or alter its δ"
+        globs = [t.series for t in what.terms if is_glob(t.series)]
+        if globs:
+            node.add_glob_query(what)
+            return (
+                f"added {what.name!r}: {what.aggregate.upper()} over the series matching "
+                f"{', '.join(globs)} as they appear, within {what.delta:g}"
             )
         names = [t.series for t in what.terms]
         query = to_query(resolve_aggregate(what, names))
@@ -374,7 +384,10 @@ def _apply_one(node: CoordinatorNode, command: Command, source_of: SourceOf) -> 
         node.alter_query(name, what.delta, immediately=what.immediately)
         now = " immediately" if what.immediately else ""
         return f"altered {name!r} to within {what.delta:g}{now}"
-    node.remove_query(name)
+    if node.watch.defines(name):
+        node.remove_watch(name)
+    else:
+        node.remove_query(name)
     return f"removed {name!r}"
 
 

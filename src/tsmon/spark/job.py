@@ -1,14 +1,15 @@
 """Job files: what ``tsmon run job.toml`` runs, read and checked before Spark starts.
 
-A job names its input (a directory of CSV/JSON/Parquet files, a socket of JSON lines, the
-built-in generator, or a recorded file replayed at a speed-up), how input columns map to
-``(series, source, ts, value)``, the queries (inline or a query file), the adaptive-filter
+A job names its input (a directory of CSV/JSON/Parquet files, a socket of JSON lines, a Kafka
+topic, the built-in generator, or a recorded file replayed at a speed-up), how input columns
+map to ``(series, source, ts, value)``, the queries (inline or a query file), the adaptive-filter
 settings, the sinks, the checkpoint directory, the trigger interval, the Spark master and extra
 Spark configuration. Every mistake is reported with the key it concerns and what was expected,
 before any Spark work starts::
 
     queries = '''
     QUERY path AS SUM(r1.queue, r7.queue) WITHIN 5
+    QUERY deep ON r*.queue WHEN mean(1m) > 40 EMIT series, max(5m)   -- runs at the nodes
     '''                            # or query_file = "routers.tsq"; top-level keys come first
 
     [job]
@@ -21,13 +22,18 @@ before any Spark work starts::
     "spark.sql.shuffle.partitions" = "4"
 
     [input]
-    kind = "files"                 # files | socket | generator | replay
-    path = "incoming/"
+    kind = "files"                 # files | socket | generator | replay | kafka
+    path = "incoming/"             # each kind's keys: docs/inputs.md
     format = "csv"                 # csv | json | parquet
     columns = { series = "metric", source = "router", ts = "time", value = "v" }
 
     [sources]                      # series glob -> source, when rows carry no source column
     "r7.*" = "r7"
+
+    [registers]                    # what each source node stores for its watch queries
+    retention = "1h"               # event time (and/or capacity_points = N)
+    allowed_lateness = "0s"        # older points go to the dead letters as too_late
+    duplicates = "keep_last"       # or keep_first (then a repeated timestamp is a dead letter)
 
     [filters]
     period = "10s"
@@ -41,6 +47,7 @@ before any Spark work starts::
 
 from __future__ import annotations
 
+import datetime
 import math
 import sys
 from collections.abc import Mapping
@@ -49,17 +56,38 @@ from pathlib import Path
 from typing import Any
 
 from tsmon.core.units import UnitError, parse_duration_ms
+from tsmon.engine.watch import RegisterSettings
 from tsmon.query import QuerySyntaxError, parse_queries
+from tsmon.sim.generator import STREAM_METRICS, STREAM_START_MS
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-INPUT_KINDS = ("files", "socket", "generator", "replay")
+INPUT_KINDS = ("files", "socket", "generator", "replay", "kafka")
+#: The keys of an [input] table, per kind.
+INPUT_KEYS = {
+    "files": {"kind", "path", "format", "columns"},
+    "replay": {"kind", "path", "format", "columns", "series", "speedup"},
+    "socket": {"kind", "host", "port", "columns"},
+    "kafka": {"kind", "bootstrap", "topic", "starting_offsets", "columns"},
+    "generator": {
+        "kind",
+        "sources",
+        "metrics",
+        "step",
+        "speedup",
+        "max_ticks_per_batch",
+        "ticks",
+        "seed",
+        "start",
+    },
+}
 FORMATS = ("csv", "json", "parquet")
 SINK_KINDS = ("console", "parquet", "callback")
 GROWTH = ("paper", "capped")
+DUPLICATES = ("keep_last", "keep_first")
 COLUMNS = ("series", "source", "ts", "value")
 
 
@@ -69,7 +97,16 @@ class JobError(ValueError):
 
 @dataclass(frozen=True)
 class InputSpec:
-    """Where points come from, and which input column holds each of series/source/ts/value."""
+    """Where points come from, and which input column holds each of series/source/ts/value.
+
+    ``kind`` decides which other fields matter (see ``docs/inputs.md``): ``files`` and
+    ``replay`` read ``path`` in ``format``; ``replay`` offers its rows at ``speedup`` × wall
+    time, ``series`` naming the one series of a file without a series column; ``socket`` reads
+    JSON lines from ``host:port``; ``kafka`` reads JSON values from ``topic`` at ``bootstrap``
+    from ``starting_offsets``; ``generator`` makes ``sources`` hosts × ``metrics`` series, one
+    point each per ``step_ms`` of event time from ``start_ms``, at ``speedup`` × wall time, at
+    most ``max_ticks_per_batch`` steps per micro-batch, ``ticks`` steps in all (None: endless).
+    """
 
     kind: str
     path: Path | None = None
@@ -80,6 +117,17 @@ class InputSpec:
     columns: Mapping[str, str] = field(
         default_factory=lambda: {c: c for c in ("series", "ts", "value")}
     )
+    series: str | None = None
+    bootstrap: str | None = None
+    topic: str | None = None
+    starting_offsets: str = "latest"
+    sources: int = 200
+    metrics: int = 15
+    step_ms: int = 10_000
+    max_ticks_per_batch: int = 100
+    ticks: int | None = None
+    seed: int = 7
+    start_ms: int = STREAM_START_MS
 
 
 @dataclass(frozen=True)
@@ -113,6 +161,7 @@ class Job:
     filters: FilterSpec
     queries: str
     sinks: tuple[SinkSpec, ...]
+    registers: RegisterSettings = field(default_factory=RegisterSettings)
 
 
 def load_job(path: str | Path) -> Job:
@@ -143,7 +192,7 @@ def load_job(path: str | Path) -> Job:
 
 def parse_job(raw: Mapping[str, Any], base: Path, where: str = "job") -> Job:
     """Check a parsed job table (see :func:`load_job`)."""
-    known = {"job", "input", "sources", "filters", "queries", "query_file", "sinks"}
+    known = {"job", "input", "sources", "filters", "registers", "queries", "query_file", "sinks"}
     _no_unknown(raw, known, where, "top level")
     job = _table(raw, "job", where)
     _no_unknown(job, {"name", "checkpoint", "trigger", "master", "spark_conf"}, where, "[job]")
@@ -159,29 +208,48 @@ def parse_job(raw: Mapping[str, Any], base: Path, where: str = "job") -> Job:
         input=_input(_table(raw, "input", where, required=True), base, where),
         sources={str(k): str(v) for k, v in _table(raw, "sources", where).items()},
         filters=_filters(_table(raw, "filters", where), where),
+        registers=_registers(_table(raw, "registers", where), where),
         queries=_queries(raw, base, where),
         sinks=tuple(_sink(s, base, where) for s in _sinks(raw, where)),
     )
 
 
 def _input(t: Mapping[str, Any], base: Path, where: str) -> InputSpec:
-    keys = {"kind", "path", "format", "host", "port", "speedup", "columns"}
-    _no_unknown(t, keys, where, "[input]")
     kind = _choice(t, "kind", INPUT_KINDS, where, "[input]")
-    columns = dict(_table(t, "columns", where, "[input.columns]"))
-    _no_unknown(columns, set(COLUMNS), where, "[input.columns]")
-    # series, ts and value default to same-named columns; source only when named (else the
-    # [sources] globs, else each series is its own source)
-    mapping = {c: str(columns.get(c, c)) for c in COLUMNS if c != "source" or c in columns}
     path = t.get("path")
     if kind in ("files", "replay") and path is None:
         raise JobError(f'{where}: [input] kind = "{kind}" needs path = "<file or dir>"')
     port = t.get("port")
-    if kind == "socket" and not (isinstance(port, int) and 0 < port < 65536):
+    if kind == "socket" and not (_is_int(port) and 0 < port < 65536):
         raise JobError(f'{where}: [input] kind = "socket" needs port = <1..65535>, got {port!r}')
-    speedup = t.get("speedup", 1.0)
-    if not (isinstance(speedup, int | float) and math.isfinite(speedup) and speedup > 0):
-        raise JobError(f"{where}: [input] speedup must be a number > 0, got {speedup!r}")
+    for key, example in (("bootstrap", "broker1:9092,broker2:9092"), ("topic", "metrics")):
+        if kind == "kafka" and key not in t:
+            raise JobError(f'{where}: [input] kind = "kafka" needs {key} = "{example}"')
+    _no_unknown(t, INPUT_KEYS[kind], where, f'[input] of kind = "{kind}"')
+    columns = dict(_table(t, "columns", where, "[input.columns]"))
+    _no_unknown(columns, set(COLUMNS), where, "[input.columns]")
+    if kind == "generator":  # its rows carry their host as the source
+        mapping = {c: c for c in COLUMNS}
+    else:
+        # series, ts and value default to same-named columns; source only when named (else the
+        # [sources] globs, else each series is its own source)
+        mapping = {c: str(columns.get(c, c)) for c in COLUMNS if c != "source" or c in columns}
+    if "series" in t and "series" in columns:
+        raise JobError(
+            f"{where}: [input] give either series (one series for the whole file) or "
+            "[input.columns] series (the column naming each row's series), not both"
+        )
+    speedup = t.get("speedup", 360 if kind == "generator" else 1.0)
+    if not (
+        isinstance(speedup, int | float)
+        and not isinstance(speedup, bool)
+        and math.isfinite(speedup)
+        and speedup > 0
+    ):
+        raise JobError(
+            f"{where}: [input] speedup must be a number > 0 (event time per wall time), "
+            f"got {speedup!r}"
+        )
     return InputSpec(
         kind=kind,
         path=None if path is None else base / str(path),
@@ -190,7 +258,74 @@ def _input(t: Mapping[str, Any], base: Path, where: str) -> InputSpec:
         port=port,
         speedup=float(speedup),
         columns=mapping,
+        series=_str(t, "series", where, "[input]") if "series" in t else None,
+        bootstrap=_str(t, "bootstrap", where, "[input]") if kind == "kafka" else None,
+        topic=_str(t, "topic", where, "[input]") if kind == "kafka" else None,
+        starting_offsets=_str(t, "starting_offsets", where, "[input]", default="latest"),
+        sources=_count(t, "sources", where, default=200),
+        metrics=_count(t, "metrics", where, default=15, most=len(STREAM_METRICS)),
+        step_ms=_duration(t, "step", where, "[input]", default="10s"),
+        max_ticks_per_batch=_count(t, "max_ticks_per_batch", where, default=100),
+        ticks=_count(t, "ticks", where, default=1) if "ticks" in t else None,
+        seed=_count(t, "seed", where, default=7, least=0),
+        start_ms=_epoch_ms(t, "start", where),
     )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _count(
+    t: Mapping[str, Any],
+    key: str,
+    where: str,
+    default: int,
+    least: int = 1,
+    most: int | None = None,
+) -> int:
+    """An integer key of [input] in ``least..most`` (``default`` when absent)."""
+    value = t.get(key, default)
+    if not (_is_int(value) and value >= least and (most is None or value <= most)):
+        span = f"{least}..{most}" if most is not None else f">= {least}"
+        raise JobError(f"{where}: [input] {key} must be an integer {span}, got {value!r}")
+    return value
+
+
+def _epoch_ms(t: Mapping[str, Any], key: str, where: str) -> int:
+    """Epoch ms from an integer or a TOML date-time with an offset (default 2024-01-01Z)."""
+    value = t.get(key, STREAM_START_MS)
+    if isinstance(value, datetime.datetime) and value.tzinfo is not None:
+        return round(value.timestamp() * 1000)
+    if not _is_int(value):
+        raise JobError(
+            f"{where}: [input] {key} must be epoch milliseconds or a date-time with an offset "
+            f"(e.g. 2024-01-01T00:00:00Z), got {value!r}"
+        )
+    return value
+
+
+def _registers(t: Mapping[str, Any], where: str) -> RegisterSettings:
+    """Register settings of every source node; checked by building one node's monitor."""
+    keys = {"retention", "capacity_points", "allowed_lateness", "duplicates"}
+    _no_unknown(t, keys, where, "[registers]")
+    default = RegisterSettings()
+    if t.get("duplicates", default.duplicates) not in DUPLICATES:
+        raise JobError(
+            f"{where}: [registers] duplicates must be one of {list(DUPLICATES)}, "
+            f"got {t['duplicates']!r}"
+        )
+    settings = RegisterSettings(
+        retention=t.get("retention", default.retention),
+        capacity_points=t.get("capacity_points", default.capacity_points),
+        allowed_lateness=t.get("allowed_lateness", default.allowed_lateness),
+        duplicates=t.get("duplicates", default.duplicates),
+    )
+    try:
+        settings.monitor()
+    except (ValueError, TypeError, UnitError) as e:
+        raise JobError(f"{where}: [registers]: {e}") from None
+    return settings
 
 
 def _filters(t: Mapping[str, Any], where: str) -> FilterSpec:

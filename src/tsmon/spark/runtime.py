@@ -2,11 +2,11 @@
 
 ::
 
-    input files ─ normalise ─┬─ good rows ─┐
+    input ─ normalise ───────┬─ good rows ─┐
                              │             ├─ union ─ groupBy(source) ─ transformWithState
-    ctrl-<N>.json ───────────┼─────────────┘                 │ SourceNode: message + heartbeat rows
-                             │                               ▼
-                             │        foreachBatch: CoordinatorNode.step ─ answers to sinks
+    ctrl-<N>.json ───────────┼─────────────┘      │ SourceNode: messages, events, heartbeats
+                             │                    ▼
+                             │        foreachBatch: CoordinatorNode.step ─ answers, events to sinks
                              │                     └─ ctrl-<N>.json for batch N+1 (atomic)
                              └─ bad rows ─ foreachBatch: dead letters with their reason
 
@@ -15,14 +15,16 @@ The protocol code is :mod:`tsmon.engine.batched` (pure, also run in-process by
 batch (``coordinator/coord-<N>.pkl``, atomic) and a replayed batch ``N`` restarts from the
 snapshot of ``N − 1``, so control, answers and counts are written once whatever Spark replays.
 
-**Supported in this slice:** file inputs (CSV, JSON, Parquet) with a column mapping; a series
-glob → source mapping; bounded-aggregate queries over literal series names; sinks console,
-parquet (answers and dead letters, one file per batch id, replace-on-replay) and a callback;
-per-batch progress as JSON lines; restart from the checkpoint; live query changes
-(``tsmon query add|alter|remove --job DIR``, :mod:`tsmon.spark.commands`), applied by the
-coordinator at the start of the next batch. **Not yet:** socket, generator and replay inputs,
-watch queries (``QUERY q ON ...``) at the nodes, globs in aggregates (a Spark job does not know
-its series when it starts).
+Source nodes hold the job's watch queries (``QUERY q ON ...``) over their own series, with
+registers and windows (:mod:`tsmon.engine.watch`); only their events and rejected points leave
+them, with the filter messages and one heartbeat per node and batch. Bounded aggregates run at
+the coordinator. Sinks (:mod:`tsmon.spark.sinks`): a live console table, Parquet (answers,
+events, dead letters; one file per batch id, replaced on a replay) and a callback; progress per
+batch goes to ``<checkpoint>/progress.jsonl``. Live query changes (``tsmon query
+add|alter|remove --job DIR``, :mod:`tsmon.spark.commands`) are applied by the coordinator at the
+start of the next batch and reach the nodes with the control after it. **Not supported:** globs
+in bounded aggregates (a Spark job does not know its series when it starts; watch queries take
+globs).
 """
 
 from __future__ import annotations
@@ -39,46 +41,64 @@ from typing import Any
 
 from tsmon.engine.batched import CoordinatorNode, SourceNode
 from tsmon.engine.bounded import to_query
-from tsmon.protocols.filters import Answer
-from tsmon.query import parse_queries
+from tsmon.engine.watch import event_order
+from tsmon.protocols.filters import Answer, Query
+from tsmon.query import QuerySyntaxError, parse_queries
 from tsmon.query.aggregate import resolve_aggregate
-from tsmon.query.ast import AggregateDef
+from tsmon.query.ast import AggregateDef, QueryDef
 from tsmon.query.patterns import is_glob, series_matches
-from tsmon.spark.commands import CommandLog, apply
+from tsmon.spark.commands import CommandLog, apply, runnable
 from tsmon.spark.control import ControlChannel
-from tsmon.spark.files import atomic_file, atomic_write
+from tsmon.spark.files import atomic_write
 from tsmon.spark.job import Job, JobError
+from tsmon.spark.sinks import DEAD_LETTER_COLUMNS, BatchOutput, Callback, Sinks
 
-#: ``callback(batch_id, answers)`` is called on the driver after every batch.
-Callback = Callable[[int, Mapping[str, Answer]], None]
-
+#: The ``kind`` of output rows carrying an unreadable input row to the driver.
+UNREADABLE = "unreadable"
 #: Dead-letter reasons of input rows (the ``reason`` column of the dead-letter sink).
 REASONS = ("bad_series", "unreadable_ts", "not_numeric", "nan", "infinite")
-#: CSV files have a header with the mapped columns in this order (a column named twice, once).
-COLUMN_ORDER = ("series", "source", "ts", "value")
 
 
-def job_queries(job: Job) -> list[Any]:
-    """The protocol queries of a job's bounded aggregates; anything else is a :class:`JobError`.
+def _statements(job: Job) -> list[Any]:
+    """The job's statements, each checked as a running job can (a :class:`JobError` if not)."""
+    statements = parse_queries(job.queries)
+    for statement in statements:
+        try:
+            runnable(statement)
+        except QuerySyntaxError as e:
+            raise JobError(str(e)) from None
+    return statements
 
-    Series must be named literally: the job cannot expand a glob before its series exist.
-    """
-    out = []
-    for statement in parse_queries(job.queries):
-        if not isinstance(statement, AggregateDef):
-            raise JobError(
-                f"query {statement.name!r}: only bounded aggregates (QUERY q AS AGG(...) WITHIN "
-                "δ) run on the Spark runtime so far; run watch queries with the Monitor"
-            )
-        globs = [t.series for t in statement.terms if is_glob(t.series)]
-        if globs:
-            raise JobError(
-                f"query {statement.name!r}: glob {globs[0]!r} — name the series literally in a "
-                "Spark job (its series are not known when it starts)"
-            )
-        names = [t.series for t in statement.terms]
-        out.append(to_query(resolve_aggregate(statement, names)))
-    return out
+
+def job_queries(job: Job) -> list[Query]:
+    """The protocol queries of the job's bounded aggregates over literal series names."""
+    return [
+        to_query(resolve_aggregate(s, [t.series for t in s.terms]))
+        for s in _statements(job)
+        if isinstance(s, AggregateDef) and not any(is_glob(t.series) for t in s.terms)
+    ]
+
+
+def job_glob_queries(job: Job) -> list[AggregateDef]:
+    """The job's bounded aggregates over globs (they cover the series as rows show them)."""
+    return [
+        s
+        for s in _statements(job)
+        if isinstance(s, AggregateDef) and any(is_glob(t.series) for t in s.terms)
+    ]
+
+
+def register_queries(node: CoordinatorNode, job: Job) -> None:
+    """Register the job's bounded aggregates at a fresh coordinator."""
+    for query in job_queries(job):
+        node.add_query(query, source_of=_known_sources(job, query.objects))
+    for statement in job_glob_queries(job):
+        node.add_glob_query(statement)
+
+
+def job_watch(job: Job) -> str:
+    """The text of a job's watch queries (``QUERY q ON ...``), which every source node runs."""
+    return "\n".join(s.text for s in parse_queries(job.queries) if isinstance(s, QueryDef))
 
 
 class Coordinator:
@@ -89,18 +109,18 @@ class Coordinator:
     crash, starts again from the same state.
     """
 
-    def __init__(self, job: Job, queries: list[Any]) -> None:
+    def __init__(self, job: Job) -> None:
         self.job = job
-        self.queries = queries  # the job's bounded aggregates (job_queries)
         self.directory = job.checkpoint / "coordinator"
         self.directory.mkdir(parents=True, exist_ok=True)
         self._last: tuple[int, bytes] | None = None  # (batch id, snapshot) of the last step
 
     def _fresh(self) -> CoordinatorNode:
         f = self.job.filters
-        node = CoordinatorNode(f.period_ms, f.shrink, seed=0, growth=f.growth)
-        for query in self.queries:
-            node.add_query(query, source_of=_known_sources(self.job, query.objects))
+        node = CoordinatorNode(
+            f.period_ms, f.shrink, seed=0, growth=f.growth, watch=job_watch(self.job)
+        )
+        register_queries(node, self.job)
         return node
 
     def _path(self, batch_id: int) -> Path:
@@ -146,57 +166,35 @@ class JobRunner:
     spark
         A session from :func:`tsmon.spark.session.spark_session` (made from the job if None).
     callback
-        Called with ``(batch_id, answers)`` after every batch (the ``callback`` sink).
+        Called with a :class:`~tsmon.spark.sinks.BatchOutput` after every batch (the
+        ``callback`` sink).
     """
 
     def __init__(self, job: Job, spark: Any = None, callback: Callback | None = None) -> None:
-        if job.input.kind != "files":
-            raise JobError(
-                f"input kind {job.input.kind!r} is not supported by the Spark runtime yet; "
-                'use kind = "files"'
-            )
-        queries = job_queries(job)  # errors before Spark starts
+        _statements(job)  # errors before Spark starts
         self.job = job
         if spark is None:
             from tsmon.spark.session import spark_session
 
             spark = spark_session(job.master, job.name, dict(job.spark_conf))
         self.spark = spark
-        self.callback = callback
-        self.coordinator = Coordinator(job, queries)
+        self.sinks = Sinks(job.sinks, callback)
+        self.coordinator = Coordinator(job)
         self._progress_last: int | None = None
         self.commands = CommandLog(job.checkpoint)
         self.channel = ControlChannel(job.checkpoint / "control")
         self.answers: dict[str, Answer] = {}
         self.dead_letters = 0
-        self._queries: list[Any] = []
+        self._query: Any = None  # the StreamingQuery, once started
 
     # -- plan --------------------------------------------------------------------------------
     def _rows(self) -> Any:
         """Input rows with ``source, series, ts, value, seq`` and a ``reason`` for bad ones."""
         from pyspark.sql import functions as F
 
-        spec = self.job.input
-        cols = spec.columns
-        reader = self.spark.readStream.option("maxFilesPerTrigger", 1)
-        path = str(spec.path)
-        if spec.format == "parquet":
-            try:  # a file stream needs its schema up front: take it from the files there now
-                schema = self.spark.read.parquet(path).schema
-            except Exception as e:
-                raise JobError(
-                    f"[input] {path}: cannot read a Parquet schema there ({type(e).__name__}); "
-                    "put at least one input file in place before starting a Parquet job"
-                ) from None
-            raw = reader.schema(schema).parquet(path)
-        else:
-            names = list(dict.fromkeys(cols[c] for c in COLUMN_ORDER if c in cols))
-            schema = ", ".join(f"`{n}` STRING" for n in names)
-            raw = reader.schema(schema)
-            if spec.format == "csv":  # header names checked, in the order series, source, ts, value
-                raw = raw.option("header", True).option("enforceSchema", False).csv(path)
-            else:
-                raw = raw.json(path)
+        from tsmon.spark.inputs import raw_stream
+
+        raw, cols = raw_stream(self.spark, self.job.input)
         text = {k: F.col(f"`{v}`").cast("string") for k, v in cols.items() if v in raw.columns}
         series = text["series"]
         # the source column when a row has one, else the [sources] globs, else the series itself
@@ -256,7 +254,10 @@ class JobRunner:
         return expr
 
     def start(self) -> None:
-        """Start the node query and the dead-letter query."""
+        """Start the job's one streaming query: the input is read once; its good rows go
+        through the source nodes, its unreadable rows straight to the driver (dead letters)."""
+        from pyspark.sql import functions as F
+
         from tsmon.spark.host import node_stream
 
         rows = self._rows()
@@ -266,33 +267,39 @@ class JobRunner:
             self.spark,
             good,
             self.channel.read_stream(self.spark),
-            partial(SourceNode, period_ms=f.period_ms, shrink=f.shrink),
+            partial(
+                SourceNode,
+                period_ms=f.period_ms,
+                shrink=f.shrink,
+                registers=self.job.registers,
+                watch=job_watch(self.job),
+            ),
+        )
+        fields = ("source", "series", "ts", "value", "raw_ts", "raw_value", "reason")
+        bad = rows.where(rows.reason.isNotNull()).select(
+            F.col("source"),
+            F.lit(UNREADABLE).alias("kind"),
+            F.to_json(F.struct(*fields)).alias("payload"),
         )
         trigger = {"processingTime": f"{self.job.trigger_ms} milliseconds"}
-        ckpt = self.job.checkpoint
-        self._queries = [
-            nodes.writeStream.foreachBatch(self._on_batch)
-            .option("checkpointLocation", str(ckpt / "nodes"))
+        self.sinks.start()
+        self._query = (
+            nodes.unionByName(bad)
+            .writeStream.foreachBatch(self._on_batch)
+            .option("checkpointLocation", str(self.job.checkpoint / "nodes"))
             .trigger(**trigger)
-            .start(),
-            rows.where(rows.reason.isNotNull())
-            .writeStream.foreachBatch(self._on_dead)
-            .option("checkpointLocation", str(ckpt / "dead"))
-            .trigger(**trigger)
-            .start(),
-        ]
+            .start()
+        )
 
     @property
     def node_query(self) -> Any:
         """The StreamingQuery of the source nodes and the coordinator (its ``recentProgress``)."""
-        return self._queries[0]
+        return self._query
 
     def process_all_available(self) -> None:
         """Block until every input available now (and the control it causes) is processed."""
         with _failures():
-            for query in self._queries:
-                query.processAllAvailable()
-            self._queries[0].processAllAvailable()
+            self._query.processAllAvailable()
 
     def await_termination(self) -> None:
         """Block until a query stops (an error in it is raised here as a :class:`JobError`)."""
@@ -300,14 +307,17 @@ class JobRunner:
             self.spark.streams.awaitAnyTermination()
 
     def stop(self) -> None:
-        """Stop both queries."""
-        for query in self._queries:
-            query.stop()
+        """Stop the streaming query and the live console."""
+        if self._query is not None:
+            self._query.stop()
+        self.sinks.stop()
 
     # -- driver callbacks ----------------------------------------------------------------------
     def _on_batch(self, df: Any, batch_id: int) -> None:
         started = time.perf_counter()
-        rows = [{**r.asDict(), "payload": json.loads(r["payload"])} for r in df.collect()]
+        collected = [{**r.asDict(), "payload": json.loads(r["payload"])} for r in df.collect()]
+        unreadable = [r["payload"] for r in collected if r["kind"] == UNREADABLE]
+        rows = [r for r in collected if r["kind"] != UNREADABLE]
         commands = self.commands.take(batch_id)  # the same ones if this batch is replayed
 
         def prepare(node: CoordinatorNode) -> list[dict]:
@@ -323,6 +333,11 @@ class JobRunner:
             batch_id, {src: [r["payload"] for r in rs] for src, rs in control.items()}
         )
         self.answers = node.answers()
+        events = [r["payload"] for r in event_order(rows)]
+        rejected = [_unreadable(p) for p in unreadable] + [
+            _rejected(r["source"], r["payload"]) for r in rows if r["kind"] == "dead"
+        ]
+        self.dead_letters += len(rejected)
         heartbeats = [r["payload"] for r in rows if r["kind"] == "heartbeat"]
         progress = {
             "batchId": batch_id,
@@ -330,43 +345,15 @@ class JobRunner:
             "rowsToCoordinator": len(rows),
             "controlRows": sum(len(v) for v in control.values()),
             "answers": len(self.answers),
+            "events": len(events),
+            "deadLetters": len(rejected),
             "commands": outcomes,
             "messages": _counts(node),
             "driverMs": round(1000 * (time.perf_counter() - started), 3),
         }
-        self._write_answers(batch_id)
+        self.sinks.emit(BatchOutput(batch_id, self.answers, events, rejected, progress))
         _append_progress(self.job.checkpoint / "progress.jsonl", progress, self._progress_last)
         self._progress_last = batch_id
-        if self.callback is not None:
-            self.callback(batch_id, self.answers)
-        if any(s.kind == "console" for s in self.job.sinks):
-            _print_answers(batch_id, self.answers)
-
-    def _write_answers(self, batch_id: int) -> None:
-        import pandas as pd
-
-        for sink in self.job.sinks:
-            if sink.kind != "parquet" or sink.path is None:
-                continue
-            columns = ["batch_id", "query", "value", "lo", "hi", "as_of_ms"]
-            frame = pd.DataFrame(
-                [(batch_id, q, a.value, a.lo, a.hi, a.as_of_ms) for q, a in self.answers.items()],
-                columns=columns,
-            )
-            atomic_file(
-                sink.path / "answers" / f"batch-{batch_id:09d}.parquet",
-                partial(frame.to_parquet, index=False),
-            )
-
-    def _on_dead(self, df: Any, batch_id: int) -> None:
-        frame = df.toPandas()
-        self.dead_letters += len(frame)
-        for sink in self.job.sinks:
-            if sink.kind == "parquet" and sink.path is not None and len(frame):
-                atomic_file(
-                    sink.path / "dead_letters" / f"batch-{batch_id:09d}.parquet",
-                    partial(frame.to_parquet, index=False),
-                )
 
 
 @contextmanager
@@ -398,6 +385,29 @@ def _known_sources(job: Job, objects: list[str]) -> dict[str, str]:
     return out
 
 
+def _unreadable(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The dead letter of an input row that could not be read (JSON drops null fields and
+    writes NaN and infinities as strings)."""
+    row = {**dict.fromkeys(DEAD_LETTER_COLUMNS), **payload, "detail": ""}
+    if row["value"] is not None:
+        row["value"] = float(row["value"])
+    return row
+
+
+def _rejected(source: str, p: Mapping[str, Any]) -> dict[str, Any]:
+    """The dead letter of a point a source node rejected (too late, a duplicate)."""
+    return {
+        "source": source,
+        "series": p["series"],
+        "ts": p["ts_ms"],
+        "value": p["value"],
+        "raw_ts": str(p["ts_ms"]),
+        "raw_value": repr(p["value"]),
+        "reason": p["reason"],
+        "detail": p["detail"],
+    }
+
+
 def _counts(node: CoordinatorNode) -> dict[str, int]:
     c = node.counts
     m = c.messages
@@ -425,17 +435,3 @@ def _append_progress(path: Path, record: Mapping[str, Any], last: int | None) ->
             atomic_write(path, "".join(line + "\n" for line in kept))
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps(record, sort_keys=True) + "\n")
-
-
-def _print_answers(batch_id: int, answers: Mapping[str, Answer]) -> None:
-    from rich.console import Console
-
-    from tsmon.report import format_value
-
-    console = Console()
-    for name, a in answers.items():
-        console.print(
-            f"batch {batch_id} {name}: [{format_value(a.lo)}, {format_value(a.hi)}] "
-            f"value {format_value(a.value)} as of {a.as_of_ms}",
-            soft_wrap=True,
-        )

@@ -129,8 +129,10 @@ def spark_session(
     - ``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON`` = this interpreter, so workers import
       the same tsmon and pickle the same classes;
     - the RocksDB state store provider (``transformWithState`` requires it);
-    - ``spark.sql.shuffle.partitions`` = 2 when ``master`` is local (each partition is a
-      state store, and empty ones still cost time per micro-batch);
+    - ``spark.sql.shuffle.partitions`` = 2 when ``master`` is local, else 16 (each partition
+      is a state store, and empty ones still cost time per micro-batch; Spark's 200 is far
+      too many, and a checkpoint keeps the count it was started with: set it in the job's
+      ``[job.spark_conf]`` to about 2× the cluster's cores);
     - no web UI, no console progress bar, Spark logging at ERROR from JVM start (a log4j2
       file in the temp dir, unless ``conf`` sets ``spark.driver.extraJavaOptions``).
 
@@ -154,6 +156,7 @@ def spark_session(
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_quiet_log4j2_file()}",
+        "spark.sql.shuffle.partitions": "16",
     }
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no loopback-address warning

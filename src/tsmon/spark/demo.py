@@ -1,0 +1,254 @@
+"""``tsmon demo``: the main job on Spark Structured Streaming, locally, on the built-in generator.
+
+A fleet of ``hosts`` sources × ``metrics`` series (random walks with daily cycles and bursts,
+:class:`~tsmon.sim.generator.FleetStream`) streams one point per series every ``step`` of
+event time into the same pipeline ``tsmon run`` runs: watch queries at the source nodes,
+bounded aggregates (with globs) at the coordinator from adaptive filters. While it runs, the
+demo changes queries through the command log, as ``tsmon query ... --job DIR`` would: a third
+of the way in it adds a watch query with ``SINCE`` (first evaluated over the nodes' stored
+history) and tightens a precision ``IMMEDIATELY``; two thirds in it adds a glob aggregate and
+removes a watch query. The answers show live with their bounds; at the end every bounded answer
+is checked against the exact aggregate recomputed from the generator, and a summary gives the
+points seen, the rows that reached the coordinator, the control rows and the savings ratio.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from tsmon.core.units import parse_duration_ms
+from tsmon.protocols.filters import Answer
+from tsmon.report import format_value
+from tsmon.sim.generator import FleetStream
+from tsmon.spark.commands import CommandLog
+from tsmon.spark.job import Job, parse_job
+from tsmon.spark.sinks import BatchOutput
+
+QUERIES = """
+QUERY hot_cpu ON host*.cpu WHEN mean(30m) > 0.8 AND max(3 points) > 0.85
+      EMIT series, mean(30m), max(2h) AS peak
+QUERY latency_spike ON host*.latency_ms
+      WHEN last > mean(2h) + 3 * stddev(2h) AND count(2h) >= 12
+      EMIT series, last, mean(2h), stddev(2h)
+QUERY error_burst ON host*.errors WHEN last > 4 EMIT series, last, max(1h)
+QUERY fleet_latency AS AVG(host*.latency_ms) WITHIN 2
+QUERY cpu_gap AS SUM(host000.cpu - host001.cpu) WITHIN 0.05
+QUERY coolest AS MIN(host00*.temp_c) WITHIN 0.5
+QUERY busiest AS MAX(host01*.requests) WITHIN 40
+"""
+
+#: (fraction of the ticks done, op, text): the live changes the demo submits.
+LIVE_CHANGES = (
+    (
+        1 / 3,
+        "add",
+        "QUERY mem_climb ON host*.mem WHEN slope(2h) * 1h > 0.04 "
+        "EMIT series, slope(2h) * 1h AS per_hour SINCE -2h",
+    ),
+    (1 / 3, "alter", "ALTER QUERY fleet_latency WITHIN 0.5 IMMEDIATELY"),
+    (2 / 3, "add", "QUERY queue_total AS SUM(host1*.queue) WITHIN 20"),
+    (2 / 3, "remove", "error_burst"),
+)
+
+
+@dataclass(frozen=True)
+class DemoSettings:
+    """The size of the demo: ``hosts`` × ``metrics`` series over ``ticks`` steps."""
+
+    hosts: int = 200
+    metrics: int = 15
+    ticks: int = 288
+    step: str = "5m"
+    ticks_per_batch: int = 12
+    master: str = "local[2]"
+
+    @property
+    def series(self) -> int:
+        return self.hosts * self.metrics
+
+    @property
+    def points(self) -> int:
+        return self.series * self.ticks
+
+
+def demo_job(settings: DemoSettings, directory: Path) -> Job:
+    """The demo's job: the generator as fast as Spark takes it, at most ``ticks_per_batch``
+    steps per micro-batch; filter period T = 10 steps (the paper's T = 10 time units)."""
+    step_ms = parse_duration_ms(settings.step)
+    raw = {
+        "queries": QUERIES,
+        "job": {
+            "name": "tsmon-demo",
+            "checkpoint": "checkpoint",
+            "trigger": "100ms",
+            "master": settings.master,
+        },
+        "input": {
+            "kind": "generator",
+            "sources": settings.hosts,
+            "metrics": settings.metrics,
+            "step": settings.step,
+            "ticks": settings.ticks,
+            "speedup": 1e9,
+            "max_ticks_per_batch": settings.ticks_per_batch,
+        },
+        "registers": {"retention": "3h"},
+        "filters": {"period": f"{10 * step_ms}ms", "shrink": 0.05, "growth": "capped"},
+        "sinks": [{"kind": "console"}, {"kind": "parquet", "path": "out"}],
+    }
+    return parse_job(raw, directory, "demo job")
+
+
+@dataclass
+class _Live:
+    """Submits the live changes as the ticks go by, and keeps what the summary needs."""
+
+    log: CommandLog
+    total: int
+    points: int = 0
+    events: Counter[str] = field(default_factory=Counter)
+    samples: list[Mapping[str, Any]] = field(default_factory=list)
+    submitted: int = 0
+    last: BatchOutput | None = None
+
+    def __call__(self, out: BatchOutput) -> None:
+        self.points += int(out.progress.get("numInputRows", 0))
+        for e in out.events:
+            self.events[e["query"]] += 1
+            if self.events[e["query"]] <= 2 and len(self.samples) < 10:
+                self.samples.append(e)
+        while (
+            self.submitted < len(LIVE_CHANGES)
+            and self.points >= LIVE_CHANGES[self.submitted][0] * self.total
+        ):
+            _, op, text = LIVE_CHANGES[self.submitted]
+            self.log.submit(op, text)
+            self.submitted += 1
+        self.last = out
+
+
+def run_spark_demo(console: Console, settings: DemoSettings, directory: Path | None = None) -> int:
+    """Run the demo; returns the exit status. ``directory`` keeps the checkpoint and the
+    Parquet output (a temporary directory otherwise)."""
+    from tsmon.spark.runtime import JobRunner
+
+    with tempfile.TemporaryDirectory(prefix="tsmon-demo-") as tmp:
+        where = Path(directory) if directory is not None else Path(tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        job = demo_job(settings, where)
+        console.print(
+            f"tsmon demo: {settings.hosts} sources × {settings.metrics} metrics = "
+            f"{settings.series:,} series, {settings.ticks} steps of {settings.step} "
+            f"({settings.points:,} points) on Spark {settings.master}; starting Spark ...",
+            soft_wrap=True,
+        )
+        started = time.perf_counter()
+        live = _Live(CommandLog(job.checkpoint), settings.points)
+        runner = JobRunner(job, callback=live)
+        console.print(f"Spark up in {time.perf_counter() - started:.1f} s; streaming ...")
+        began = time.perf_counter()
+        runner.start()
+        try:
+            while live.points < settings.points or _control_pending(live):
+                runner.process_all_available()
+                time.sleep(0.05)
+        finally:
+            runner.stop()
+        elapsed = time.perf_counter() - began
+        _summary(console, job, settings, live, runner, elapsed)
+    return 0
+
+
+def _control_pending(live: _Live) -> bool:
+    """Whether the last batch wrote control rows (the job is not quiet yet)."""
+    return live.last is not None and bool(live.last.progress.get("controlRows"))
+
+
+def _summary(
+    console: Console, job: Job, s: DemoSettings, live: _Live, runner: Any, elapsed: float
+) -> None:
+    """Events per query, live changes, answers vs the exact aggregate, and the data movement."""
+    events = Table(title="events per watch query", title_justify="left")
+    events.add_column("query")
+    events.add_column("events", justify="right")
+    for query, n in sorted(live.events.items()):
+        events.add_row(Text(query), f"{n:,}")
+    console.print(events)
+    for e in live.samples:
+        payload = ", ".join(f"{k}={_short(v)}" for k, v in e["payload"].items())
+        flag = " [replayed]" if e["replayed"] else ""
+        console.print(Text(f"  {e['query']} {e['series']} @ {e['ts_ms']}: {payload}{flag}"))
+    for outcome in CommandLog(job.checkpoint).states():
+        console.print(
+            Text(
+                f"live change {outcome['op']} in batch {outcome['batch']}: {outcome['state']} "
+                f"- {outcome['detail'] or outcome['text']}"
+            ),
+            soft_wrap=True,
+        )
+    last = live.last
+    assert last is not None
+    queries = runner.coordinator.node_for(last.batch_id + 1).coordinator.queries
+    console.print(_answers_table(last.answers, queries, job, s))
+    lines = [json.loads(x) for x in (job.checkpoint / "progress.jsonl").read_text().splitlines()]
+    points = sum(p["numInputRows"] for p in lines)
+    to_coordinator = sum(p["rowsToCoordinator"] for p in lines)
+    control = sum(p["controlRows"] for p in lines)
+    m = lines[-1]["messages"]
+    console.print(
+        f"points seen {points:,} in {len(lines)} batches ({elapsed:.1f} s, "
+        f"{points / max(elapsed, 1e-9):,.0f} points/s); rows to the coordinator {to_coordinator:,} "
+        f"({m['streamed']:,} filter updates, {m['heartbeats']:,} heartbeats, "
+        f"{sum(live.events.values()):,} events); control rows {control:,} "
+        f"({m['growth']:,} growth, {m['shrink']:,} shrink); savings "
+        f"{points / max(to_coordinator, 1):.1f}× fewer rows to the driver than points; "
+        f"dead letters {runner.dead_letters:,}",
+        soft_wrap=True,
+    )
+
+
+def _answers_table(
+    answers: Mapping[str, Answer], queries: Mapping[str, Any], job: Job, s: DemoSettings
+) -> Table:
+    """Each bounded answer beside the exact aggregate of the generator's values at its time."""
+    spec = job.input
+    fleet = FleetStream(s.hosts, s.metrics, spec.step_ms, spec.start_ms, spec.seed)
+    values = fleet.values(0, s.ticks)
+    column = {name: i for i, name in enumerate(fleet.series())}
+    table = Table(title="bounded answers vs exact", title_justify="left")
+    for name in ("query", "low", "high", "width", "exact", "inside", "as of tick"):
+        table.add_column(name, justify="left" if name == "query" else "right")
+    for name, a in answers.items():
+        tick = (a.as_of_ms - spec.start_ms) // spec.step_ms
+        if name not in queries or not 0 <= tick < s.ticks:
+            table.add_row(Text(name), "-", "-", "-", "-", "no value yet", "-")
+            continue
+        current = {obj: float(values[tick, column[obj]]) for obj in queries[name].objects}
+        exact = queries[name].exact(current)
+        inside = bool(a.lo - 1e-9 <= exact <= a.hi + 1e-9)
+        table.add_row(
+            Text(name),
+            format_value(a.lo),
+            format_value(a.hi),
+            format_value(a.hi - a.lo),
+            format_value(exact),
+            "yes" if inside else "NO",
+            str(tick),
+        )
+    return table
+
+
+def _short(value: Any) -> str:
+    return format_value(value) if isinstance(value, float) and np.isfinite(value) else str(value)

@@ -1,0 +1,207 @@
+"""Where a job's batches go: Parquet files, a live console table, a user callback.
+
+Every micro-batch of the node query gives one :class:`BatchOutput` on the driver: the bounded
+answers as of the coordinator's time, the events of the watch queries (in
+:func:`~tsmon.engine.watch.event_order`), the points the nodes rejected (late, duplicate) and
+the batch's progress record. The Parquet sink writes one file per batch id and kind, under a
+temporary name and renamed, so a batch Spark replays after a crash replaces its files instead
+of adding to them::
+
+    <path>/answers/batch-<N>.parquet          batch_id, query, value, lo, hi, as_of_ms
+    <path>/events/batch-<N>.parquet           batch_id, query, series, ts_ms, value,
+                                              payload (JSON), coverage, replayed
+    <path>/dead_letters/batch-<N>.parquet     source, series, ts, value, raw_ts, raw_value,
+                                              reason, detail
+
+Dead letters are input rows that could not be read (``bad_series``, ``unreadable_ts``,
+``not_numeric``, ``nan``, ``infinite``; ``ts``/``value`` null when unreadable) and points the
+source nodes rejected (``too_late``, ``duplicate`` under ``keep_first``, with a ``detail``).
+The console sink is a live table (rich) of the answers with their bounds, the newest events and
+the batch's progress, redrawn after every batch; without a terminal it prints a few lines per
+batch instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from tsmon.protocols.filters import Answer
+from tsmon.report import format_value
+from tsmon.spark.files import atomic_file
+from tsmon.spark.job import SinkSpec
+
+__all__ = ["DEAD_LETTER_COLUMNS", "BatchOutput", "Callback", "ConsoleView", "Sinks"]
+
+#: The columns of both kinds of dead-letter files.
+DEAD_LETTER_COLUMNS = ["source", "series", "ts", "value", "raw_ts", "raw_value", "reason", "detail"]
+
+
+@dataclass(frozen=True)
+class BatchOutput:
+    """What one micro-batch produced on the driver."""
+
+    batch_id: int
+    answers: Mapping[str, Answer]
+    events: Sequence[Mapping[str, Any]]  # {"query", "series", "ts_ms", "value", "payload", ...}
+    rejected: Sequence[Mapping[str, Any]]  # dead letters, keyed by DEAD_LETTER_COLUMNS
+    progress: Mapping[str, Any]
+
+
+#: ``callback(output)`` is called on the driver after every batch (the ``callback`` sink).
+Callback = Callable[[BatchOutput], None]
+
+
+class Sinks:
+    """The job's sinks, given every batch's output by :meth:`emit`."""
+
+    def __init__(self, specs: Sequence[SinkSpec], callback: Callback | None = None) -> None:
+        self.paths = [s.path for s in specs if s.kind == "parquet" and s.path is not None]
+        self.callback = callback
+        self.console = ConsoleView() if any(s.kind == "console" for s in specs) else None
+
+    def start(self) -> None:
+        """Begin the live console table (if any)."""
+        if self.console is not None:
+            self.console.start()
+
+    def stop(self) -> None:
+        """End the live console table (if any), leaving its last state on screen."""
+        if self.console is not None:
+            self.console.stop()
+
+    def emit(self, out: BatchOutput) -> None:
+        """Write one batch's answers, events and dead letters to every sink."""
+        for path in self.paths:
+            _write_batch(path, out)
+        if self.callback is not None:
+            self.callback(out)
+        if self.console is not None:
+            self.console.update(out)
+
+
+def _write(path: Path, frame: pd.DataFrame) -> None:
+    atomic_file(path, partial(frame.to_parquet, index=False))
+
+
+def _write_batch(path: Path, out: BatchOutput) -> None:
+    n = out.batch_id
+    answers = pd.DataFrame(
+        [(n, q, a.value, a.lo, a.hi, a.as_of_ms) for q, a in out.answers.items()],
+        columns=["batch_id", "query", "value", "lo", "hi", "as_of_ms"],
+    )
+    _write(path / "answers" / f"batch-{n:09d}.parquet", answers)
+    if out.events:
+        events = pd.DataFrame(
+            [
+                (
+                    n,
+                    e["query"],
+                    e["series"],
+                    e["ts_ms"],
+                    e["value"],
+                    json.dumps(e["payload"], sort_keys=True),
+                    e["coverage"],
+                    e["replayed"],
+                )
+                for e in out.events
+            ],
+            columns=[
+                "batch_id",
+                "query",
+                "series",
+                "ts_ms",
+                "value",
+                "payload",
+                "coverage",
+                "replayed",
+            ],
+        )
+        _write(path / "events" / f"batch-{n:09d}.parquet", events)
+    if out.rejected:
+        frame = pd.DataFrame([dict(r) for r in out.rejected], columns=DEAD_LETTER_COLUMNS)
+        _write(path / "dead_letters" / f"batch-{n:09d}.parquet", frame)
+
+
+class ConsoleView:
+    """A live table of the answers with their bounds, the newest events and the progress.
+
+    On a terminal it redraws in place (rich ``Live``); otherwise (a pipe, a log file) it
+    prints a few lines per batch.
+    """
+
+    def __init__(self, console: Console | None = None, events_shown: int = 8) -> None:
+        self.console = console or Console(highlight=False)
+        self.recent: deque[Mapping[str, Any]] = deque(maxlen=events_shown)
+        self.events = 0
+        self.live: Live | None = None
+
+    def start(self) -> None:
+        """Start redrawing in place, if the console is a terminal."""
+        if self.console.is_terminal and self.live is None:
+            self.live = Live(console=self.console, auto_refresh=False, transient=False)
+            self.live.start()
+
+    def stop(self) -> None:
+        """Stop redrawing; the last table stays."""
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+    def update(self, out: BatchOutput) -> None:
+        """Show one batch."""
+        self.events += len(out.events)
+        self.recent.extend(out.events)
+        if self.live is not None:
+            self.live.update(self.render(out), refresh=True)
+            return
+        p = out.progress
+        self.console.print(
+            f"batch {out.batch_id}: {p.get('numInputRows', 0)} points, "
+            f"{p.get('rowsToCoordinator', 0)} rows to the coordinator, "
+            f"{len(out.events)} events, {len(out.answers)} answers",
+            markup=False,
+        )
+        for name, a in out.answers.items():
+            self.console.print(
+                f"  {name}: {format_value(a.value)} in [{format_value(a.lo)}, "
+                f"{format_value(a.hi)}] as of {a.as_of_ms}",
+                markup=False,
+            )
+
+    def render(self, out: BatchOutput) -> Group:
+        """The table of answers, the newest events and a progress line."""
+        answers = Table(title=f"bounded answers after batch {out.batch_id}", title_justify="left")
+        for column in ("query", "value", "low", "high", "width", "as of (ms)"):
+            answers.add_column(column, justify="left" if column == "query" else "right")
+        for name, a in out.answers.items():
+            cells = (a.value, a.lo, a.hi, a.hi - a.lo)
+            answers.add_row(Text(name), *map(format_value, cells), str(a.as_of_ms))
+        events = Table(title=f"newest events ({self.events} so far)", title_justify="left")
+        for column in ("query", "series", "ts (ms)", "payload"):
+            events.add_column(column)
+        for e in self.recent:
+            payload = ", ".join(f"{k}={_short(v)}" for k, v in e["payload"].items())
+            events.add_row(Text(e["query"]), Text(e["series"]), str(e["ts_ms"]), Text(payload))
+        p = out.progress
+        line = (
+            f"points {p.get('numInputRows', 0)} · rows to coordinator "
+            f"{p.get('rowsToCoordinator', 0)} · control rows {p.get('controlRows', 0)} · "
+            f"driver {p.get('driverMs', 0):.0f} ms"
+        )
+        return Group(answers, events, line)
+
+
+def _short(value: Any) -> str:
+    return format_value(value) if isinstance(value, float) else str(value)

@@ -1,0 +1,520 @@
+"""Input kinds of a Spark job: the generator, replay of a recorded file, a socket of JSON lines
+and Kafka (only its missing-connector error: there is no broker offline).
+
+The readers are tested without Spark first (fake clocks, any batching). End to end, a job on
+each input is compared batch for batch with the in-process ``BatchedRuntime`` fed the same
+points: the points of each batch are recomputed from ``FleetStream`` or the file, cut where
+Spark's offset log (its write-ahead log) says each batch ended. No hard-coded results.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tsmon.engine.batched import BatchedRuntime
+from tsmon.sim.generator import FleetStream
+from tsmon.spark.inputs import GeneratorReader, ReplayReader, read_recording
+from tsmon.spark.job import Job, JobError, load_job
+from tsmon.spark.runtime import REASONS, JobRunner, job_queries
+
+NAB_ROOT = Path(__file__).parents[2] / "../shared/data/nab"
+NAB = NAB_ROOT / "realAWSCloudwatch/ec2_cpu_utilization_5f5533.csv"
+
+Point = tuple[str, str, int, float]
+
+
+# -- FleetStream: one continuous walk, whatever the batches ---------------------------------
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    cuts=st.lists(st.integers(0, 40), max_size=6),
+    seed=st.integers(0, 2**31),
+    later=st.integers(0, 40),
+)
+def test_any_split_of_a_tick_range_gives_bit_identical_values(
+    cuts: list[int], seed: int, later: int
+) -> None:
+    whole = FleetStream(hosts=3, metrics=4, seed=seed).values(0, 40)
+    stream = FleetStream(hosts=3, metrics=4, seed=seed)
+    edges = [0, *sorted(cuts), 40]
+    pieces = [stream.values(a, b) for a, b in itertools.pairwise(edges)]
+    assert np.array_equal(np.vstack(pieces), whole)
+    # an earlier range after a later one (a replay), and a later start on a fresh stream
+    assert np.array_equal(stream.values(later // 2, later), whole[later // 2 : later])
+    fresh = FleetStream(hosts=3, metrics=4, seed=seed)
+    assert np.array_equal(fresh.values(later, 40), whole[later:])
+
+
+def test_fleet_stream_values_look_like_metrics() -> None:
+    fleet = FleetStream(hosts=5, step_ms=60_000)
+    frame = fleet.points(0, 24 * 60)  # one day of minutes
+    assert len(frame) == 24 * 60 * len(fleet.series()) and frame["value"].notna().all()
+    by_metric = frame.groupby(frame["series"].str.split(".").str[1])["value"]
+    assert (
+        by_metric.min()[["cpu", "mem"]].ge(0).all() and by_metric.max()[["cpu", "mem"]].le(1).all()
+    )
+    assert by_metric.min()["latency_ms"] >= 20
+    cpu = frame[frame["series"] == "host000.cpu"]["value"].to_numpy()
+    assert 0 < np.abs(np.diff(cpu)).max() < 0.5  # it moves, continuously
+    assert set(frame["source"]) == {f"host{h:03d}" for h in range(5)}
+    with pytest.raises(ValueError, match=r"metrics must be in 1\.\.15"):
+        FleetStream(metrics=16)
+
+
+# -- the generator reader: the clock decides how far, never what ---------------------------
+
+
+class FakeClock:
+    """A clock (seconds) that moves only when told to."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def generator_options(**changes: Any) -> dict[str, str]:
+    options = {
+        "hosts": 2,
+        "metrics": 3,
+        "step_ms": 10_000,
+        "start_ms": 0,
+        "seed": 4,
+        "speedup": 100.0,  # a tick every 0.1 s
+        "max_ticks_per_batch": 5,
+        "ticks": 12,
+    }
+    options.update(changes)
+    return {k: str(v) for k, v in options.items()}
+
+
+class Driver:
+    """Calls ``read`` as Spark does: from the initial offset, then from each batch's end."""
+
+    def __init__(self, reader: Any, key: str) -> None:
+        self.reader, self.key = reader, key
+        self.offset = reader.initialOffset()
+
+    def read_once(self) -> list[tuple[int, int, list[tuple]]]:
+        """One trigger: ``[(start, end, rows)]``, or ``[]`` when nothing is due."""
+        rows, end = self.reader.read(self.offset)
+        rows = list(rows)
+        if end == self.offset:
+            assert rows == []
+            return []
+        start, self.offset = self.offset, end
+        return [(start[self.key], end[self.key], rows)]
+
+    def batches(self) -> list[tuple[int, int, list[tuple]]]:
+        """Triggers until nothing more is due now."""
+        out = []
+        while batch := self.read_once():
+            out += batch
+        return out
+
+
+def test_the_generator_offers_due_ticks_capped_and_ends_after_ticks() -> None:
+    clock = FakeClock()
+    reader = GeneratorReader(generator_options(), clock=clock)
+    spark = Driver(reader, "tick")
+    first = list(reader.readBetweenOffsets({"tick": 0}, {"tick": 1}))
+    assert spark.batches() == [(0, 1, first)]  # the first tick is due at once
+    clock.now += 0.25  # two more ticks are due
+    assert [(a, b) for a, b, _ in spark.batches()] == [(1, 3)]
+    clock.now += 10  # everything is due: batches of at most 5 ticks, ending at tick 12
+    assert [(a, b) for a, b, _ in spark.batches()] == [(3, 8), (8, 12)]
+    clock.now += 10
+    assert spark.batches() == []
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(st.floats(0, 0.8), min_size=1, max_size=30))
+def test_generated_rows_do_not_depend_on_the_clock(steps: list[float]) -> None:
+    """However the wall clock moves, the rows are the fleet's, and a batch read again (in a
+    new reader, as after a crash) is the same."""
+    clock = FakeClock()
+    spark = Driver(GeneratorReader(generator_options(), clock=clock), "tick")
+    batches: list[tuple[int, int, list[tuple]]] = []
+    for step in steps:
+        clock.now += step
+        batches += spark.read_once()
+    clock.now += 100
+    batches += spark.batches()
+    assert batches[-1][1] == 12
+    fleet = FleetStream(hosts=2, metrics=3, step_ms=10_000, start_ms=0, seed=4)
+    expected = fleet.points(0, 12).itertuples(index=False, name=None)
+    assert [r for _, _, rows in batches for r in rows] == list(expected)
+    other = GeneratorReader(generator_options())
+    for a, b, rows in reversed(batches):
+        assert list(other.readBetweenOffsets({"tick": a}, {"tick": b})) == rows
+
+
+# -- recordings: read as text, sorted by time, bad timestamps kept in place ----------------
+
+RECORDED = [  # in file order: out of order in time, with unreadable rows
+    {"metric": "a", "t": "3000", "v": "1.5"},
+    {"metric": "b", "t": "1000", "v": "2"},
+    {"metric": "a", "t": "yesterday", "v": "7"},  # stays after the row before it (1000 ms)
+    {"metric": "b", "t": "2000", "v": "n/a"},
+    {"metric": "a", "t": "1970-01-01T00:00:02.500Z", "v": "-1e3"},  # ISO: 2500 ms
+    {"metric": "a", "t": "1000", "v": "4"},  # a tie with row 1: file order kept
+]
+EXPECTED_ORDER = [1, 2, 5, 3, 4, 0]
+COLUMNS = {"series": "metric", "ts": "t", "value": "v"}
+
+
+def write_recording(path: Path, records: list[dict], fmt: str) -> Path:
+    frame = pd.DataFrame(records)
+    if fmt == "csv":
+        frame.to_csv(path, index=False)
+    elif fmt == "json":
+        path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    else:
+        frame.to_parquet(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_a_recording_is_sorted_by_time_and_keeps_unreadable_rows_in_place(
+    tmp_path: Path, fmt: str
+) -> None:
+    path = write_recording(tmp_path / f"rec.{fmt}", RECORDED, fmt)
+    rows = read_recording(path, fmt, COLUMNS)
+    expected = [tuple(RECORDED[i].values()) for i in EXPECTED_ORDER]
+    assert rows == expected
+    one = read_recording(path, fmt, {"ts": "t", "value": "v", "series": "series"}, "nab.x")
+    assert [r[0] for r in one] == ["nab.x"] * len(RECORDED)  # the job names the one series
+
+
+def test_json_recordings_keep_number_text_and_bad_lines_become_empty_rows(tmp_path: Path) -> None:
+    path = tmp_path / "rec.json"
+    path.write_text(
+        '{"metric": "a", "t": 5, "v": 0.10}\nnot json\n[1, 2]\n\n{"metric": "b", "t": 6}\n',
+        encoding="utf-8",
+    )
+    rows = read_recording(path, "json", COLUMNS)
+    assert rows == [("a", "5", "0.10"), (None, None, None), (None, None, None), ("b", "6", None)]
+
+
+def test_parquet_timestamps_replay_as_epoch_ms(tmp_path: Path) -> None:
+    path = tmp_path / "rec.parquet"
+    pd.DataFrame(
+        {"metric": ["a", "a"], "t": pd.to_datetime([2_000, 1_000], unit="ms"), "v": [1.0, None]}
+    ).to_parquet(path)
+    assert read_recording(path, "parquet", COLUMNS) == [("a", "1000", None), ("a", "2000", "1")]
+
+
+def test_recording_mistakes_are_job_errors(tmp_path: Path) -> None:
+    with pytest.raises(JobError, match="no such file"):
+        read_recording(tmp_path / "missing.csv", "csv", COLUMNS)
+    path = write_recording(tmp_path / "rec.csv", RECORDED, "csv")
+    with pytest.raises(JobError, match=r"no column 'series'; it has \['metric', 't', 'v'\]"):
+        read_recording(path, "csv", {"series": "series", "ts": "t", "value": "v"})
+    with pytest.raises(JobError, match="cannot read it as parquet"):
+        read_recording(path, "parquet", COLUMNS)
+    path = write_recording(tmp_path / "rec.json", RECORDED, "json")
+    with pytest.raises(JobError, match=r"no column 'time'; it has \['metric', 't', 'v'\]"):
+        read_recording(path, "json", {**COLUMNS, "ts": "time"})
+
+
+def test_replay_offers_rows_as_their_time_comes(tmp_path: Path) -> None:
+    path = write_recording(tmp_path / "rec.json", RECORDED, "json")
+    options = {"path": str(path), "format": "json", "columns": json.dumps(COLUMNS)}
+    clock = FakeClock()
+    reader = ReplayReader({**options, "series": "", "speedup": "1000"}, clock=clock)
+    spark = Driver(reader, "row")
+    sorted_rows = read_recording(path, "json", COLUMNS)
+    assert spark.batches() == [(0, 3, sorted_rows[:3])]  # the rows at 1000 ms (one unreadable)
+    clock.now += 0.00175  # 1.75 ms × 1000: up to 2750 ms of event time
+    assert spark.batches() == [(3, 5, sorted_rows[3:5])]
+    clock.now += 1.2
+    assert spark.batches() == [(5, 6, sorted_rows[5:])]
+    assert list(reader.readBetweenOffsets({"row": 1}, {"row": 4})) == sorted_rows[1:4]
+
+
+# -- end to end on Spark ---------------------------------------------------------------------
+
+QUERIES = {
+    "generator": """
+QUERY s AS SUM(host000.cpu, host001.mem, 0.01*host002.latency_ms) WITHIN 0.5
+QUERY m AS MAX(host000.latency_ms, host002.latency_ms) WITHIN 2
+""",
+    "nab": "QUERY a AS AVG(nab.cpu) WITHIN 1",
+    "lines": """
+QUERY s AS SUM(a.x, b.x) WITHIN 1
+QUERY m AS MIN(a.x, c.y) WITHIN 0.5
+""",
+}
+
+
+def write_job(tmp_path: Path, queries: str, input_table: str, trigger: str = "200ms") -> Job:
+    path = tmp_path / "job.toml"
+    path.write_text(
+        f"queries = '''{queries}'''\n"
+        f'[job]\ncheckpoint = "ckpt"\ntrigger = "{trigger}"\n'
+        f"[input]\n{input_table}\n"
+        '[filters]\nperiod = "5s"\nshrink = 0.1\n'
+        '[[sinks]]\nkind = "parquet"\npath = "out"\n',
+        encoding="utf-8",
+    )
+    return load_job(path)
+
+
+def logged_offsets(job: Job) -> list[Any]:
+    """The input's end offset of every batch the node query ran, from Spark's offset log
+    (two header lines, then one line per source: the input first, then the control files)."""
+    directory = job.checkpoint / "nodes" / "offsets"
+    ids = sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit())
+    assert ids == list(range(len(ids)))
+    return [json.loads((directory / str(i)).read_text().splitlines()[2]) for i in ids]
+
+
+def run(spark: Any, job: Job, done: Callable[[JobRunner], bool] = lambda r: True) -> dict:
+    """Run the job until all input is processed and ``done``; answers per batch id."""
+    seen: dict[int, dict] = {}
+    runner = JobRunner(job, spark=spark, callback=lambda o: seen.update({o.batch_id: o.answers}))
+    runner.start()
+    try:
+        deadline = time.monotonic() + 120
+        runner.process_all_available()
+        while not done(runner):  # input that arrives on its own (a socket) may come later
+            assert time.monotonic() < deadline, "the job did not see all its input in time"
+            time.sleep(0.2)
+            runner.process_all_available()
+    finally:
+        runner.stop()
+    return seen
+
+
+def check_against_reference(job: Job, seen: dict, batches: list[list[Point]]) -> None:
+    """Spark's answers after each batch equal BatchedRuntime's on the same points."""
+    f = job.filters
+    reference = BatchedRuntime(f.period_ms, f.shrink, 0, growth=f.growth)
+    for query in job_queries(job):
+        reference.add_query(query)
+    assert sorted(seen) == list(range(len(batches)))
+    for batch_id, points in enumerate(batches):
+        reference.run_batch(points)
+        assert same(seen[batch_id], reference.answers()), batch_id
+
+
+def same(a: dict, b: dict) -> bool:
+    """Answers equal field by field (NaN, before any data, equals NaN)."""
+    return {k: repr(v) for k, v in a.items()} == {k: repr(v) for k, v in b.items()}
+
+
+def dead_reasons(job: Job) -> list[str]:
+    files = list((job.checkpoint.parent / "out" / "dead_letters").glob("*.parquet"))
+    return sorted(pd.concat(pd.read_parquet(p) for p in files)["reason"]) if files else []
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_generator_job_equals_the_batch_runtime_on_the_same_ticks(spark, tmp_path) -> None:
+    table = (
+        'kind = "generator"\nsources = 3\nmetrics = 3\nstep = "1s"\nseed = 11\n'
+        "ticks = 12\nmax_ticks_per_batch = 5\nspeedup = 1e6\nstart = 2024-03-01T00:00:00Z"
+    )
+    job = write_job(tmp_path, QUERIES["generator"], table)
+    seen = run(spark, job)
+    fleet = FleetStream(hosts=3, metrics=3, step_ms=1_000, start_ms=job.input.start_ms, seed=11)
+    ends = [offset["tick"] for offset in logged_offsets(job)]
+    assert ends[-1] == 12 and max(np.diff([0, *ends])) <= 5
+    batches = [
+        list(fleet.points(a, b).itertuples(index=False, name=None))
+        for a, b in itertools.pairwise([0, *ends])
+    ]
+    check_against_reference(job, seen, batches)
+    assert dead_reasons(job) == []
+
+
+def nab_reference(path: Path) -> list[Point]:
+    """NAB's rows as points of series nab.cpu, in time order (pandas, not the reader)."""
+    frame = pd.read_csv(path)
+    ms = pd.to_datetime(frame["timestamp"], utc=True).astype("int64") // 1_000_000
+    frame = frame.assign(ts=ms).sort_values("ts", kind="stable")
+    return [
+        ("nab.cpu", "nab.cpu", int(t), float(v)) for t, v in zip(frame.ts, frame.value, strict=True)
+    ]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_replaying_a_nab_file_equals_the_batch_runtime(spark, tmp_path) -> None:
+    if not NAB.is_file():
+        pytest.skip(f"NAB data not found at {NAB.resolve()} (shared data checkout missing)")
+    table = (
+        f'kind = "replay"\npath = "{NAB.resolve()}"\nformat = "csv"\nseries = "nab.cpu"\n'
+        'columns = { ts = "timestamp", value = "value" }\nspeedup = 1e9'  # 14 days in ~1.2 s
+    )
+    job = write_job(tmp_path, QUERIES["nab"], table, trigger="500ms")
+    seen = run(spark, job)
+    points = nab_reference(NAB)
+    ends = [offset["row"] for offset in logged_offsets(job)]
+    assert ends[-1] == len(points) and len(ends) >= 2
+    batches = [points[a:b] for a, b in itertools.pairwise([0, *ends])]
+    check_against_reference(job, seen, batches)
+
+
+LINES = [  # (series, ts, value) of a few series on sources a, b, c
+    {"series": f"{s}", "ts": 1_000 * k + i, "value": round(math.sin(k + i) * 3, 3)}
+    for k in range(6)
+    for i, s in enumerate(["a.x", "b.x", "c.y"])
+]
+BAD_LINES = [
+    "this is not JSON",
+    '{"series": "a.x", "ts": "yesterday", "value": 1}',
+    '{"series": "a.x", "ts": 99999, "value": "n/a"}',
+    '{"series": "b.x", "ts": 99999, "value": "NaN"}',
+    '{"series": "b.x", "ts": 99999, "value": "-Infinity"}',
+]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_replayed_recording_with_bad_rows_equals_the_batch_runtime(spark, tmp_path) -> None:
+    records = [*reversed(LINES), *[json.loads(b) for b in BAD_LINES[1:]]]
+    path = tmp_path / "recorded.json"
+    path.write_text(
+        "".join(json.dumps(r) + "\n" for r in records) + BAD_LINES[0] + "\n", encoding="utf-8"
+    )
+    table = f'kind = "replay"\npath = "{path.name}"\nformat = "json"\nspeedup = 1e4'
+    job = write_job(tmp_path, QUERIES["lines"], table)
+    seen = run(spark, job)
+    ends = [offset["row"] for offset in logged_offsets(job)]
+    assert ends[-1] == len(records) + 1
+    # the reader's order (tested above); the reference reads the values itself
+    good = [good_point(r) for r in read_recording(path, "json", job.input.columns)]
+    batches = [[p for p in good[a:b] if p] for a, b in itertools.pairwise([0, *ends])]
+    check_against_reference(job, seen, batches)
+    assert sum(map(len, batches)) == len(LINES)
+    assert dead_reasons(job) == sorted(REASONS)
+
+
+def good_point(row: tuple) -> Point | None:
+    """A (series, ts, value) text row as a point (its own source), None if bad."""
+    series, ts, value = row
+    try:
+        v = float(value)
+        return (series, series, int(ts), v) if series and math.isfinite(v) else None
+    except (TypeError, ValueError):
+        return None
+
+
+class LineServer:
+    """A TCP server sending every connection the same lines, then holding it open (each
+    query of a job opens its own connection)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.payload = "".join(line + "\n" for line in lines).encode()
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.clients: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:  # closed
+                return
+            client.sendall(self.payload)
+            self.clients.append(client)
+
+    def close(self) -> None:
+        self.server.close()
+        for client in self.clients:
+            client.close()
+
+
+@pytest.fixture
+def line_server() -> Iterator[LineServer]:
+    lines = [json.dumps(r) for r in LINES[:9]] + BAD_LINES + [json.dumps(r) for r in LINES[9:]]
+    server = LineServer(lines)
+    yield server
+    server.close()
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_socket_job_equals_the_batch_runtime(spark, tmp_path, line_server) -> None:
+    table = f'kind = "socket"\nhost = "127.0.0.1"\nport = {line_server.port}'
+    job = write_job(tmp_path, QUERIES["lines"], table)
+    lines = line_server.payload.decode().splitlines()
+
+    def all_lines_processed(runner: JobRunner) -> bool:
+        commits = job.checkpoint / "nodes" / "commits"
+        done = [int(p.name) for p in commits.iterdir() if p.name.isdigit()]
+        last = int(logged_offsets(job)[max(done)]) if done else -1
+        return last == len(lines) - 1 and runner.dead_letters == len(BAD_LINES)
+
+    seen = run(spark, job, done=all_lines_processed)
+    ends = [int(offset) for offset in logged_offsets(job)]  # the index of a batch's last line
+    batches = [
+        [good_point(text_row(line)) for line in lines[a + 1 : b + 1]]
+        for a, b in itertools.pairwise([-1, *ends])
+    ]
+    check_against_reference(job, seen, [[p for p in b if p] for b in batches])
+    assert dead_reasons(job) == sorted(REASONS)  # the line that is not JSON: no series
+
+
+def text_row(line: str) -> tuple:
+    """A JSON line as Spark's from_json gives it in text columns (numbers as their text)."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return (None, None, None)
+    return tuple(
+        None if record.get(k) is None else str(record[k]) for k in ("series", "ts", "value")
+    )
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        (
+            'kind = "kafka"\nbootstrap = "localhost:9092"\ntopic = "metrics"',
+            'spark.jars.packages = "org.apache.spark:spark-sql-kafka-0-10_2.13:{version}" to '
+            "[job.spark_conf]",
+        ),
+        ('kind = "replay"\npath = "nowhere.csv"', "nowhere.csv: no such file"),
+        ('kind = "replay"\npath = "job.toml"\nformat = "parquet"', "cannot read it as parquet"),
+    ],
+    ids=["kafka-without-connector", "replay-missing-file", "replay-unreadable-file"],
+)
+def test_an_input_that_cannot_start_says_why(spark, tmp_path, table: str, message: str) -> None:
+    runner = JobRunner(write_job(tmp_path, QUERIES["lines"], table), spark=spark)
+    with pytest.raises(JobError, match=re.escape(message.format(version=spark.version))):
+        runner.start()
+
+
+@pytest.mark.spark
+def test_a_socket_nobody_listens_on_stops_the_job_with_a_job_error(spark, tmp_path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]  # free now, closed below: nothing listens there
+    table = f'kind = "socket"\nhost = "127.0.0.1"\nport = {port}'
+    runner = JobRunner(write_job(tmp_path, QUERIES["lines"], table), spark=spark)
+    runner.start()
+    try:
+        with pytest.raises(JobError, match=r"the streaming query failed: .*Connection refused"):
+            runner.process_all_available()
+    finally:
+        runner.stop()
