@@ -71,10 +71,31 @@ def test_node_errors_name_the_source():
 
     with pytest.raises(TypeError, match=r"source 's'.*not JSON-able"):
         NodeTester(Bad).test("s", [data_row("s", "x", 1, 1.0, 0)])
-    with pytest.raises(ValueError, match=r"kind must be 'data' or 'ctrl', got 'oops'"):
+    with pytest.raises(ValueError, match=r"kind must be 'data', 'ctrl' or 'pass', got 'oops'"):
         split_rows("s", [{"kind": "oops"}])
     with pytest.raises(ValueError, match="without ts or seq"):
         split_rows("s", [data_row("s", "x", None, 1.0, 0)])  # type: ignore[arg-type]
+
+
+def test_pass_rows_go_out_unchanged_without_touching_the_node():
+    from pyspark.sql import Row
+
+    from tsmon.spark.toy import RunningSum
+
+    t = NodeTester(RunningSum)
+    passed = Row(
+        source="a",
+        kind="pass",
+        series=None,
+        ts=None,
+        value=None,
+        seq=None,
+        payload='{"reason": "nan"}',
+    )
+    assert t.test("a", [passed]) == [Row(source="a", kind="pass", payload='{"reason": "nan"}')]
+    assert t.peek("a") is None  # no node was made for a key with pass rows only
+    out = t.test("a", [passed, data_row("a", "x", 5, 2.0, 0)])
+    assert [r.kind for r in out] == ["pass", "sum"] and t.peek("a").total == 2.0
 
 
 def test_unpicklable_node_fails_in_the_tester_like_on_spark():

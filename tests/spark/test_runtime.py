@@ -195,6 +195,12 @@ def test_spark_job_equals_the_batch_runtime_and_survives_a_restart(spark, tmp_pa
     points = sum(p["numInputRows"] for p in progress)
     assert points == sum(len(f) for f in files) - len(BAD) - 1  # the late point changes nothing
     assert sum(p["rowsToCoordinator"] for p in progress) < points
+    watermarks = [p["watermark"] for p in progress]
+    assert watermarks == sorted(watermarks) and watermarks[-1] == last["s"].as_of_ms
+    spark_lines = (tmp_path / "ckpt" / "spark_progress.jsonl").read_text().splitlines()
+    spark_batches = [json.loads(line)["batchId"] for line in spark_lines]
+    assert spark_batches and set(spark_batches) <= {p["batchId"] for p in progress}
+    assert all("triggerExecution" in json.loads(line)["durationMs"] for line in spark_lines)
 
 
 def test_queries_added_altered_and_removed_while_the_job_runs(spark, tmp_path):

@@ -17,6 +17,10 @@ Row shapes seen by a node (plain dicts of JSON-able values):
 - control: ``{"seq": int, "payload": <decoded JSON>}``;
 - outputs: ``{"kind": str, "payload": <JSON-able>}``; the host adds the source and encodes
   the payload as JSON, giving rows of :data:`OUTPUT_DDL`.
+
+Rows of kind :data:`PASS` (``payload`` JSON) are not for the node: the host yields them as
+output rows unchanged, without loading the node. They let a job send rows that need no state
+(unreadable input rows, say) to the driver in the same query, so the input is scanned once.
 """
 
 from __future__ import annotations
@@ -51,10 +55,13 @@ __all__ = [
     "split_rows",
 ]
 
+PASS = "pass"
+"""Kind of rows the host passes through to the output unchanged."""
+
 INPUT_DDL = (
     "source STRING, kind STRING, series STRING, ts BIGINT, value DOUBLE, seq BIGINT, payload STRING"
 )
-"""Common schema of the unioned stream; ``kind`` is ``'data'`` or ``'ctrl'``."""
+"""Common schema of the unioned stream; ``kind`` is ``'data'``, ``'ctrl'`` or :data:`PASS`."""
 
 OUTPUT_DDL = "source STRING, kind STRING, payload STRING"
 """Schema of node output rows; ``payload`` is JSON."""
@@ -96,14 +103,15 @@ def ctrl_row(source: str, seq: int, payload: Any) -> Row:
     )
 
 
-def split_rows(source: str, rows: Iterable[Any]) -> tuple[list[dict], list[dict]]:
-    """Split input rows into (control sorted by seq, data sorted by (ts, seq)).
+def split_rows(source: str, rows: Iterable[Any]) -> tuple[list[dict], list[dict], list[Row]]:
+    """Split input rows into (control sorted by seq, data sorted by (ts, seq), output rows of
+    the :data:`PASS` rows).
 
     ``rows`` are ``Row``s (or mappings) of :data:`INPUT_DDL`. Raises ``ValueError`` for an
     unknown kind or a data row without ts/seq, naming the source and the row.
 
-    >>> c, d = split_rows("s", [data_row("s", "x", 5, 1.0, 2), data_row("s", "x", 5, 2.0, 1),
-    ...                         ctrl_row("s", 9, {"add": 1}), data_row("s", "y", 3, 0.5, 7)])
+    >>> c, d, p = split_rows("s", [data_row("s", "x", 5, 1.0, 2), data_row("s", "x", 5, 2.0, 1),
+    ...                            ctrl_row("s", 9, {"add": 1}), data_row("s", "y", 3, 0.5, 7)])
     >>> c
     [{'seq': 9, 'payload': {'add': 1}}]
     >>> [(r["ts"], r["seq"]) for r in d]
@@ -111,8 +119,12 @@ def split_rows(source: str, rows: Iterable[Any]) -> tuple[list[dict], list[dict]
     """
     control: list[dict] = []
     data: list[dict] = []
+    passed: list[Row] = []
     for row in rows:
         kind = row["kind"]
+        if kind == PASS:
+            passed.append(Row(source=source, kind=PASS, payload=row["payload"]))
+            continue
         if kind == "data":
             if row["ts"] is None or row["seq"] is None:
                 raise ValueError(
@@ -129,12 +141,12 @@ def split_rows(source: str, rows: Iterable[Any]) -> tuple[list[dict], list[dict]
             )
         else:
             raise ValueError(
-                f"source {source!r}: row kind must be 'data' or 'ctrl', "
+                f"source {source!r}: row kind must be 'data', 'ctrl' or {PASS!r}, "
                 f"got {kind!r} in {_show(row)}"
             )
     control.sort(key=lambda r: r["seq"])
     data.sort(key=lambda r: (r["ts"], r["seq"]))
-    return control, data
+    return control, data, passed
 
 
 def run_step(source: str, node: Node, control: list[dict], data: list[dict]) -> list[Row]:
@@ -182,7 +194,10 @@ class NodeProcessor(StatefulProcessor):
     ) -> Iterator[Row]:
         """Run one step of the node of ``key``; ``key`` arrives as a 1-tuple ``(source,)``."""
         source = key[0] if isinstance(key, tuple) else key
-        control, data = split_rows(source, rows)
+        control, data, passed = split_rows(source, rows)
+        yield from passed
+        if not (control or data):
+            return
         stored = self._node_state.get()
         node = self.new_node(source) if stored is None else pickle.loads(stored[0])
         out = run_step(source, node, control, data)
@@ -202,8 +217,9 @@ def node_stream(
 ) -> DataFrame:
     """Union data and control, group by ``source`` and host ``new_node`` nodes on them.
 
-    ``data_df`` needs columns ``source, series, ts, value, seq``; ``control_df`` needs
-    ``source, seq, payload`` (see :mod:`tsmon.spark.control`). Columns are cast to
+    ``data_df`` needs columns ``source, series, ts, value, seq``; with a ``kind`` column, rows
+    of kind :data:`PASS` (with a JSON ``payload``) pass through to the output. ``control_df``
+    needs ``source, seq, payload`` (see :mod:`tsmon.spark.control`). Columns are cast to
     :data:`INPUT_DDL`. The result has ``output_schema`` (default :data:`OUTPUT_DDL`) and is
     an append-mode stream.
     """
@@ -227,7 +243,8 @@ def node_stream(
         cols = []
         for name in _INPUT_COLUMNS:
             if name == "kind":
-                cols.append(F.lit(kind).alias("kind"))
+                given = kind == "data" and "kind" in df.columns
+                cols.append((F.col("kind") if given else F.lit(kind)).alias("kind"))
             elif name in df.columns:
                 cols.append(F.col(name).cast(types[name]).alias(name))
             else:

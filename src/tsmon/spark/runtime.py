@@ -50,11 +50,10 @@ from tsmon.query.patterns import is_glob, series_matches
 from tsmon.spark.commands import CommandLog, apply, runnable
 from tsmon.spark.control import ControlChannel
 from tsmon.spark.files import atomic_write
+from tsmon.spark.host import PASS, node_stream
 from tsmon.spark.job import Job, JobError
 from tsmon.spark.sinks import DEAD_LETTER_COLUMNS, BatchOutput, Callback, Sinks
 
-#: The ``kind`` of output rows carrying an unreadable input row to the driver.
-UNREADABLE = "unreadable"
 #: Dead-letter reasons of input rows (the ``reason`` column of the dead-letter sink).
 REASONS = ("bad_series", "unreadable_ts", "not_numeric", "nan", "infinite")
 
@@ -186,6 +185,7 @@ class JobRunner:
         self.answers: dict[str, Answer] = {}
         self.dead_letters = 0
         self._query: Any = None  # the StreamingQuery, once started
+        self.spark_progress = SparkProgress(job.checkpoint / "spark_progress.jsonl")
 
     # -- plan --------------------------------------------------------------------------------
     def _rows(self) -> Any:
@@ -254,18 +254,28 @@ class JobRunner:
         return expr
 
     def start(self) -> None:
-        """Start the job's one streaming query: the input is read once; its good rows go
-        through the source nodes, its unreadable rows straight to the driver (dead letters)."""
+        """Start the job's one streaming query. The input is scanned once: its good rows go
+        through the source nodes, its unreadable rows pass through them unchanged to the
+        driver (dead letters)."""
         from pyspark.sql import functions as F
 
-        from tsmon.spark.host import node_stream
-
         rows = self._rows()
-        good = rows.where(rows.reason.isNull()).select("source", "series", "ts", "value", "seq")
+        fields = ("source", "series", "ts", "value", "raw_ts", "raw_value", "reason")
+        readable = rows.reason.isNull()
+        # one projection, no branch: Spark would scan the input once per branch of the plan
+        data = rows.select(
+            F.coalesce("source", F.lit("")).alias("source"),
+            F.when(readable, "data").otherwise(PASS).alias("kind"),
+            "series",
+            "ts",
+            "value",
+            "seq",
+            F.when(readable, None).otherwise(F.to_json(F.struct(*fields))).alias("payload"),
+        )
         f = self.job.filters
         nodes = node_stream(
             self.spark,
-            good,
+            data,
             self.channel.read_stream(self.spark),
             partial(
                 SourceNode,
@@ -275,21 +285,16 @@ class JobRunner:
                 watch=job_watch(self.job),
             ),
         )
-        fields = ("source", "series", "ts", "value", "raw_ts", "raw_value", "reason")
-        bad = rows.where(rows.reason.isNotNull()).select(
-            F.col("source"),
-            F.lit(UNREADABLE).alias("kind"),
-            F.to_json(F.struct(*fields)).alias("payload"),
-        )
         trigger = {"processingTime": f"{self.job.trigger_ms} milliseconds"}
         self.sinks.start()
+        self.spark_progress.attach(self.spark)
         self._query = (
-            nodes.unionByName(bad)
-            .writeStream.foreachBatch(self._on_batch)
+            nodes.writeStream.foreachBatch(self._on_batch)
             .option("checkpointLocation", str(self.job.checkpoint / "nodes"))
             .trigger(**trigger)
             .start()
         )
+        self.spark_progress.query_id = str(self._query.id)
 
     @property
     def node_query(self) -> Any:
@@ -310,14 +315,15 @@ class JobRunner:
         """Stop the streaming query and the live console."""
         if self._query is not None:
             self._query.stop()
+        self.spark_progress.detach()
         self.sinks.stop()
 
     # -- driver callbacks ----------------------------------------------------------------------
     def _on_batch(self, df: Any, batch_id: int) -> None:
         started = time.perf_counter()
         collected = [{**r.asDict(), "payload": json.loads(r["payload"])} for r in df.collect()]
-        unreadable = [r["payload"] for r in collected if r["kind"] == UNREADABLE]
-        rows = [r for r in collected if r["kind"] != UNREADABLE]
+        unreadable = [r["payload"] for r in collected if r["kind"] == PASS]
+        rows = [r for r in collected if r["kind"] != PASS]
         commands = self.commands.take(batch_id)  # the same ones if this batch is replayed
 
         def prepare(node: CoordinatorNode) -> list[dict]:
@@ -349,11 +355,64 @@ class JobRunner:
             "deadLetters": len(rejected),
             "commands": outcomes,
             "messages": _counts(node),
+            # event time up to which every source has reported: answers are exact as of it
+            "watermark": node.coordinator.settled_ms,
+            "previousBatchDurationMs": self.spark_progress.last_duration_ms,
             "driverMs": round(1000 * (time.perf_counter() - started), 3),
         }
         self.sinks.emit(BatchOutput(batch_id, self.answers, events, rejected, progress))
         _append_progress(self.job.checkpoint / "progress.jsonl", progress, self._progress_last)
         self._progress_last = batch_id
+
+
+class SparkProgress:
+    """Spark's own progress of every batch (``StreamingQueryProgress`` as JSON: ``batchId``,
+    ``durationMs``, ``numInputRows``, ``processedRowsPerSecond``, ...), appended to a JSON-lines
+    file by a ``StreamingQueryListener`` on the driver. It complements ``progress.jsonl``, which
+    is written inside the batch and so cannot know the batch's own duration."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.last_duration_ms: int | None = None
+        self.query_id: str | None = None  # set once the job's query has started
+        self._listener: Any = None
+        self._spark: Any = None
+
+    def attach(self, spark: Any) -> None:
+        """Start listening to ``spark``'s streaming queries."""
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        log = self
+
+        class Listener(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None:
+                """Nothing to record."""
+
+            def onQueryProgress(self, event: Any) -> None:
+                if str(event.progress.id) == log.query_id:
+                    log.record(event.progress.json)
+
+            def onQueryIdle(self, event: Any) -> None:
+                """Nothing to record."""
+
+            def onQueryTerminated(self, event: Any) -> None:
+                """Nothing to record."""
+
+        self._listener, self._spark = Listener(), spark
+        spark.streams.addListener(self._listener)
+
+    def record(self, progress_json: str) -> None:
+        """Append one progress record and keep its total duration."""
+        duration = json.loads(progress_json).get("durationMs", {}).get("triggerExecution")
+        self.last_duration_ms = None if duration is None else int(duration)
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(json.loads(progress_json), sort_keys=True) + "\n")
+
+    def detach(self) -> None:
+        """Stop listening."""
+        if self._listener is not None:
+            self._spark.streams.removeListener(self._listener)
+            self._listener = None
 
 
 @contextmanager

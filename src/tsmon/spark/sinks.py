@@ -198,9 +198,11 @@ class ConsoleView:
         line = (
             f"points {p.get('numInputRows', 0)} · rows to coordinator "
             f"{p.get('rowsToCoordinator', 0)} · control rows {p.get('controlRows', 0)} · "
-            f"driver {p.get('driverMs', 0):.0f} ms"
+            f"watermark {p.get('watermark')} · driver {p.get('driverMs', 0):.0f} ms"
         )
-        return Group(answers, events, line)
+        if p.get("previousBatchDurationMs") is not None:
+            line += f" · previous batch {p['previousBatchDurationMs']} ms"
+        return Group(answers, events, Text(line))
 
 
 def _short(value: Any) -> str:
