@@ -118,15 +118,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--hosts",
-        type=_int_at_least(1, "pass the number of hosts, e.g. --hosts 100"),
+        type=_int_at_least(2, "pass the number of hosts, e.g. --hosts 100"),
         default=None,
-        help="hosts, each a source (default: 200 on Spark, 100 in-process)",
-    )
-    demo.add_argument(
-        "--metrics",
-        type=_int_at_least(1, "pass the metrics per host, e.g. --metrics 15"),
-        default=15,
-        help="metrics per host on Spark (at most 15)",
+        help="hosts, each a source with 15 metrics on Spark, 3 in-process (default: 200 on "
+        "Spark, 100 in-process)",
     )
     demo.add_argument(
         "--ticks",
@@ -282,11 +277,11 @@ def _cluster(args: argparse.Namespace) -> int:
     console.print(f"starting a Spark master and {args.workers} worker(s); logs in {work_dir} ...")
     try:
         with cluster:
-            partitions = args.workers * args.cores  # Spark's default: 200 state stores a batch
+            partitions = 2 * args.workers * args.cores  # each is a state store per batch
             console.print(
                 f"master {cluster.url} (web UI {cluster.webui_url}); in a job file:\n"
                 f'  [job]\n  master = "{cluster.url}"\n  [job.spark_conf]\n'
-                f'  "spark.sql.shuffle.partitions" = "{partitions}"  # one per core\n'
+                f'  "spark.sql.shuffle.partitions" = "{partitions}"  # about 2 per core\n'
                 "Ctrl-C stops the master and workers (see docs/cluster.md)",
                 soft_wrap=True,
             )
@@ -483,11 +478,7 @@ def _demo(args: argparse.Namespace) -> int:
         return run_demo(console, hosts=args.hosts or 100, hours=args.hours)
     from tsmon.spark.demo import DemoSettings, run_spark_demo
 
-    if args.metrics > 15:
-        raise ValueError(f"--metrics must be at most 15, got {args.metrics}")
-    settings = DemoSettings(
-        hosts=args.hosts or 200, metrics=args.metrics, ticks=args.ticks, master=args.master
-    )
+    settings = DemoSettings(hosts=args.hosts or 200, ticks=args.ticks, master=args.master)
     return run_spark_demo(Console(highlight=False), settings, args.dir)
 
 

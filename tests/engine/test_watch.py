@@ -87,7 +87,7 @@ def test_node_events_equal_a_monitor_per_source(batches, change_at):
             logged.append(("add", ADDED))
         if n == change_at + 1:
             rt.coordinator.alter_watch(ALTERED)
-            rt.coordinator.remove_watch("ANY")  # names ignore case
+            rt.coordinator.remove_query("ANY")  # names ignore case
             logged += [("alter", ALTERED), ("remove", "any")]
 
 
@@ -176,3 +176,43 @@ def test_a_glob_aggregate_covers_the_matching_series_as_rows_show_them():
     assert rt.answers()["g"].lo > -float("inf")  # bounded once every member reported
     node.remove_query("g")
     assert node.names() == []
+
+
+def test_keep_first_duplicates_change_neither_the_registers_nor_the_filters():
+    """Under keep_first a repeated timestamp is a dead letter and the bounded answer keeps
+    the first value, as the registers do."""
+    settings = RegisterSettings(duplicates="keep_first")
+    rt = BatchedRuntime(1_000, 0.1, 0, source_of={"a.x": "A"}, registers=settings)
+    rt.add_query(Query.sum("s", ["a.x"], 0.5))
+    for n in range(4):  # bounds installed, then the duplicate of ts 3000
+        rt.run_batch([("A", "a.x", 1_000 * n, 1.0)])
+    rt.run_batch([("A", "a.x", 3_000, 50.0), ("A", "a.x", 3_500, 1.0)])
+    dead = [r["payload"] for r in rt.last_outputs if r["kind"] == "dead"]
+    assert [(d["ts_ms"], d["reason"]) for d in dead] == [(3_000, "duplicate")]
+    rt.run_batch([("A", "a.x", 4_000, 1.0)])
+    answer = rt.answers()["s"]
+    assert answer.lo <= 1.0 <= answer.hi  # 50.0 never counted
+    assert rt.nodes["A"].stale == 1
+
+
+def test_names_ignore_case_in_the_coordinator_api():
+    node = CoordinatorNode(1_000, 0.1, 0, watch=WATCH)
+    node.add_query(Query.avg("Avg", ["a.x"], 1.0))
+    node.alter_query("AVG", 0.5)
+    with pytest.raises(ValueError, match="'high' is a watch query"):
+        node.alter_query("HIGH", 0.5)
+    node.remove_query("HIGH")
+    node.remove_query("avg")
+    assert node.names() == ["any"]
+    with pytest.raises(KeyError, match="no query 'nope'"):
+        node.remove_query("nope")
+
+
+def test_a_glob_query_that_can_never_be_evaluated_is_dropped_with_the_reason():
+    from tsmon.query import parse_query
+
+    rt = BatchedRuntime(1_000, 0.1, 0)
+    rt.coordinator.add_glob_query(parse_query("QUERY z AS SUM(h*.y - h1.y) WITHIN 1"))
+    rt.run_batch([("h1", "h1.y", 0, 1.0)])  # the weights of h1.y sum to 0
+    assert "z" not in rt.answers() and rt.coordinator.names() == []
+    assert "z" in rt.coordinator.dropped and "0" in rt.coordinator.dropped["z"]

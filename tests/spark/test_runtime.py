@@ -248,7 +248,7 @@ def test_queries_added_altered_and_removed_while_the_job_runs(spark, tmp_path):
             elif op == "alter":
                 ref.alter_query("s", 0.5, immediately=True)
             elif text == "wide":
-                ref.coordinator.remove_watch(text)
+                ref.coordinator.remove_query(text)
             elif op == "remove":
                 ref.remove_query(text)
         drop(incoming, f"part-{i:03d}.json", rows)

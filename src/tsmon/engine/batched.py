@@ -4,7 +4,8 @@ In Spark every micro-batch ``N`` runs two steps (ARCHITECTURE, "The Spark runtim
 
 1. each source node (one per ``source`` key, in ``transformWithState``) applies the control
    rows the coordinator wrote in batch ``N−1``, then its data points of batch ``N`` in
-   ``(ts, seq)`` order, and emits message rows plus one heartbeat;
+   ``(ts, seq)`` order, and emits message rows, the events and rejected points of its watch
+   queries and registers (:mod:`tsmon.engine.watch`), and one heartbeat;
 2. the driver (``foreachBatch``) runs the coordinator once on all of batch ``N``'s message rows,
    a pure step ``state_N = f(state_{N−1}, rows_N)``, and writes the control rows of batch ``N+1``.
 
@@ -71,6 +72,7 @@ from tsmon.protocols.filters.source import SourceFilter
 from tsmon.query.aggregate import resolve_aggregate
 from tsmon.query.ast import AggregateDef
 from tsmon.query.parser import query_key
+from tsmon.query.patterns import series_matches
 
 __all__ = ["BatchCounts", "BatchedRuntime", "CoordinatorNode", "SourceNode"]
 
@@ -178,6 +180,9 @@ class SourceNode:
         if watch.strip() and registers is None:
             raise ValueError("watch queries need registers: pass registers=RegisterSettings()")
         self.local = None if registers is None else LocalQueries(registers, watch)
+        # the filters track each series' current value as the registers do: the newest point;
+        # under keep_first a repeated timestamp keeps the first value
+        self.keep_first = registers is not None and registers.duplicates == "keep_first"
         self.source = source
         self.period_ms = int(period_ms)
         self.shrink = float(shrink)
@@ -245,8 +250,8 @@ class SourceNode:
             newest = self.newest_ts.get(p.series)
             if newest is None:
                 new.append(p.series)
-            elif p.ts < newest:
-                stale += 1  # older than the series' current value: changes nothing
+            elif p.ts < newest or (p.ts == newest and self.keep_first):
+                stale += 1  # older than the series' current value, or a kept-out duplicate
                 continue
             if p.ts < self.now_ms:
                 self.clamped += 1  # late across batches: the value holds from the node's time
@@ -280,8 +285,9 @@ class BatchCounts:
     """What crossed between the nodes and the coordinator, each row counted once.
 
     ``messages`` counts streamed updates received and growth/shrink messages sent;
-    ``rows_in`` every row the coordinator read (messages and ``heartbeats``); ``control_rows``
-    every row it wrote; ``batches`` the batches applied (a replayed batch is not counted again).
+    ``rows_in`` every row the coordinator read (messages, events, dead letters and
+    ``heartbeats``); ``control_rows`` every row it wrote (width messages, watch-query
+    changes); ``batches`` the batches applied (a replayed batch is not counted again).
     """
 
     messages: MessageCounts = field(default_factory=MessageCounts)
@@ -301,7 +307,7 @@ class CoordinatorNode:
     yet) wait for the first :meth:`step` and happen at its time.
 
     Watch queries run at the source nodes (:mod:`tsmon.engine.watch`): ``watch`` is the text
-    every node starts with; :meth:`add_watch`, :meth:`alter_watch` and :meth:`remove_watch` log
+    every node starts with; :meth:`add_watch`, :meth:`alter_watch` and :meth:`remove_query` log
     changes that go to every source that has reported, with the next control. ``event`` and
     ``dead`` rows of the nodes are accepted and left to the host's sinks.
 
@@ -322,6 +328,7 @@ class CoordinatorNode:
     ) -> None:
         self.watch = WatchLog(watch)  # the job's watch queries and their live changes
         self.globbed: dict[str, AggregateDef] = {}  # bounded queries over globs, by name
+        self.dropped: dict[str, str] = {}  # glob queries that cannot be evaluated, and why
         self.sources: set[str] = set()  # every source that sent a heartbeat
         self.coordinator = Coordinator(
             period_ms, shrink, np.random.default_rng(seed), latency_ms=0, growth=growth
@@ -386,10 +393,19 @@ class CoordinatorNode:
         """Re-register each glob query whose matching series changed (at the current time)."""
         out: list[WidthMessage] = []
         known = sorted({*self.learned, *self.declared})
-        for name, statement in self.globbed.items():
+        for name, statement in list(self.globbed.items()):
+            waiting = [
+                t for t in statement.terms if not any(series_matches(k, [t.series]) for k in known)
+            ]
+            if waiting:  # a term matches no series yet
+                continue
             try:
                 query = to_query(resolve_aggregate(statement, known))
-            except ValueError:  # a term matches nothing yet
+            except ValueError as e:  # it never will (weights summing to 0): drop it, say why
+                del self.globbed[name]
+                self.dropped[name] = str(e)
+                if name in self.coordinator.queries:
+                    out += self.coordinator.remove_query(name)
                 continue
             old = self.coordinator.queries.get(name)
             if old is not None and old.objects == query.objects:
@@ -407,9 +423,13 @@ class CoordinatorNode:
         """Redefine watch queries at every source node (windows still needed are kept)."""
         return self.watch.alter(text)
 
-    def remove_watch(self, name: str) -> str:
-        """Unregister watch query ``name`` at every source node."""
-        return self.watch.remove(name)
+    def registered_name(self, name: str) -> str:
+        """The registered spelling of query ``name`` (names ignore case); a ``KeyError``
+        naming the registered queries if there is none."""
+        for known in self.names():
+            if query_key(known) == query_key(name):
+                return known
+        raise KeyError(f"no query {name!r}; registered: {sorted(self.names())!r}")
 
     def _known(self, name: str) -> Query:
         planned = self._planned()
@@ -441,6 +461,9 @@ class CoordinatorNode:
 
     def alter_query(self, name: str, delta: float, *, immediately: bool = False) -> None:
         """Change the precision constraint of ``name`` to ``delta`` (§3.4), at the next step."""
+        name = self.registered_name(name)
+        if self.watch.defines(name):
+            raise ValueError(f"{name!r} is a watch query: redefine it (QUERY {name} ON ...)")
         if name in self.globbed:
             statement = self.globbed[name]
             if not (isinstance(delta, int | float) and math.isfinite(delta) and delta > 0):
@@ -455,7 +478,12 @@ class CoordinatorNode:
             self.deferred.append(("alter", name, delta, immediately))
 
     def remove_query(self, name: str) -> None:
-        """Unregister query ``name``; objects left in no query stop sending (``W = inf``)."""
+        """Unregister query ``name`` (any kind; names ignore case). Objects left in no bounded
+        query stop sending (``W = inf``); a watch query is removed at every source node."""
+        name = self.registered_name(name)
+        if self.watch.defines(name):
+            self.watch.remove(name)
+            return
         if self.globbed.pop(name, None) is not None and name not in self._planned():
             return  # it matched no series yet
         self._known(name)
@@ -639,6 +667,8 @@ class BatchedRuntime:
         registers: RegisterSettings | None = None,
         watch: str = "",
     ) -> None:
+        if watch.strip() and registers is None:
+            raise ValueError("watch queries need registers: pass registers=RegisterSettings()")
         self.period_ms = int(period_ms)
         self.shrink = float(shrink)
         self.registers = registers

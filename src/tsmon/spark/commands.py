@@ -45,7 +45,6 @@ from tsmon.engine.bounded import to_query
 from tsmon.query import QuerySyntaxError, compile_query, parse_queries
 from tsmon.query.aggregate import resolve_aggregate
 from tsmon.query.ast import AggregateDef, AlterPrecision, QueryDef
-from tsmon.query.parser import query_key
 from tsmon.query.patterns import is_glob
 from tsmon.spark.files import atomic_write
 
@@ -333,7 +332,7 @@ def apply(
     """Apply ``commands`` in order to ``node``; one outcome ``{"id", "op", "ok", "detail"}``
     per command.
 
-    A command that cannot be applied (bad text, a glob, a duplicate name, an unknown query)
+    A command that cannot be applied (bad text, a duplicate name, an unknown query)
     changes nothing and gets ``ok: False`` with the reason. Query names are compared ignoring
     case, as in query files. ``source_of(series)`` maps the series of an added query to the
     sources the job declares; the coordinator learns the others from the rows.
@@ -357,7 +356,6 @@ def _apply_one(node: CoordinatorNode, command: Command, source_of: SourceOf) -> 
         what = check(command.op, command.text)
     except QuerySyntaxError as e:
         raise CommandError(f"not a valid statement: {e}") from None
-    registered = node.names()  # including changes not yet run
     if isinstance(what, QueryDef):
         if command.op == "add":
             node.add_watch(what.text)
@@ -379,23 +377,13 @@ def _apply_one(node: CoordinatorNode, command: Command, source_of: SourceOf) -> 
             f"added {query.name!r}: {what.aggregate.upper()} of {len(names)} series "
             f"within {what.delta:g}"
         )
-    name = _registered_name(what if isinstance(what, str) else what.name, registered)
+    name = node.registered_name(what if isinstance(what, str) else what.name)
     if isinstance(what, AlterPrecision):
         node.alter_query(name, what.delta, immediately=what.immediately)
         now = " immediately" if what.immediately else ""
         return f"altered {name!r} to within {what.delta:g}{now}"
-    if node.watch.defines(name):
-        node.remove_watch(name)
-    else:
-        node.remove_query(name)
+    node.remove_query(name)
     return f"removed {name!r}"
-
-
-def _registered_name(name: str, registered: list[str]) -> str:
-    for known in registered:
-        if query_key(known) == query_key(name):
-            return known
-    raise CommandError(f"no query {name!r}; registered: {sorted(registered)!r}")
 
 
 def _atomic_json(path: Path, data: Any) -> None:

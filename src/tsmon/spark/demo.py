@@ -46,7 +46,7 @@ QUERY error_burst ON host*.errors WHEN last > 4 EMIT series, last, max(1h)
 QUERY fleet_latency AS AVG(host*.latency_ms) WITHIN 2
 QUERY cpu_gap AS SUM(host000.cpu - host001.cpu) WITHIN 0.05
 QUERY coolest AS MIN(host00*.temp_c) WITHIN 0.5
-QUERY busiest AS MAX(host01*.requests) WITHIN 40
+QUERY busiest AS MAX(host00*.requests) WITHIN 40
 """
 
 #: (fraction of the ticks done, op, text): the live changes the demo submits.
@@ -58,7 +58,7 @@ LIVE_CHANGES = (
         "EMIT series, slope(2h) * 1h AS per_hour SINCE -2h",
     ),
     (1 / 3, "alter", "ALTER QUERY fleet_latency WITHIN 0.5 IMMEDIATELY"),
-    (2 / 3, "add", "QUERY queue_total AS SUM(host1*.queue) WITHIN 20"),
+    (2 / 3, "add", "QUERY queue_total AS SUM(host0*.queue) WITHIN 20"),
     (2 / 3, "remove", "error_burst"),
 )
 
@@ -146,6 +146,11 @@ def run_spark_demo(console: Console, settings: DemoSettings, directory: Path | N
 
     with tempfile.TemporaryDirectory(prefix="tsmon-demo-") as tmp:
         where = Path(directory) if directory is not None else Path(tmp)
+        if (where / "checkpoint").exists():
+            raise ValueError(
+                f"--dir {where} holds the checkpoint of an earlier demo (its generator has "
+                "finished there); pass a new directory"
+            )
         where.mkdir(parents=True, exist_ok=True)
         job = demo_job(settings, where)
         console.print(

@@ -2,13 +2,13 @@
 
 ::
 
-    input ─ normalise ───────┬─ good rows ─┐
-                             │             ├─ union ─ groupBy(source) ─ transformWithState
-    ctrl-<N>.json ───────────┼─────────────┘      │ SourceNode: messages, events, heartbeats
-                             │                    ▼
-                             │        foreachBatch: CoordinatorNode.step ─ answers, events to sinks
-                             │                     └─ ctrl-<N>.json for batch N+1 (atomic)
-                             └─ bad rows ─ foreachBatch: dead letters with their reason
+    input ─ normalise: good rows, unreadable rows as 'pass' ─┐
+                                                            ├─ union ─ groupBy(source)
+    ctrl-<N>.json ──────────────────────────────────────────┘       │ transformWithState
+        SourceNode: messages, events, dead letters, one heartbeat;  │ ('pass' rows go through
+                                                                    ▼  unchanged: one scan)
+        foreachBatch: CoordinatorNode.step ─ answers, events, dead letters to the sinks
+                      └─ ctrl-<N>.json for batch N+1 (atomic)
 
 The protocol code is :mod:`tsmon.engine.batched` (pure, also run in-process by
 ``BatchedRuntime``); this module only hosts it. The coordinator snapshots its state after every
@@ -22,9 +22,15 @@ the coordinator. Sinks (:mod:`tsmon.spark.sinks`): a live console table, Parquet
 events, dead letters; one file per batch id, replaced on a replay) and a callback; progress per
 batch goes to ``<checkpoint>/progress.jsonl``. Live query changes (``tsmon query
 add|alter|remove --job DIR``, :mod:`tsmon.spark.commands`) are applied by the coordinator at the
-start of the next batch and reach the nodes with the control after it. **Not supported:** globs
-in bounded aggregates (a Spark job does not know its series when it starts; watch queries take
-globs).
+start of the next batch and reach the nodes with the control after it. A bounded aggregate
+over globs covers the matching series as the rows show them
+(:meth:`~tsmon.engine.batched.CoordinatorNode.add_glob_query`).
+
+Watch-query changes reach the sources that have reported; a source that first reports later
+starts from the job file's watch queries and gets the changes with the control after its first
+batch (so for that one batch it runs the job file's set). On a restart, nodes and the
+coordinator come from the checkpoint; new nodes take the job file's watch queries, so change
+queries with ``tsmon query``, not by editing the job file of a running job.
 """
 
 from __future__ import annotations
@@ -70,12 +76,16 @@ def _statements(job: Job) -> list[Any]:
 
 
 def job_queries(job: Job) -> list[Query]:
-    """The protocol queries of the job's bounded aggregates over literal series names."""
-    return [
-        to_query(resolve_aggregate(s, [t.series for t in s.terms]))
-        for s in _statements(job)
-        if isinstance(s, AggregateDef) and not any(is_glob(t.series) for t in s.terms)
-    ]
+    """The protocol queries of the job's bounded aggregates over literal series names (a
+    :class:`JobError` for one that cannot be evaluated, e.g. weights summing to 0)."""
+    out = []
+    for s in _statements(job):
+        if isinstance(s, AggregateDef) and not any(is_glob(t.series) for t in s.terms):
+            try:
+                out.append(to_query(resolve_aggregate(s, [t.series for t in s.terms])))
+            except ValueError as e:
+                raise JobError(str(e)) from None
+    return out
 
 
 def job_glob_queries(job: Job) -> list[AggregateDef]:
@@ -170,7 +180,8 @@ class JobRunner:
     """
 
     def __init__(self, job: Job, spark: Any = None, callback: Callback | None = None) -> None:
-        _statements(job)  # errors before Spark starts
+        job_queries(job)  # every statement checked, the literal aggregates resolved: errors
+        # before Spark starts
         self.job = job
         if spark is None:
             from tsmon.spark.session import spark_session
@@ -185,6 +196,7 @@ class JobRunner:
         self.answers: dict[str, Answer] = {}
         self.dead_letters = 0
         self._query: Any = None  # the StreamingQuery, once started
+        self._dropped_shown: set[str] = set()
         self.spark_progress = SparkProgress(job.checkpoint / "spark_progress.jsonl")
 
     # -- plan --------------------------------------------------------------------------------
@@ -221,9 +233,11 @@ class JobRunner:
             series.alias("series"),
             ts.alias("ts"),
             value.alias("value"),
-            # streams have no row ids: points of one source at one instant go in series order;
-            # two points of one series at one instant are a duplicate with no defined order
-            F.xxhash64(series).alias("seq"),
+            # streams have no row ids: points of one source at one instant go in an order fixed
+            # by their content (series, then the text of ts and value), the same whatever order
+            # the shuffle delivers them in, so a replayed batch gives the same outputs; only
+            # identical rows tie, and their order changes nothing
+            F.xxhash64(series, raw_ts, text["value"]).alias("seq"),
             raw_ts.alias("raw_ts"),
             text["value"].alias("raw_value"),
             reason.alias("reason"),
@@ -334,6 +348,10 @@ class JobRunner:
         for outcome in outcomes:
             if not outcome["ok"]:
                 print(f"tsmon: query command {outcome['id']} rejected: {outcome['detail']}")
+        for name, reason in node.dropped.items():
+            if name not in self._dropped_shown:
+                print(f"tsmon: query {name!r} dropped: {reason}")
+                self._dropped_shown.add(name)
         # the channel numbers rows itself, keeping the coordinator's order
         self.channel.write(
             batch_id, {src: [r["payload"] for r in rs] for src, rs in control.items()}
@@ -357,6 +375,7 @@ class JobRunner:
             "messages": _counts(node),
             # event time up to which every source has reported: answers are exact as of it
             "watermark": node.coordinator.settled_ms,
+            "droppedQueries": dict(node.dropped),
             "previousBatchDurationMs": self.spark_progress.last_duration_ms,
             "driverMs": round(1000 * (time.perf_counter() - started), 3),
         }
