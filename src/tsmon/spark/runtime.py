@@ -361,6 +361,8 @@ class JobRunner:
         rejected = [_unreadable(p) for p in unreadable] + [
             _rejected(r["source"], r["payload"]) for r in rows if r["kind"] == "dead"
         ]
+        # rows of several nodes arrive in no fixed order: sort, so a replay writes the same file
+        rejected.sort(key=lambda d: tuple(str(d[c]) for c in DEAD_LETTER_COLUMNS))
         self.dead_letters += len(rejected)
         heartbeats = [r["payload"] for r in rows if r["kind"] == "heartbeat"]
         progress = {
