@@ -1,0 +1,103 @@
+"""Top-k monitoring end to end: after every update the answer is valid within ε (§1.3) and
+the adjustment factor invariants (§3) hold exactly."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.protocols.topk.streams import Oracle, check_invariants, stream
+from tsmon.protocols.topk.caching import CachingNetwork
+from tsmon.protocols.topk.coordinator import Policy
+from tsmon.protocols.topk.network import TopKNetwork
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> dict:
+    k = draw(st.integers(1, 4))
+    return {
+        "m": draw(st.integers(2, 6)),
+        "k": k,
+        "n": draw(st.integers(k, 30)),
+        "eps": draw(st.sampled_from([0, 0, 1, 3, 50, 200])),
+        "zipf": draw(st.sampled_from([0.0, 1.0, 1.5])),
+        "window": draw(st.sampled_from([None, 5, 40])),
+        "max_delta": draw(st.sampled_from([1, 4])),
+        "steps": draw(st.integers(1, 250)),
+        "seed": draw(st.integers(0, 2**32 - 1)),
+        "policy": draw(
+            st.sampled_from([Policy.paper(), Policy(0, False), Policy(1, True), Policy(None, True)])
+        ),
+        "initial": draw(st.sampled_from(["zero", "random"])),
+    }
+
+
+def run(s: dict) -> tuple[TopKNetwork, CachingNetwork]:
+    m, k, eps = s["m"], s["k"], s["eps"]
+    rng = random.Random(s["seed"] ^ 0x5EED)
+    initial = [{} for _ in range(m)]
+    oracle = Oracle()
+    for o in range(k):  # the initial gather names at least k objects
+        j = rng.randrange(m)
+        v = 0 if s["initial"] == "zero" else rng.randint(0, 5)
+        initial[j][o] = v
+        oracle.apply(o, v)
+    net = TopKNetwork(m, k, eps, s["policy"], initial=initial)
+    cache = CachingNetwork(m, k, eps)
+    for j, values in enumerate(initial, start=1):
+        for o, v in values.items():
+            cache.update(j, o, v)
+    check_invariants(net)
+    assert oracle.valid(net.answer(), eps)
+    for node, obj, delta in stream(
+        s["seed"], m, s["n"], s["steps"], s["zipf"], s["window"], s["max_delta"]
+    ):
+        before = net.counts.total
+        net.update(node, obj, delta)
+        cache.update(node, obj, delta)
+        oracle.apply(obj, delta)
+        assert net.counts.total - before in (0, 2, 3 * m - 1, 3 * m + 1)
+        assert oracle.valid(net.answer(), eps), (net.answer(), oracle.totals)
+        if len(cache.answer()) == k:  # caching ranks only the objects it was sent
+            assert oracle.valid(cache.answer(), 2 * eps)
+        check_invariants(net)
+    c = net.coordinator.phases
+    assert net.counts.requests == net.resolutions == sum(c.values())
+    return net, cache
+
+
+@settings(max_examples=200, deadline=None)
+@given(scenarios())
+def test_answer_valid_and_invariants_exact(s: dict) -> None:
+    run(s)
+
+
+def test_phase2_resolution_between_node_and_coordinator() -> None:
+    # §3.2.2-like: coordinator slack (large ε, F_0 = 1) absorbs a violation at N_2 in 2 messages
+    net = TopKNetwork(3, 1, 10, Policy(1, False), initial=[{"a": 20}, {"b": 0}, {}])
+    before = net.counts.total
+    net.update(2, "b", 4)
+    assert net.coordinator.phases["phase2"] == 1
+    assert net.counts.total - before == 2
+    assert net.answer() == frozenset({"a"})
+    check_invariants(net)
+
+
+def test_phase3_changes_top_and_costs_3m_minus_1() -> None:
+    net = TopKNetwork(3, 1, 0, initial=[{"a": 5}, {"b": 4}, {}])
+    before = net.counts.total
+    net.update(2, "b", 2)  # V_b = 6 > 5 = V_a
+    assert net.answer() == frozenset({"b"})
+    assert net.coordinator.phases["phase3"] == 1
+    assert net.counts.total - before == 3 * 3 - 1
+    check_invariants(net)
+
+
+def test_initial_gather_needs_k_objects() -> None:
+    with pytest.raises(ValueError, match="at least k=2"):
+        TopKNetwork(2, 2, 0, initial=[{"a": 1}, {}])
+    with pytest.raises(ValueError, match="non-negative integer"):
+        TopKNetwork(2, 1, -1, initial=[{"a": 1}, {}])  # type: ignore[arg-type]
