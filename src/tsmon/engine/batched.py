@@ -67,7 +67,7 @@ from tsmon.protocols.filters.messages import (
     StreamedUpdate,
     WidthMessage,
 )
-from tsmon.protocols.filters.queries import Query
+from tsmon.protocols.filters.queries import Query, check_delta
 from tsmon.protocols.filters.source import SourceFilter
 from tsmon.query.aggregate import resolve_aggregate
 from tsmon.query.ast import AggregateDef
@@ -329,6 +329,7 @@ class CoordinatorNode:
         self.watch = WatchLog(watch)  # the job's watch queries and their live changes
         self.globbed: dict[str, AggregateDef] = {}  # bounded queries over globs, by name
         self.dropped: dict[str, str] = {}  # glob queries that cannot be evaluated, and why
+        self._globs_expanded_over = -1  # how many series the glob queries were expanded over
         self.sources: set[str] = set()  # every source that sent a heartbeat
         self.coordinator = Coordinator(
             period_ms, shrink, np.random.default_rng(seed), latency_ms=0, growth=growth
@@ -388,11 +389,15 @@ class CoordinatorNode:
         """
         self._free(statement.name)
         self.globbed[statement.name] = statement
+        self._globs_expanded_over = -1  # expand at the next step
 
     def _expand_globs(self) -> list[WidthMessage]:
         """Re-register each glob query whose matching series changed (at the current time)."""
         out: list[WidthMessage] = []
         known = sorted({*self.learned, *self.declared})
+        if len(known) == self._globs_expanded_over:
+            return out  # no new series (the set only grows) and no new glob query since
+        self._globs_expanded_over = len(known)
         for name, statement in list(self.globbed.items()):
             waiting = [
                 t for t in statement.terms if not any(series_matches(k, [t.series]) for k in known)
@@ -466,8 +471,7 @@ class CoordinatorNode:
             raise ValueError(f"{name!r} is a watch query: redefine it (QUERY {name} ON ...)")
         if name in self.globbed:
             statement = self.globbed[name]
-            if not (isinstance(delta, int | float) and math.isfinite(delta) and delta > 0):
-                raise ValueError(f"query {name!r}: delta must be a finite width > 0, got {delta}")
+            check_delta(name, delta)
             self.globbed[name] = dataclasses.replace(statement, delta=float(delta))
             if name not in self.coordinator.queries:
                 return  # registered later, with the new δ

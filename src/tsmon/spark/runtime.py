@@ -41,6 +41,7 @@ import pickle
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ from tsmon.engine.batched import CoordinatorNode, SourceNode
 from tsmon.engine.bounded import to_query
 from tsmon.engine.watch import event_order
 from tsmon.protocols.filters import Answer, Query
-from tsmon.query import QuerySyntaxError, parse_queries
+from tsmon.query import parse_queries
 from tsmon.query.aggregate import resolve_aggregate
 from tsmon.query.ast import AggregateDef, QueryDef
 from tsmon.query.patterns import is_glob, series_matches
@@ -64,50 +65,54 @@ from tsmon.spark.sinks import DEAD_LETTER_COLUMNS, BatchOutput, Callback, Sinks
 REASONS = ("bad_series", "unreadable_ts", "not_numeric", "nan", "infinite")
 
 
-def _statements(job: Job) -> list[Any]:
-    """The job's statements, each checked as a running job can (a :class:`JobError` if not)."""
-    statements = parse_queries(job.queries)
-    for statement in statements:
-        try:
-            runnable(statement)
-        except QuerySyntaxError as e:
-            raise JobError(str(e)) from None
-    return statements
+@dataclass(frozen=True)
+class JobQueries:
+    """A job's queries, parsed and checked once: bounded aggregates over literal names as
+    protocol queries, those over globs as statements, and the watch queries' text."""
+
+    literal: list[Query]
+    globbed: list[AggregateDef]
+    watch: str
+
+    @classmethod
+    def of(cls, job: Job) -> JobQueries:
+        """Parse and check ``job``'s queries (a :class:`JobError` for one that a running job
+        cannot register, or that cannot be evaluated, e.g. weights summing to 0)."""
+        literal, globbed, watch = [], [], []
+        for s in parse_queries(job.queries):
+            try:
+                runnable(s)
+                if isinstance(s, QueryDef):
+                    watch.append(s.text)
+                elif isinstance(s, AggregateDef) and any(is_glob(t.series) for t in s.terms):
+                    globbed.append(s)
+                elif isinstance(s, AggregateDef):
+                    literal.append(to_query(resolve_aggregate(s, [t.series for t in s.terms])))
+            except ValueError as e:  # QuerySyntaxError is one
+                raise JobError(str(e)) from None
+        return cls(literal, globbed, "\n".join(watch))
+
+    def register(self, node: CoordinatorNode, job: Job) -> None:
+        """Register the bounded aggregates at a fresh coordinator."""
+        for query in self.literal:
+            node.add_query(query, source_of=_known_sources(job, query.objects))
+        for statement in self.globbed:
+            node.add_glob_query(statement)
 
 
 def job_queries(job: Job) -> list[Query]:
-    """The protocol queries of the job's bounded aggregates over literal series names (a
-    :class:`JobError` for one that cannot be evaluated, e.g. weights summing to 0)."""
-    out = []
-    for s in _statements(job):
-        if isinstance(s, AggregateDef) and not any(is_glob(t.series) for t in s.terms):
-            try:
-                out.append(to_query(resolve_aggregate(s, [t.series for t in s.terms])))
-            except ValueError as e:
-                raise JobError(str(e)) from None
-    return out
-
-
-def job_glob_queries(job: Job) -> list[AggregateDef]:
-    """The job's bounded aggregates over globs (they cover the series as rows show them)."""
-    return [
-        s
-        for s in _statements(job)
-        if isinstance(s, AggregateDef) and any(is_glob(t.series) for t in s.terms)
-    ]
-
-
-def register_queries(node: CoordinatorNode, job: Job) -> None:
-    """Register the job's bounded aggregates at a fresh coordinator."""
-    for query in job_queries(job):
-        node.add_query(query, source_of=_known_sources(job, query.objects))
-    for statement in job_glob_queries(job):
-        node.add_glob_query(statement)
+    """The protocol queries of the job's bounded aggregates over literal series names."""
+    return JobQueries.of(job).literal
 
 
 def job_watch(job: Job) -> str:
     """The text of a job's watch queries (``QUERY q ON ...``), which every source node runs."""
-    return "\n".join(s.text for s in parse_queries(job.queries) if isinstance(s, QueryDef))
+    return JobQueries.of(job).watch
+
+
+def register_queries(node: CoordinatorNode, job: Job) -> None:
+    """Register the job's bounded aggregates at a fresh coordinator."""
+    JobQueries.of(job).register(node, job)
 
 
 class Coordinator:
@@ -118,8 +123,9 @@ class Coordinator:
     crash, starts again from the same state.
     """
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, queries: JobQueries) -> None:
         self.job = job
+        self.queries = queries
         self.directory = job.checkpoint / "coordinator"
         self.directory.mkdir(parents=True, exist_ok=True)
         self._last: tuple[int, bytes] | None = None  # (batch id, snapshot) of the last step
@@ -127,9 +133,9 @@ class Coordinator:
     def _fresh(self) -> CoordinatorNode:
         f = self.job.filters
         node = CoordinatorNode(
-            f.period_ms, f.shrink, seed=0, growth=f.growth, watch=job_watch(self.job)
+            f.period_ms, f.shrink, seed=0, growth=f.growth, watch=self.queries.watch
         )
-        register_queries(node, self.job)
+        self.queries.register(node, self.job)
         return node
 
     def _path(self, batch_id: int) -> Path:
@@ -180,8 +186,7 @@ class JobRunner:
     """
 
     def __init__(self, job: Job, spark: Any = None, callback: Callback | None = None) -> None:
-        job_queries(job)  # every statement checked, the literal aggregates resolved: errors
-        # before Spark starts
+        self.queries = JobQueries.of(job)  # parsed and checked once, before Spark starts
         self.job = job
         if spark is None:
             from tsmon.spark.session import spark_session
@@ -189,7 +194,7 @@ class JobRunner:
             spark = spark_session(job.master, job.name, dict(job.spark_conf))
         self.spark = spark
         self.sinks = Sinks(job.sinks, callback)
-        self.coordinator = Coordinator(job)
+        self.coordinator = Coordinator(job, self.queries)
         self._progress_last: int | None = None
         self.commands = CommandLog(job.checkpoint)
         self.channel = ControlChannel(job.checkpoint / "control")
@@ -296,7 +301,7 @@ class JobRunner:
                 period_ms=f.period_ms,
                 shrink=f.shrink,
                 registers=self.job.registers,
-                watch=job_watch(self.job),
+                watch=self.queries.watch,
             ),
         )
         trigger = {"processingTime": f"{self.job.trigger_ms} milliseconds"}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import math
+import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -21,6 +22,14 @@ class Aggregate(enum.Enum):
     SUM = "sum"
     MIN = "min"
     MAX = "max"
+
+
+def check_delta(name: str, delta: object) -> None:
+    """Refuse a precision constraint δ that is not a finite width > 0 (``ValueError``)."""
+    if isinstance(delta, bool) or not isinstance(delta, numbers.Real):
+        raise ValueError(f"query {name!r}: delta must be a finite width > 0, got {delta!r}")
+    if not (math.isfinite(delta) and delta > 0):
+        raise ValueError(f"query {name!r}: delta must be a finite width > 0, got {delta}")
 
 
 @dataclass(frozen=True)
@@ -64,10 +73,7 @@ class Query:
             raise ValueError(
                 f"query {self.name!r}: size |S_j| must be an int >= 1, got {self.size}"
             )
-        if not (math.isfinite(self.delta) and self.delta > 0):
-            raise ValueError(
-                f"query {self.name!r}: delta must be a finite width > 0, got {self.delta}"
-            )
+        check_delta(self.name, self.delta)
         for obj, k in self.weights.items():
             if not (math.isfinite(k) and k != 0):
                 raise ValueError(
