@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import Iterator
 
 from tsmon.protocols.topk.coordinator import PHANTOM
-from tsmon.protocols.topk.network import TopKNetwork
+from tsmon.protocols.topk.network import TopKNetwork, _Network
 
 
 def stream(
@@ -44,7 +44,7 @@ def stream(
 
 
 class Oracle:
-    """Exact ``V_i = Σ_j V_ij`` with the largest values found by level (values move by Δ)."""
+    """Exact ``V_i = Σ_j V_ij`` of every object updated so far."""
 
     def __init__(self) -> None:
         self.totals: dict[int, int] = {}
@@ -52,14 +52,22 @@ class Oracle:
     def apply(self, obj: int, delta: int) -> None:
         self.totals[obj] = self.totals.get(obj, 0) + delta
 
-    def valid(self, top: frozenset, eps: int) -> bool:
-        """``V_t + ε ≥ V_s`` for every ``O_t ∈ T`` and ``O_s ∉ T`` (unseen objects are 0)."""
+    def valid(self, top: frozenset, eps: int, k: int | None = None, bottom: bool = False) -> bool:
+        """``V_t + ε ≥ V_s`` for every ``O_t ∈ T`` and ``O_s ∉ T`` (top-k: unseen objects are
+        0; bottom-k: ``V_t ≤ V_s + ε`` over the objects seen); with fewer than ``k`` members,
+        ``T`` must hold every object seen."""
+        if k is not None and len(top) < k:
+            return set(self.totals) <= set(top)
+        if bottom:
+            high = max(self.totals[t] for t in top)
+            low = min((v for o, v in self.totals.items() if o not in top), default=high)
+            return high <= low + eps
         low = min(self.totals.get(t, 0) for t in top)
         high = max((v for o, v in self.totals.items() if o not in top), default=0)
         return low + eps >= max(high, 0)
 
 
-def check_invariants(net: TopKNetwork) -> None:
+def check_invariants(net: TopKNetwork | _Network) -> None:
     """Invariants 1 and 2 (§3) exactly, every constraint at every node, one T everywhere."""
     c = net.coordinator
     known = set(c.delta0) | set(c.top)
@@ -70,6 +78,12 @@ def check_invariants(net: TopKNetwork) -> None:
     for i in known:
         assert sum(node.deltas.get(i, node.default) for node in net.nodes) + c.d0(i) == 0, i
     assert sum(node.default for node in net.nodes) + c.default0 == 0  # the phantom
+    if not c.top:
+        return
     lowest = min(c.d0(t) for t in c.top)
-    outside = [c.d0(s) for s in known if s not in c.top] + [c.d0(PHANTOM)]
+    outside = [c.d0(s) for s in known if s not in c.top]
+    if not c.bottom:  # unseen objects are candidates only for top-k
+        outside.append(c.d0(PHANTOM))
+    if not outside:
+        return
     assert lowest + c.eps >= max(outside)

@@ -60,7 +60,7 @@ def run(s: dict) -> tuple[TopKNetwork, CachingNetwork]:
         cache.update(node, obj, delta)
         oracle.apply(obj, delta)
         assert net.counts.total - before in (0, 2, 3 * m - 1, 3 * m + 1)
-        assert oracle.valid(net.answer(), eps), (net.answer(), oracle.totals)
+        assert oracle.valid(net.answer(), eps, k), (net.answer(), oracle.totals)
         if len(cache.answer()) == k:  # caching ranks only the objects it was sent
             assert oracle.valid(cache.answer(), 2 * eps)
         check_invariants(net)
@@ -96,8 +96,17 @@ def test_phase3_changes_top_and_costs_3m_minus_1() -> None:
     check_invariants(net)
 
 
-def test_initial_gather_needs_k_objects() -> None:
-    with pytest.raises(ValueError, match="at least k=2"):
-        TopKNetwork(2, 2, 0, initial=[{"a": 1}, {}])
+def test_fewer_than_k_objects_then_new_ones_join() -> None:
+    net = TopKNetwork(2, 3, 0, initial=[{"a": 1}, {}])
+    assert net.answer() == frozenset({"a"})
+    net.update(2, "b", 1)  # a new object while |T| < k: resolved, joins T
+    net.update(1, "c", 4)
+    assert net.answer() == frozenset({"a", "b", "c"})
+    net.update(2, "d", 5)  # now |T| = k: d beats a and b
+    assert net.answer() == frozenset({"c", "d", "b"}) or net.answer() == frozenset({"c", "d", "a"})
+    check_invariants(net)
+
+
+def test_negative_eps_refused() -> None:
     with pytest.raises(ValueError, match="non-negative integer"):
         TopKNetwork(2, 1, -1, initial=[{"a": 1}, {}])  # type: ignore[arg-type]

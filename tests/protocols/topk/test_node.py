@@ -25,6 +25,15 @@ def brute_border(node: MonitorNode, resolution: set[int]) -> int:
     return min([*tops, max(rest)])
 
 
+def test_install_ends_waiting_and_rechecks() -> None:
+    node = MonitorNode(1)
+    node.install(Install(1, {"a": 0, "b": 0}, top=frozenset({"a"})))
+    assert node.update("b", 2) is not None and node.update("b", 1) is None
+    again = node.on_message(Install(1, {}, epoch=1))  # nothing fixed: it asks anew
+    assert again is not None and again.version == 2 and again.epoch == 1
+    assert node.on_message(Install(1, {"a": 3, "b": -3})) is None
+
+
 ops = st.one_of(
     st.tuples(st.just("update"), st.sampled_from(OBJECTS), st.integers(-5, 9)),
     st.tuples(
@@ -47,15 +56,24 @@ def test_heap_check_equals_all_pairs(program: list[tuple]) -> None:
                 with pytest.raises(ValueError):
                     node.update(obj, delta)
                 continue
+            new = obj not in node.deltas and not node.top  # a new object while |T| < k = 1
             request = node.update(obj, delta)
-            assert (request is None) == brute_holds(node)
+            assert (request is None) == (brute_holds(node) and not new)
             if request is not None:
-                low = min(node.adjusted(o) for o in node.top)
-                violators = {o for o in node.deltas if o not in node.top and node.adjusted(o) > low}
-                assert set(request.values) == set(node.top) | violators
+                assert request.new == new and node.awaiting
+                assert node.update(obj, 0) is None  # awaiting the coordinator's answer
+                low = min((node.adjusted(o) for o in node.top), default=None)
+                violators = {
+                    o
+                    for o in node.deltas
+                    if o not in node.top and low is not None and node.adjusted(o) > low
+                }
+                assert set(request.values) == set(node.top) | violators | ({obj} if new else set())
                 assert request.border == brute_border(node, set(request.values))
-                assert request.phantom == (low < node.default)
+                assert request.phantom == (low is not None and low < node.default)
                 assert all(request.values[o] == node.entry(o) for o in request.values)
+                node.awaiting = False  # as if the coordinator had answered
+                node.fresh.clear()
         else:
             _, top, deltas, default = op
             node.install(Install(1, deltas, top=top or None, default=default))
@@ -76,7 +94,7 @@ def test_phantom_unseen_object_counts_as_outside_top() -> None:
 def test_negative_partial_value_rejected() -> None:
     node = MonitorNode(1)
     node.update("a", 2)
-    with pytest.raises(ValueError, match="< 0"):
+    with pytest.raises(ValueError, match="below 0"):
         node.update("a", -3)
     assert node.values["a"] == 2
 

@@ -162,17 +162,21 @@ class Coordinator:
     :class:`ValueRequest` list), :meth:`on_replies` with the replies (returns the installs).
     """
 
-    def __init__(self, m: int, k: int, eps: int, policy: Policy | None = None) -> None:
+    def __init__(
+        self, m: int, k: int, eps: int, policy: Policy | None = None, bottom: bool = False
+    ) -> None:
         if m < 1 or k < 1:
             raise ValueError(f"need m ≥ 1 and k ≥ 1, got m={m}, k={k}")
         if not isinstance(eps, int) or eps < 0:
             raise ValueError(f"ε must be a non-negative integer, got {eps!r}")
-        self.m, self.k, self.eps = m, k, eps
+        self.m, self.k, self.eps, self.bottom = m, k, eps, bottom
         self.policy = policy or Policy.paper()
         self.top: frozenset[Obj] = frozenset()
+        self.epoch = 0  # raised whenever T changes (Appendix A)
         self.delta0: dict[Obj, int] = {}  # δ_i0 different from d_0
         self.default0 = 0  # d_0
-        self.max_value = 0
+        self.max_value = 0  # largest |V_i| seen (the §4.3 cutoff)
+        self.known: set[Obj] = set()  # every object resolved so far
         self.update_counts = [0] * (m + 1)  # updates reported by each node (proportional)
         self.phases = {"phase2": 0, "phase3": 0, "refresh": 0}
         self._pending: ResolutionRequest | None = None
@@ -209,17 +213,23 @@ class Coordinator:
     def _coordinator_border(self, resolution: set[Obj]) -> int:
         """``B_0 = max_{O_i∈U−R} δ_i0`` (§3.2.1), the phantom ``d_0`` included, capped at
         ``min_{O_t∈T} δ_t0 + ε`` (equal by Invariant 2; defined when ``U − R`` is empty)."""
-        cap = min(self.d0(t) for t in self.top) + self.eps
+        cap = min(self.d0(t) for t in self.top) + self.eps if self.top else None
         if PHANTOM in resolution:
+            assert cap is not None
             return cap
         rest = [d for o, d in self.delta0.items() if o not in resolution]
-        return min(cap, max([self.default0, *rest]))
+        if not self.bottom:  # the phantom is in U − R
+            rest.append(self.default0)
+        elif self.known - resolution - set(self.delta0):
+            rest.append(self.default0)  # known objects whose δ_i0 is d_0
+        if not rest:
+            return 0 if cap is None else cap
+        return max(rest) if cap is None else min(cap, max(rest))
 
     def _rank(self, totals: Mapping[Obj, int]) -> frozenset[Obj]:
-        """Top-k of ``totals`` (ties keep members of the current ``T``)."""
+        """Top-k of ``totals`` (ties keep members of the current ``T``; fewer than ``k`` while
+        fewer objects are known)."""
         real = [o for o in totals if o is not PHANTOM]
-        if len(real) < self.k:
-            raise ValueError(f"need at least k={self.k} objects, only {len(real)} known")
         real.sort(key=lambda o: (-totals[o], o not in self.top))
         return frozenset(real[: self.k])
 
@@ -230,6 +240,13 @@ class Coordinator:
         borders: dict[int, int],
         entries: dict[int, Mapping[Obj, tuple[int, int]]],
     ) -> list[Install]:
+        self.known |= resolution - {PHANTOM}
+        changed = new_top != self.top
+        if changed:
+            self.epoch += 1
+        if not new_top:  # nothing known yet: no constraints, nothing to reallocate
+            self.top = new_top
+            return [Install(j, {}, epoch=self.epoch) for j in sorted(borders) if j != 0]
         entries[0] = {i: (0, self.d0(i)) for i in resolution}
         new = reallocate(
             new_top, resolution, borders, entries, self.eps, self._weights(sorted(borders))
@@ -240,14 +257,19 @@ class Coordinator:
             self.delta0 = {o: x for o, x in self.delta0.items() if x != self.default0}
         for i, d in mine.items():
             self._set_d0(i, d)
-        changed = new_top != self.top
         self.top = new_top
         installs = []
         for j in sorted(new):
             deltas = new[j]
             default = deltas.pop(PHANTOM, None)
-            installs.append(Install(j, deltas, top=new_top if changed else None, default=default))
+            top = new_top if changed else None
+            installs.append(Install(j, deltas, top=top, default=default, epoch=self.epoch))
         return installs
+
+    @property
+    def resolving(self) -> bool:
+        """A Phase 3 (or full refresh) awaits the nodes' replies."""
+        return self._pending is not None
 
     # -- protocol --------------------------------------------------------------------------
 
@@ -269,9 +291,11 @@ class Coordinator:
         f = request.node
         resolution = set(request.values)
         v_n = {i: sum(request.values[i]) + self.d0(i) for i in resolution}  # V_{i,N}, N={N0,Nf}
-        lowest = min(v_n[t] for t in self.top)
         others = [v_n[s] for s in resolution - self.top]
-        if not others or lowest + self.eps >= max(others):  # validation test, §3.1 Phase 2
+        # validation test, §3.1 Phase 2 (a new object must reach every node: Phase 3)
+        if not request.new and (
+            not others or min(v_n[t] for t in self.top) + self.eps >= max(others)
+        ):
             self.phases["phase2"] += 1
             self._pending = None
             borders = {0: self._coordinator_border(resolution), f: request.border}
@@ -295,14 +319,16 @@ class Coordinator:
             assert r.border is not None
             entries[r.node], borders[r.node] = r.values, r.border
         totals = {i: sum(entries[j][i][0] for j in entries) for i in resolution}  # V_i
-        self.max_value = max(self.max_value, *totals.values())
+        self.max_value = max(self.max_value, *map(abs, totals.values()))
         return self._finish(self._rank(totals), resolution, borders, entries)
 
     def _refresh(self, replies: list[ValueReply]) -> list[Install]:
         """Phase 3 over every known object and the phantom (``U − R = ∅``)."""
         if sorted(r.node for r in replies) != list(range(1, self.m + 1)):
             raise ValueError("a full refresh needs one reply from every node")
-        resolution: set[Obj] = {PHANTOM, *self.delta0, *self.top}
+        resolution: set[Obj] = {*self.delta0, *self.top, *self.known}
+        if not self.bottom:
+            resolution.add(PHANTOM)
         for r in replies:
             self.update_counts[r.node] += r.updates
             resolution.update(r.values)
@@ -311,9 +337,11 @@ class Coordinator:
             assert r.default is not None
             entries[r.node] = {i: r.values.get(i, (0, r.default)) for i in resolution}
         totals = {i: sum(entries[j][i][0] for j in entries) for i in resolution}
-        self.max_value = max(self.max_value, *totals.values())
+        self.max_value = max(self.max_value, *map(abs, totals.values()), 0)
         new_top = self._rank(totals)
         old = self.top or new_top  # Lemma B.3 needs B_j ≤ V_nj + δ_nj for O_n ∈ old T
+        if not old:
+            return self._finish(new_top, resolution, dict.fromkeys([0, *entries], 0), entries)
         borders = {j: min(sum(entries[j][t]) for t in old) for j in entries}
         borders[0] = min(self.d0(t) for t in old) + self.eps
         return self._finish(new_top, resolution, borders, entries)

@@ -12,6 +12,14 @@ value, adjustment factor, top-k member, border or default), the measure of §4.2
 * :class:`ValueReply` — Phase 3 answer, ``N_j → N_0`` (also the one-time initial gather).
 * :class:`Install` — ``N_0 → N_j``: new adjustment factors and, when it changed, the new
   top-k set ``T'``; ends resolution (Phase 2 or 3).
+* :class:`Offload`, :class:`CountRequest`, :class:`CountReply`, :class:`Shift` — the message
+  size reduction of Appendix C: a decrease of a top-k object that would break more than θ
+  constraints is moved to the node where it breaks the fewest.
+
+Headers are not entries: the epoch of the top-k set and the node's *version* (the number of
+installs and shifts it has taken) ride on requests and installs as the node id does (Appendix
+A: the coordinator ignores requests from earlier epochs; the version also catches a request
+sent before an install that was already on its way).
 """
 
 from __future__ import annotations
@@ -42,6 +50,9 @@ class ResolutionRequest:
     border: int
     phantom: bool = False
     updates: int = 0
+    epoch: int = 0
+    version: int = 0
+    new: bool = False  # bottom-k: names an object the coordinator may not know (Phase 3)
 
     @property
     def entries(self) -> int:
@@ -108,6 +119,7 @@ class Install:
     deltas: Mapping[Obj, int]
     top: frozenset[Obj] | None = None
     default: int | None = None
+    epoch: int = 0
 
     @property
     def entries(self) -> int:
@@ -116,7 +128,104 @@ class Install:
         return max(1, n + (self.default is not None))
 
 
-Message = ResolutionRequest | ValueRequest | ValueReply | Install
+@dataclass(frozen=True)
+class Offload:
+    """Appendix C, ``N_j → N_0``: the decrease ``−delta`` of top-k object ``obj`` would break
+    ``violated`` (> θ) constraints at ``node``, which cancelled it by ``δ_ij += delta``.
+
+    Examples
+    --------
+    >>> Offload(1, "a", 5, violated=30).entries
+    3
+    """
+
+    node: int
+    obj: Obj
+    delta: int
+    violated: int
+    epoch: int = 0
+    version: int = 0
+
+    @property
+    def entries(self) -> int:
+        """Object key, amount and number of violated constraints."""
+        return 3
+
+
+@dataclass(frozen=True)
+class CountRequest:
+    """Appendix C, ``N_0 → N_j``: how many constraints would ``(obj, N_j, −delta)`` break?
+
+    Examples
+    --------
+    >>> CountRequest(2, "a", 5).entries
+    2
+    """
+
+    node: int
+    obj: Obj
+    delta: int
+
+    @property
+    def entries(self) -> int:
+        """Object key and amount."""
+        return 2
+
+
+@dataclass(frozen=True)
+class CountReply:
+    """Appendix C, ``N_j → N_0``: the number of constraints the hypothetical update breaks
+    (``phantom``: it also breaks the one against objects the node never saw).
+
+    Examples
+    --------
+    >>> CountReply(2, 0).entries
+    1
+    """
+
+    node: int
+    violated: int
+    phantom: bool = False
+
+    @property
+    def entries(self) -> int:
+        """One count."""
+        return 1
+
+
+@dataclass(frozen=True)
+class Shift:
+    """Appendix C, ``N_0 → N_j``: ``δ_ij −= delta``, the offloaded decrease now applies here.
+
+    Examples
+    --------
+    >>> Shift(2, "a", 5).entries
+    2
+    """
+
+    node: int
+    obj: Obj
+    delta: int
+    epoch: int = 0
+
+    @property
+    def entries(self) -> int:
+        """Object key and amount."""
+        return 2
+
+
+Message = (
+    ResolutionRequest
+    | ValueRequest
+    | ValueReply
+    | Install
+    | Offload
+    | CountRequest
+    | CountReply
+    | Shift
+)
+ToCoordinator = ResolutionRequest | ValueReply | Offload | CountReply
+ToNode = ValueRequest | Install | CountRequest | Shift
 
 
 @dataclass
@@ -137,6 +246,7 @@ class MessageCounts:
     value_replies: int = 0
     installs: int = 0
     cache_updates: int = 0
+    offloads: int = 0  # Offload, CountRequest, CountReply and Shift (Appendix C)
     entries: int = 0
     max_entries: int = 0
     by_phase: dict[str, int] = field(default_factory=dict)
@@ -153,6 +263,8 @@ class MessageCounts:
             self.installs += 1
         elif isinstance(message, CacheUpdate):
             self.cache_updates += 1
+        elif isinstance(message, Offload | CountRequest | CountReply | Shift):
+            self.offloads += 1
         else:
             raise TypeError(f"cannot count {type(message).__name__}")
         self.entries += message.entries
@@ -167,6 +279,7 @@ class MessageCounts:
             + self.value_replies
             + self.installs
             + self.cache_updates
+            + self.offloads
         )
 
     @property

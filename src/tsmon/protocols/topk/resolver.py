@@ -1,0 +1,167 @@
+"""Serialized resolution at the coordinator (Babcock & Olston 2003, Appendix A and C).
+
+:class:`Resolver` puts the :class:`~tsmon.protocols.topk.coordinator.Coordinator` behind one
+message handler, so any host (zero latency, simulated delays, Spark micro-batches) drives it
+the same way: messages in, messages out.
+
+* **Serialized** (Appendix A): one resolution at a time; requests that come while Phase 3
+  gathers values, or while an offload is being placed, wait in a FIFO queue.
+* **Stale requests dropped**: a request from an earlier epoch, or sent by a node before an
+  install or shift the coordinator had already sent it (the request's ``version`` is behind),
+  is ignored and counted in :attr:`Resolver.stale`. The node gets that install, checks its
+  constraints again and asks anew if they still break, so every violation is eventually
+  resolved.
+* **Offloads** (Appendix C) are never dropped: the node already cancelled its update by
+  ``δ_ij += Δ``, so the coordinator must place ``−Δ`` somewhere to keep ``Σ_j δ_ij = 0``. It
+  asks the other nodes how many constraints ``(O_i, N_j', −Δ)`` would break and shifts the
+  decrease to the one with the fewest (the phantom counts as more than any number).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from tsmon.protocols.topk.coordinator import Coordinator
+from tsmon.protocols.topk.messages import (
+    CountReply,
+    CountRequest,
+    Install,
+    Offload,
+    ResolutionRequest,
+    Shift,
+    ToCoordinator,
+    ToNode,
+    ValueReply,
+    ValueRequest,
+)
+
+
+class Resolver:
+    """The coordinator's message handler: :meth:`start` the initial gather, then
+    :meth:`on_message` for every message from a node, in arrival order.
+
+    Examples
+    --------
+    >>> from tsmon.protocols.topk.node import MonitorNode
+    >>> nodes = {1: MonitorNode(1, k=1), 2: MonitorNode(2, k=1)}
+    >>> resolver = Resolver(Coordinator(2, 1, 0))
+    >>> replies = [nodes[r.node].on_message(r) for r in resolver.start()]
+    >>> out = [m for r in replies for m in resolver.on_message(r)]  # T = {} installed
+    >>> [nodes[m.node].on_message(m) for m in out]
+    [None, None]
+    >>> request = nodes[1].update("a", 2)  # a new object while |T| < k
+    >>> [type(m).__name__ for m in resolver.on_message(request)]
+    ['ValueRequest']
+    """
+
+    def __init__(self, coordinator: Coordinator) -> None:
+        self.coordinator = coordinator
+        self.queue: deque[ResolutionRequest | Offload] = deque()
+        self.sent = [0] * (coordinator.m + 1)  # installs and shifts sent to each node
+        self.stale = 0  # requests dropped (Appendix A)
+        self.resolutions = 0  # requests taken up
+        self._phase: str | None = None  # "gather", "phase3", "count" or None (idle)
+        self._waiting: set[int] = set()
+        self._replies: list[ValueReply] = []
+        self._counts: list[CountReply] = []
+        self._offload: Offload | None = None
+
+    @property
+    def busy(self) -> bool:
+        """A resolution is under way or waiting in the queue."""
+        return self._phase is not None or bool(self.queue)
+
+    def start(self) -> list[ToNode]:
+        """The one-time gather of every partial value (§3)."""
+        return self._ask(self.coordinator.full_request(), "gather")
+
+    def restart(self, k: int, eps: int) -> list[ToNode]:
+        """New ``k`` and ``ε`` (a query altered): a full gather and reallocation, as at the
+        start. Only while idle (:attr:`busy` is false); the hosts hold the change until then.
+        Requests already sent are stale after the gather's installs."""
+        if self.busy:
+            raise RuntimeError("restart only between resolutions")
+        c = self.coordinator
+        c.k, c.eps = k, eps
+        return self._ask(c.full_request(), "gather")
+
+    def _ask(self, requests: list[ValueRequest], phase: str) -> list[ToNode]:
+        self._phase, self._waiting, self._replies = phase, {r.node for r in requests}, []
+        return list(requests)
+
+    def _installs(self, installs: list[Install]) -> list[ToNode]:
+        for m in installs:
+            self.sent[m.node] += 1
+        return list(installs)
+
+    def on_message(self, message: ToCoordinator) -> list[ToNode]:
+        """Take one message from a node; return what the coordinator sends in answer."""
+        if isinstance(message, ResolutionRequest | Offload):
+            self.queue.append(message)
+            return self._drain() if self._phase is None else []
+        if isinstance(message, ValueReply):
+            return self._on_reply(message)
+        if isinstance(message, CountReply):
+            return self._on_count(message)
+        raise TypeError(f"the coordinator cannot handle {type(message).__name__}")
+
+    def _on_reply(self, reply: ValueReply) -> list[ToNode]:
+        if self._phase not in ("gather", "phase3") or reply.node not in self._waiting:
+            raise ValueError(f"unexpected value reply from node {reply.node}")
+        self._waiting.discard(reply.node)
+        self._replies.append(reply)
+        if self._waiting:
+            return []
+        phase, self._phase = self._phase, None
+        replies = sorted(self._replies, key=lambda r: r.node)
+        c = self.coordinator
+        out = self._installs(c.initialize(replies) if phase == "gather" else c.on_replies(replies))
+        return out + self._drain()
+
+    def _on_count(self, reply: CountReply) -> list[ToNode]:
+        if self._phase != "count" or reply.node not in self._waiting:
+            raise ValueError(f"unexpected count reply from node {reply.node}")
+        self._waiting.discard(reply.node)
+        self._counts.append(reply)
+        if self._waiting:
+            return []
+        self._phase = None
+        return self._place() + self._drain()
+
+    def _place(self) -> list[ToNode]:
+        """Shift the offloaded decrease to the node that breaks the fewest constraints."""
+        offload, self._offload = self._offload, None
+        assert offload is not None
+        best = min(self._counts, key=lambda r: (r.phantom, r.violated, r.node), default=None)
+        target = offload.node if best is None else best.node
+        self.sent[target] += 1
+        return [Shift(target, offload.obj, offload.delta, self.coordinator.epoch)]
+
+    def _drain(self) -> list[ToNode]:
+        """Take up queued requests until one needs answers from the nodes."""
+        out: list[ToNode] = []
+        c = self.coordinator
+        while self._phase is None and self.queue:
+            request = self.queue.popleft()
+            if isinstance(request, Offload):
+                self.resolutions += 1
+                others = [j for j in range(1, c.m + 1) if j != request.node]
+                self._offload, self._counts = request, []
+                if not others:
+                    out += self._place()
+                    continue
+                self._phase, self._waiting = "count", set(others)
+                out += [CountRequest(j, request.obj, request.delta) for j in others]
+                continue
+            if request.epoch < c.epoch or request.version < self.sent[request.node]:
+                self.stale += 1
+                continue
+            self.resolutions += 1
+            answer = c.on_request(request)
+            if c.resolving and answer:
+                out += self._ask(answer, "phase3")  # type: ignore[arg-type]
+            elif c.resolving:  # Phase 3 with no other node to ask (m = 1)
+                out += self._installs(c.on_replies([]))
+            else:
+                out += self._installs(answer)  # type: ignore[arg-type]
+        return out

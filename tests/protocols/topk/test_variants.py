@@ -1,0 +1,112 @@
+"""Bottom-k, Appendix C offloading and Appendix A latency: the answer stays valid within ε.
+
+Zero latency (``TopKNetwork``): valid after every update and the invariants of §3 hold
+exactly, whatever the threshold θ. With delays (``DelayedNetwork``): valid whenever nothing is
+pending, and after the last update every violation is resolved (the convergence property of
+Appendix A).
+"""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.protocols.topk.streams import Oracle, check_invariants, stream
+from tsmon.protocols.topk.coordinator import Policy
+from tsmon.protocols.topk.messages import MessageCounts
+from tsmon.protocols.topk.network import DelayedNetwork, TopKNetwork
+
+POLICIES = [Policy.paper(), Policy(0, False), Policy(1, True), Policy(None, True)]
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> dict:
+    k = draw(st.integers(1, 4))
+    return {
+        "m": draw(st.integers(1, 5)),
+        "k": k,
+        "n": draw(st.integers(1, 25)),
+        "eps": draw(st.sampled_from([0, 0, 1, 3, 50])),
+        "zipf": draw(st.sampled_from([0.0, 1.0, 1.5])),
+        "window": draw(st.sampled_from([None, 5, 30])),
+        "max_delta": draw(st.sampled_from([1, 4])),
+        "steps": draw(st.integers(1, 200)),
+        "seed": draw(st.integers(0, 2**32 - 1)),
+        "policy": draw(st.sampled_from(POLICIES)),
+        "bottom": draw(st.booleans()),
+        "theta": draw(st.sampled_from([None, 0, 1, 3])),
+    }
+
+
+@settings(max_examples=200, deadline=None)
+@given(scenarios())
+def test_zero_latency_valid_after_every_update(s: dict) -> None:
+    m, k, eps = s["m"], s["k"], s["eps"]
+    net = TopKNetwork(m, k, eps, s["policy"], bottom=s["bottom"], theta=s["theta"])
+    oracle = Oracle()
+    for node, obj, delta in stream(
+        s["seed"], m, s["n"], s["steps"], s["zipf"], s["window"], s["max_delta"]
+    ):
+        net.update(node, obj, delta)
+        oracle.apply(obj, delta)
+        assert oracle.valid(net.answer(), eps, k, s["bottom"]), (net.answer(), oracle.totals)
+        check_invariants(net)
+        assert not net.resolver.busy and not any(n.awaiting for n in net.nodes)
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios(), st.sampled_from([0, 1, 2, 5, 20]), st.sampled_from([1, 3]))
+def test_delayed_valid_when_quiet_and_converges(s: dict, delay: int, spacing: int) -> None:
+    m, k, eps = s["m"], s["k"], s["eps"]
+    net = DelayedNetwork(m, k, eps, delay, s["policy"], bottom=s["bottom"], theta=s["theta"])
+    oracle = Oracle()
+    rng = random.Random(s["seed"])
+    now = 0
+    quiet_checks = 0
+    for node, obj, delta in stream(
+        s["seed"], m, s["n"], s["steps"], s["zipf"], s["window"], s["max_delta"]
+    ):
+        now += rng.randint(0, spacing)
+        net.update(now, node, obj, delta)
+        oracle.apply(obj, delta)
+        net.run_until(now)
+        if net.quiet:
+            quiet_checks += 1
+            assert oracle.valid(net.answer(), eps, k, s["bottom"]), (net.answer(), oracle.totals)
+            check_invariants(net)
+    net.settle()
+    assert net.quiet
+    assert oracle.valid(net.answer(), eps, k, s["bottom"]), (net.answer(), oracle.totals)
+    check_invariants(net)
+
+
+def test_bottom_k_least_loaded() -> None:
+    net = TopKNetwork(2, 1, 0, bottom=True)
+    net.update(1, "s1", 5)
+    net.update(2, "s2", 3)
+    assert net.answer() == frozenset({"s2"})
+    net.update(1, "s2", 4)  # s2 = 7 > 5
+    assert net.answer() == frozenset({"s1"})
+    net.update(2, "s3", 0)  # a new server with no load is the least loaded
+    assert net.answer() == frozenset({"s3"})
+    check_invariants(net)
+
+
+def test_offload_moves_a_large_decrease_to_a_quiet_node() -> None:
+    # node 1 then sees 30 objects node 2 never saw; dropping a by 30 at node 1 breaks 30
+    # constraints there, while node 2 can absorb the drop with no constraint broken
+    runs = {}
+    for theta in (None, 20):
+        net = TopKNetwork(2, 1, 0, initial=[{"a": 100}, {"a": 100}], theta=theta)
+        for i in range(30):
+            net.update(1, f"o{i}", 30)
+        net.counts = MessageCounts()
+        net.update(1, "a", -30)
+        assert net.answer() == frozenset({"a"})  # V_a = 170 still beats 30
+        check_invariants(net)
+        runs[theta] = net.counts
+    assert runs[None].max_entries == 32  # a, the 30 objects and the border
+    assert runs[20].offloads == runs[20].total == 4  # offload, count request, reply, shift
+    assert runs[20].max_entries == 3 and runs[20].entries == 8
