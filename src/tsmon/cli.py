@@ -20,11 +20,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tsmon.core.units import UnitError, parse_duration_ms
+from tsmon.core.units import UnitError, format_duration_ms, parse_duration_ms
 from tsmon.engine.events import Event
 from tsmon.engine.monitor import Monitor
 from tsmon.query import QuerySyntaxError, compile_query, parse_queries
-from tsmon.query.ast import AggregateDef, AlterPrecision
+from tsmon.query.ast import AggregateDef, AlterPrecision, AlterTopK, TopKDef
 from tsmon.query.printer import format_terms
 from tsmon.report import events_table, format_event, summary_line
 from tsmon.spark.session import JavaError
@@ -371,6 +371,15 @@ def _check(args: argparse.Namespace) -> int:
         elif isinstance(statement, AlterPrecision):
             now = " IMMEDIATELY" if statement.immediately else ""
             table.add_row(statement.name, "ALTER", "-", f"WITHIN {statement.delta:g}{now}")
+        elif isinstance(statement, TopKDef):
+            word = "BOTTOM" if statement.bottom else "TOP"
+            rank = f"{word} {statement.k} OF {statement.objects} BY {statement.metric}"
+            over = "-" if statement.window_ms is None else format_duration_ms(statement.window_ms)
+            table.add_row(statement.name, rank, over, f"WITHIN {statement.eps:g}")
+        elif isinstance(statement, AlterTopK):
+            word = "BOTTOM" if statement.bottom else "TOP"
+            within = "-" if statement.eps is None else f"WITHIN {statement.eps:g}"
+            table.add_row(statement.name, f"ALTER {word} {statement.k}", "-", within)
         else:
             query = compile_query(statement)
             table.add_row(

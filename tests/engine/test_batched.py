@@ -255,11 +255,22 @@ def test_older_batch_id_and_conflicting_sources_are_refused() -> None:
     node.step(3, [{"source": "n1", "kind": "heartbeat", "payload": {"now_ms": 5, "series": ["a"]}}])
     with pytest.raises(ValueError, match="older than the last applied batch 3"):
         node.step(2, [])
+    node.add_query(Query.avg("q", ["a"], 1.0))  # a bounded query reads "a": one source only
     with pytest.raises(ValueError, match="one source"):
         node.step(
             4, [{"source": "n2", "kind": "heartbeat", "payload": {"now_ms": 5, "series": ["a"]}}]
         )
     assert node.last_batch_id == 3
+
+
+def test_a_series_at_several_sources_is_shared_and_no_bounded_query_takes_it() -> None:
+    node = CoordinatorNode(10, 0.1, 0)
+    for batch, source in enumerate(["n1", "n2"]):
+        beat = {"now_ms": 5, "series": ["doc1.hits"]}
+        node.step(batch, [{"source": source, "kind": "heartbeat", "payload": beat}])
+    assert node.shared == {"doc1.hits"}
+    with pytest.raises(ValueError, match="several sources"):
+        node.add_query(Query.avg("q", ["doc1.hits"], 1.0))
 
 
 def test_two_runtimes_fed_alike_agree() -> None:
@@ -287,6 +298,8 @@ def test_bad_batch_is_refused_before_any_node_steps() -> None:
     before = pickle.dumps((rt.nodes, rt.control, rt.batch_id))
     with pytest.raises(ValueError, match="must be finite"):
         rt.run_batch([("n0", "n0.a", 5, 2.0), ("n1", "n1.a", 5, math.inf)])
+    rt.add_query(Query.avg("q", ["n0.a"], 1.0))
+    before = pickle.dumps((rt.nodes, rt.control, rt.batch_id))
     with pytest.raises(ValueError, match="one source"):
         rt.run_batch([("n0", "n0.a", 5, 2.0), ("n1", "n0.a", 5, 2.0)])
     assert pickle.dumps((rt.nodes, rt.control, rt.batch_id)) == before

@@ -31,7 +31,8 @@ PARSE_ERRORS = [
     ("QUERY q AS SUM(a) WITHIN 1 IMMEDIATELY", 1, 28, ["';'"], "got 'IMMEDIATELY'"),
     ("QUERY q AS SUM(a) WITHIN 1%", 1, 27, ["';'", "end of input"], "got '%'"),
     ("ALTER q WITHIN 1", 1, 7, ["QUERY"], "expected QUERY but got 'q'"),
-    ("ALTER QUERY q", 1, 14, ["WITHIN"], "expected WITHIN but got end of input"),
+    # TOP|BOTTOM k (ALTER of a top-k query) may follow the name too.
+    ("ALTER QUERY q", 1, 14, ["WITHIN"], "expected one of WITHIN, TOP, BOTTOM but got end"),
     ("ALTER QUERY q WITHIN 1 NOW", 1, 24, ["IMMEDIATELY", "';'"], "got 'NOW'"),
     ("ALTER QUERY q WITHIN 5 ms", 1, 24, ["IMMEDIATELY"], "got 'ms'"),
 ]

@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 
 from tsmon.engine.bounded import to_query
+from tsmon.engine.topk import TOPK_OPS, TopKAnswer, TopKCoordinator, TopKSource
 from tsmon.engine.watch import WATCH_OPS, LocalQueries, RegisterSettings, WatchLog, event_order
 from tsmon.protocols.filters.codec import from_dict, to_dict
 from tsmon.protocols.filters.coordinator import Answer, Coordinator
@@ -70,7 +71,7 @@ from tsmon.protocols.filters.messages import (
 from tsmon.protocols.filters.queries import Query, check_delta
 from tsmon.protocols.filters.source import SourceFilter
 from tsmon.query.aggregate import resolve_aggregate
-from tsmon.query.ast import AggregateDef
+from tsmon.query.ast import AggregateDef, AlterTopK, TopKDef
 from tsmon.query.parser import query_key
 from tsmon.query.patterns import series_matches
 
@@ -116,16 +117,22 @@ def _parse_data(rows: Sequence[Mapping[str, Any]], source: str) -> list[_Point]:
 
 def _parse_control(
     rows: Sequence[Mapping[str, Any]], source: str
-) -> tuple[list[dict[str, str]], list[tuple[int, WidthMessage]]]:
-    """Validate control rows; returns the watch-query changes and the ``(seq, width
-    message)`` pairs, each in ``seq`` order."""
+) -> tuple[list[dict[str, str]], list[Mapping[str, Any]], list[tuple[int, WidthMessage]]]:
+    """Validate control rows; returns the watch-query changes, the top-k control payloads
+    and the ``(seq, width message)`` pairs, each in order."""
     watch: list[tuple[int, dict[str, str]]] = []
+    topk: list[tuple[int, Mapping[str, Any]]] = []
     out = []
     for n, row in enumerate(rows):
         where = f"source {source!r}, control row {n}"
         if not isinstance(row, Mapping) or not _is_int(row.get("seq")) or "payload" not in row:
             raise ValueError(f"{where}: expected {{'seq': int, 'payload': dict}}, got {row!r}")
         payload = row["payload"]
+        if isinstance(payload, Mapping) and payload.get("type") == "topk":
+            if payload.get("op") not in (*TOPK_OPS, "msg") or not _is_int(payload.get("gen")):
+                raise ValueError(f"{where}: bad top-k control {payload!r}")
+            topk.append((int(row["seq"]), payload))
+            continue
         if isinstance(payload, Mapping) and payload.get("type") == "watch":
             op, text = payload.get("op"), payload.get("text")
             if op not in WATCH_OPS or not isinstance(text, str):
@@ -140,7 +147,10 @@ def _parse_control(
             raise ValueError(f"{where}: control carries growth or shrink messages, got {message}")
         out.append((int(row["seq"]), message.seq, message))
     changes = [c for _, c in sorted(watch, key=lambda x: x[0])]
-    return changes, [(s, m) for s, _, m in sorted(out, key=lambda x: x[:2])]
+    # logged top-k changes first (by log index), then protocol messages (by send order)
+    topk.sort(key=lambda x: (x[1]["op"] == "msg", x[0]))
+    widths = [(s, m) for s, _, m in sorted(out, key=lambda x: x[:2])]
+    return changes, [p for _, p in topk], widths
 
 
 class SourceNode:
@@ -173,6 +183,7 @@ class SourceNode:
         shrink: float,
         registers: RegisterSettings | None = None,
         watch: str = "",
+        topk: str = "",
     ) -> None:
         if not isinstance(source, str):
             raise TypeError(f"source must be a str, got {source!r}")
@@ -184,6 +195,7 @@ class SourceNode:
         # under keep_first a repeated timestamp keeps the first value
         self.keep_first = registers is not None and registers.duplicates == "keep_first"
         self.source = source
+        self.topk = TopKSource(topk)  # its monitor nodes of top-k queries
         self.period_ms = int(period_ms)
         self.shrink = float(shrink)
         self.filters: dict[str, SourceFilter] = {}
@@ -206,13 +218,19 @@ class SourceNode:
 
         All rows are validated first: a bad one raises ``ValueError`` and changes nothing.
         """
-        changes, messages = _parse_control(control, self.source)
+        changes, topk, messages = _parse_control(control, self.source)
         points = _parse_data(data, self.source)
         if changes and self.local is None:
             raise ValueError(f"source {self.source!r}: watch queries need registers")
         for change in changes:
             self.local.change(change["op"], change["text"])  # type: ignore[union-attr]
-        return self._run(messages, points, None)
+        topk_rows: list[Row] = []
+        for payload in topk:
+            if payload["op"] == "msg":
+                topk_rows += self.topk.deliver(payload["query"], payload["gen"], payload["msg"])
+            else:
+                self.topk.change(payload["op"], payload["text"], payload["gen"])
+        return [*topk_rows, *self._run(messages, points, None)]
 
     def advance(self, now_ms: int) -> list[Row]:
         """Move the node's time to ``now_ms`` without data (an event-time watermark: the host
@@ -246,6 +264,7 @@ class SourceNode:
         self.held = []
         applied = stale = 0
         new: list[str] = []
+        topk: list[Row] = []
         for p in points:
             newest = self.newest_ts.get(p.series)
             if newest is None:
@@ -258,11 +277,13 @@ class SourceNode:
             self.now_ms = max(self.now_ms, p.ts)
             self.newest_ts[p.series] = p.ts
             out += self._filter(p.series).observe(self.now_ms, p.value)
+            topk += self.topk.observe(p.ts, p.series, p.value, self.now_ms)
             applied += 1
         if until_ms is not None:
             self.now_ms = max(self.now_ms, until_ms)
         for f in self.filters.values():  # every boundary up to now_ms, for every series (§3.1)
             out += f.advance(self.now_ms)
+        topk += self.topk.advance(self.now_ms)
         self.points += applied
         self.stale += stale
         if self.local is not None:
@@ -270,13 +291,17 @@ class SourceNode:
                 [p.series for p in points], [p.ts for p in points], [p.value for p in points]
             )
         rows: list[Row] = [{"kind": "msg", "payload": to_dict(u)} for u in out]
-        return [*rows, *self._local_outputs(), self._heartbeat(applied, stale, sorted(set(new)))]
+        heartbeat = self._heartbeat(applied, stale, sorted(set(new)))
+        return [*rows, *topk, *self._local_outputs(), heartbeat]
 
     def _local_outputs(self) -> list[Row]:
         return [] if self.local is None else self.local.outputs()
 
     def _heartbeat(self, points: int, stale: int, series: list[str]) -> Row:
         payload = {"now_ms": self.now_ms, "points": points, "stale": stale, "series": series}
+        ignored = self.topk.ignored()
+        if ignored:
+            payload["topk_ignored"] = ignored
         return {"kind": "heartbeat", "payload": payload}
 
 
@@ -325,8 +350,11 @@ class CoordinatorNode:
         growth: str = "paper",
         source_of: Mapping[str, str] | None = None,
         watch: str = "",
+        topk: str = "",
     ) -> None:
         self.watch = WatchLog(watch)  # the job's watch queries and their live changes
+        self.topk = TopKCoordinator(topk)  # the job's top-k queries, live changes, protocol
+        self.shared: set[str] = set()  # series seen at several sources (fine for top-k)
         self.globbed: dict[str, AggregateDef] = {}  # bounded queries over globs, by name
         self.dropped: dict[str, str] = {}  # glob queries that cannot be evaluated, and why
         self._globs_expanded_over = -1  # how many series the glob queries were expanded over
@@ -367,10 +395,18 @@ class CoordinatorNode:
                 del queries[op[1]]
         return queries
 
+    def bounded_series(self) -> set[str]:
+        """The series some bounded query reads (each must come from one source)."""
+        return {o for q in self._planned().values() for o in q.objects}
+
     def names(self) -> list[str]:
         """Every query name: bounded ones (also those over globs matching nothing yet) and
         watch queries, once every deferred change is made."""
-        return list(dict.fromkeys([*self._planned(), *self.globbed, *self.watch.names()]))
+        return list(
+            dict.fromkeys(
+                [*self._planned(), *self.globbed, *self.watch.names(), *self.topk.names()]
+            )
+        )
 
     def _free(self, name: str) -> None:
         taken = {query_key(n): n for n in self.names()}
@@ -394,7 +430,7 @@ class CoordinatorNode:
     def _expand_globs(self) -> list[WidthMessage]:
         """Re-register each glob query whose matching series changed (at the current time)."""
         out: list[WidthMessage] = []
-        known = sorted({*self.learned, *self.declared})
+        known = sorted({*self.learned, *self.declared} - self.shared)
         if len(known) == self._globs_expanded_over:
             return out  # no new series (the set only grows) and no new glob query since
         self._globs_expanded_over = len(known)
@@ -422,7 +458,24 @@ class CoordinatorNode:
 
     def add_watch(self, text: str) -> list[str]:
         """Register watch queries at every source node, from the next control on."""
-        return self.watch.add(text, taken=[*self._planned(), *self.globbed])
+        return self.watch.add(text, taken=[*self._planned(), *self.globbed, *self.topk.names()])
+
+    def add_topk(self, statement: TopKDef) -> None:
+        """Start a top-k query: its definition goes to every source with the next control;
+        each source counts from when it gets it (:mod:`tsmon.engine.topk`)."""
+        self._free(statement.name)
+        self.topk.add(statement)
+
+    def alter_topk(self, change: AlterTopK) -> None:
+        """New ``k`` (and ε) for a top-k query, once no resolution of it is under way."""
+        name = self.registered_name(change.name)
+        if not self.topk.defines(name):
+            raise ValueError(f"{name!r} is not a top-k query")
+        self.topk.alter(dataclasses.replace(change, name=name))
+
+    def topk_answers(self) -> dict[str, TopKAnswer]:
+        """The current set of every top-k query, with its ε and epoch."""
+        return self.topk.answers()
 
     def alter_watch(self, text: str) -> list[str]:
         """Redefine watch queries at every source node (windows still needed are kept)."""
@@ -458,6 +511,12 @@ class CoordinatorNode:
                 f"{self.learned[wrong[0]]!r}, not {given[wrong[0]]!r}; fix source_of"
             )
         self._free(query.name)
+        shared = sorted(self.shared.intersection(query.objects))
+        if shared:
+            raise ValueError(
+                f"query {query.name!r}: series {shared[0]!r} comes from several sources; a "
+                "bounded query needs each of its series at one source"
+            )
         if self.started:
             self.outbox += self.coordinator.add_query(query)
         else:
@@ -469,6 +528,9 @@ class CoordinatorNode:
         name = self.registered_name(name)
         if self.watch.defines(name):
             raise ValueError(f"{name!r} is a watch query: redefine it (QUERY {name} ON ...)")
+        if self.topk.defines(name):
+            self.topk.alter_eps(name, delta)
+            return
         if name in self.globbed:
             statement = self.globbed[name]
             check_delta(name, delta)
@@ -487,6 +549,9 @@ class CoordinatorNode:
         name = self.registered_name(name)
         if self.watch.defines(name):
             self.watch.remove(name)
+            return
+        if self.topk.defines(name):
+            self.topk.remove(name)
             return
         if self.globbed.pop(name, None) is not None and name not in self._planned():
             return  # it matched no series yet
@@ -526,7 +591,7 @@ class CoordinatorNode:
                 f"batch {batch_id} is older than the last applied batch {self.last_batch_id}; "
                 f"restore the snapshot taken after batch {batch_id - 1} to replay it"
             )
-        updates, now_of, seen = self._parse(outputs)
+        updates, now_of, seen, topk_rows = self._parse(outputs)
         for source, now in now_of.items():
             if now is not None:
                 self.source_now[source] = max(now, self.source_now.get(source, now))
@@ -550,6 +615,8 @@ class CoordinatorNode:
             out += self._run_deferred()
             out += self._expand_globs()
         control = self.watch.control_for(self.sources)
+        for source, rows in self.topk.step(topk_rows, self.sources).items():
+            control.setdefault(source, []).extend(rows)
         self.counts.control_rows += sum(len(rows) for rows in control.values())
         decided = sorted(out, key=lambda m: m.seq)
         for m in decided:
@@ -571,21 +638,29 @@ class CoordinatorNode:
 
     def _parse(
         self, outputs: Sequence[Mapping[str, Any]]
-    ) -> tuple[list[StreamedUpdate], dict[str, int | None], dict[str, str]]:
+    ) -> tuple[list[StreamedUpdate], dict[str, int | None], dict[str, str], list[Row]]:
         """Validate every row; returns updates in canonical order, each source's newest
-        ``now_ms``, and series → source as the rows show it."""
+        ``now_ms``, series → source as the rows show it, and the top-k rows.
+
+        A series may come from several sources (a top-k metric summed over them): such a
+        series is *shared*; a bounded query over it fails, as its filter has one source."""
         updates: list[StreamedUpdate] = []
         now_of: dict[str, int | None] = {}
         seen: dict[str, str] = {}
+        topk: list[Row] = []
+        bounded = self.bounded_series()
 
-        def locate(series: str, source: str, where: str) -> None:
+        def locate(series: str, source: str, where: str, *, strict: bool) -> None:
             known = seen.get(series, self.learned.get(series, self.declared.get(series, source)))
-            if known != source:
+            if known != source and (strict or series in bounded):
                 raise ValueError(
                     f"{where}: series {series!r} comes from source {source!r} but is known at "
-                    f"{known!r}; a series must have one source (fix source_of or the data)"
+                    f"{known!r}; a bounded query needs each of its series at one source "
+                    "(fix source_of or the data)"
                 )
-            seen[series] = source
+            if known != source:
+                self.shared.add(series)
+            seen.setdefault(series, known)
 
         for n, row in enumerate(outputs):
             where = f"output row {n}"
@@ -601,26 +676,34 @@ class CoordinatorNode:
                     raise ValueError(f"{where}: {exc}") from None
                 if not isinstance(update, StreamedUpdate):
                     raise ValueError(f"{where}: sources send streamed updates, got {update}")
-                locate(update.object_id, source, where)
+                locate(update.object_id, source, where, strict=True)
                 updates.append(update)
             elif kind in ("event", "dead"):
                 continue  # watch-query outputs: for the sinks, not the protocol
+            elif kind == "topk":
+                if not isinstance(payload, Mapping) or not {"query", "gen", "n", "msg"} <= set(
+                    payload
+                ):
+                    raise ValueError(f"{where}: bad top-k payload {payload!r}")
+                topk.append({"source": source, "payload": payload})
             elif kind == "heartbeat":
                 now = payload.get("now_ms") if isinstance(payload, Mapping) else None
                 series = payload.get("series", []) if isinstance(payload, Mapping) else None
                 if not (now is None or _is_int(now)) or not isinstance(series, list):
                     raise ValueError(f"{where}: bad heartbeat payload {payload!r}")
                 for s in series:
-                    locate(s, source, where)
+                    locate(s, source, where, strict=False)
+                self.topk.note_ignored(source, payload.get("topk_ignored", {}))
                 old = now_of.get(source)
                 if old is None or (now is not None and now > old):
                     now_of[source] = now
             else:
                 raise ValueError(
-                    f"{where}: kind must be 'msg', 'heartbeat', 'event' or 'dead', got {kind!r}"
+                    f"{where}: kind must be 'msg', 'heartbeat', 'event', 'dead' or 'topk', "
+                    f"got {kind!r}"
                 )
         updates.sort(key=lambda u: (u.ts_ms, u.object_id, u.seq))
-        return updates, dict(sorted(now_of.items())), dict(sorted(seen.items()))
+        return updates, dict(sorted(now_of.items())), dict(sorted(seen.items())), topk
 
     # ----------------------------------------------------------------- state and answers
 
@@ -670,6 +753,7 @@ class BatchedRuntime:
         growth: str = "paper",
         registers: RegisterSettings | None = None,
         watch: str = "",
+        topk: str = "",
     ) -> None:
         if watch.strip() and registers is None:
             raise ValueError("watch queries need registers: pass registers=RegisterSettings()")
@@ -677,7 +761,8 @@ class BatchedRuntime:
         self.shrink = float(shrink)
         self.registers = registers
         self.watch = watch
-        self.coordinator = CoordinatorNode(period_ms, shrink, seed, growth, source_of, watch)
+        self.topk = topk
+        self.coordinator = CoordinatorNode(period_ms, shrink, seed, growth, source_of, watch, topk)
         self.nodes: dict[str, SourceNode] = {}
         self.control: dict[str, list[Row]] = {}  # written by the last batch, for the next
         self.batch_id = -1
@@ -704,6 +789,7 @@ class BatchedRuntime:
         """
         groups: dict[str, list[Row]] = {}
         located: dict[str, str] = {}
+        bounded = self.coordinator.bounded_series()
         for n, point in enumerate(points):
             if not (isinstance(point, tuple | list) and len(point) == 4):
                 raise ValueError(f"point {n}: expected (source, series, ts, value), got {point!r}")
@@ -711,10 +797,10 @@ class BatchedRuntime:
             if not isinstance(source, str):
                 raise ValueError(f"point {n}: source must be a str, got {source!r}")
             known = located.setdefault(series, self.coordinator.source_of(series) or source)
-            if known != source:
+            if known != source and series in bounded:
                 raise ValueError(
                     f"point {n}: series {series!r} comes from source {source!r} but is known "
-                    f"at {known!r}; a series must have one source"
+                    f"at {known!r}; a bounded query needs each of its series at one source"
                 )
             row = {"series": series, "ts": ts, "value": value, "seq": self._seq + n}
             groups.setdefault(source, []).append(row)
@@ -726,7 +812,7 @@ class BatchedRuntime:
         for source in sorted(set(groups) | set(self.control)):
             if source not in self.nodes:
                 self.nodes[source] = SourceNode(
-                    source, self.period_ms, self.shrink, self.registers, self.watch
+                    source, self.period_ms, self.shrink, self.registers, self.watch, self.topk
                 )
             rows = self.nodes[source].step(self.control.get(source, []), groups.get(source, []))
             outputs += [{**row, "source": source} for row in rows]
@@ -737,6 +823,10 @@ class BatchedRuntime:
     def answers(self) -> dict[str, Answer]:
         """Bounded answer of every query, as of the coordinator's time."""
         return self.coordinator.answers()
+
+    def topk_answers(self) -> dict[str, TopKAnswer]:
+        """The current set of every top-k query (see :class:`~tsmon.engine.topk.TopKAnswer`)."""
+        return self.coordinator.topk_answers()
 
     def events(self) -> list[Mapping[str, Any]]:
         """The ``event`` rows of the last batch, in :func:`~tsmon.engine.watch.event_order`."""

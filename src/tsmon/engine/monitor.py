@@ -34,7 +34,7 @@ from tsmon.engine.runs import regular_runs, series_groups
 from tsmon.engine.series import Plan, SeriesNode
 from tsmon.protocols.filters import Answer, MessageCounts
 from tsmon.query import CompiledQuery, compile_query, parse_expr, parse_queries, query_key
-from tsmon.query.ast import AggregateDef, AlterPrecision, QueryDef, Stat
+from tsmon.query.ast import AggregateDef, AlterPrecision, AlterTopK, QueryDef, Stat, TopKDef
 from tsmon.query.patterns import is_glob, series_matches
 
 
@@ -189,8 +189,9 @@ class Monitor:
         that exist now (globs are expanded once); their answers are in :meth:`answers`.
         """
         statements = parse_queries(text)
-        if any(isinstance(s, AlterPrecision) for s in statements):
+        if any(isinstance(s, AlterPrecision | AlterTopK) for s in statements):
             raise ValueError("ALTER QUERY changes a registered query; pass it to alter_query")
+        _refuse_topk(statements)
         compiled = [compile_query(q) for q in statements if isinstance(q, QueryDef)]
         aggregates = [s for s in statements if isinstance(s, AggregateDef)]
         for name in [q.name for q in compiled] + [a.name for a in aggregates]:
@@ -222,6 +223,7 @@ class Monitor:
         of the adaptive-filters paper); a new ``QUERY q AS ...`` statement redefines it.
         """
         statements = parse_queries(text)
+        _refuse_topk(statements)
         compiled = [compile_query(q) for q in statements if isinstance(q, QueryDef)]
         for query in compiled:
             if query_key(query.name) not in self._queries:
@@ -497,3 +499,14 @@ def _millis(option: str, value: object, allow_zero: bool = False) -> int | None:
         f"{option} must be a duration like '5m' or whole milliseconds, got {value!r}; "
         "pass e.g. '1h' or 3600000"
     )
+
+
+def _refuse_topk(statements: list) -> None:
+    """Top-k queries rank objects summed over sources; a Monitor has no sources."""
+    for s in statements:
+        if isinstance(s, TopKDef | AlterTopK):
+            raise ValueError(
+                f"query {s.name!r} is a TOP/BOTTOM query: it ranks objects over many sources, "
+                "which a Monitor does not have; run it in a job (tsmon run) or in "
+                "tsmon.engine.batched.BatchedRuntime(topk=...)"
+            )

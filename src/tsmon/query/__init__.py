@@ -1,5 +1,6 @@
 """The persistent-query language: parse ``QUERY ... ON ... WHEN ... EMIT ...`` and compile it,
-and parse bounded-aggregate queries (``QUERY ... AS SUM(...) WITHIN ...``) and resolve them.
+parse bounded-aggregate queries (``QUERY ... AS SUM(...) WITHIN ...``) and resolve them, and
+parse top-k queries (``QUERY ... AS TOP 10 OF doc:* BY hits WITHIN 5``).
 
 Examples
 --------
@@ -10,10 +11,21 @@ Examples
 >>> agg = resolve_aggregate(parse_query("QUERY d AS SUM(2*a.x - b.x) WITHIN 0.5"), ["a.x", "b.x"])
 >>> agg.weights, agg.delta
 ({'a.x': 2.0, 'b.x': -1.0}, 0.5)
+>>> top = parse_query("QUERY popular AS TOP 10 OF doc:* BY hits OVER 15m WITHIN 5")
+>>> top.k, top.window_ms, top.object_of("doc:7.hits")
+(10, 900000, 'doc:7')
 """
 
 from tsmon.query.aggregate import QueryResolveError, ResolvedAggregate, resolve_aggregate
-from tsmon.query.ast import AggregateDef, AlterPrecision, QueryDef, Statement, Term
+from tsmon.query.ast import (
+    AggregateDef,
+    AlterPrecision,
+    AlterTopK,
+    QueryDef,
+    Statement,
+    Term,
+    TopKDef,
+)
 from tsmon.query.compile import ArrayBindings, Bindings, CompiledQuery, compile_query
 from tsmon.query.errors import QuerySyntaxError
 from tsmon.query.parser import parse_expr, parse_queries, parse_query, query_key
@@ -22,6 +34,7 @@ from tsmon.query.printer import format_expr, format_query
 __all__ = [
     "AggregateDef",
     "AlterPrecision",
+    "AlterTopK",
     "ArrayBindings",
     "Bindings",
     "CompiledQuery",
@@ -31,6 +44,7 @@ __all__ = [
     "ResolvedAggregate",
     "Statement",
     "Term",
+    "TopKDef",
     "compile_query",
     "format_expr",
     "format_query",

@@ -94,26 +94,56 @@ def width(token: Token, fail: Fail) -> float:
     ValueError: WITHIN takes a plain number, in the units of the series' values, got '5ms';
         write e.g. WITHIN 0.5
     """
+    value = within_number(
+        token, fail, bound="> 0", units="the series' values", example="0.5", noun="width"
+    )
+    if value <= 0:
+        fail(
+            f"WITHIN takes a width > 0 (the largest answer interval hi - lo), got "
+            f"{abbreviate(str(token))}",
+            token,
+        )
+    return value
+
+
+def within_number(
+    token: Token, fail: Fail, *, bound: str, units: str, example: str, noun: str
+) -> float:
+    """The finite float of a ``WITHIN`` token (a ``WIDTH``): a plain number, no units.
+
+    The sign is left to the caller (a width must be > 0, a top-k tolerance >= 0); ``bound``,
+    ``units``, ``example`` and ``noun`` only word the messages.
+
+    Examples
+    --------
+    >>> def fail(detail, where):
+    ...     raise ValueError(detail)
+    >>> words = dict(bound=">= 0", units="the metric", example="5", noun="tolerance")
+    >>> within_number(Token("WIDTH", "-2"), fail, **words)
+    -2.0
+    >>> within_number(Token("WIDTH", "nan"), fail, **words)
+    Traceback (most recent call last):
+    ...
+    ValueError: WITHIN takes a finite number >= 0, got 'nan'; write e.g. WITHIN 5
+    """
     text = str(token)
     shown = abbreviate(text)
     if not _WIDTH_NUMBER.fullmatch(text):
         if _WIDTH_WITH_UNIT.fullmatch(text):
             fail(
-                f"WITHIN takes a plain number, in the units of the series' values, got "
-                f"'{shown}'; write e.g. WITHIN 0.5",
+                f"WITHIN takes a plain number, in the units of {units}, got "
+                f"'{shown}'; write e.g. WITHIN {example}",
                 token,
             )
         if text.lstrip("+-").lower() in _NOT_FINITE:
-            fail(f"WITHIN takes a finite number > 0, got '{shown}'; write e.g. WITHIN 0.5", token)
-        fail(f"WITHIN takes a number > 0, e.g. WITHIN 0.5, got '{shown}'", token)
+            fail(
+                f"WITHIN takes a finite number {bound}, got '{shown}'; write e.g. WITHIN {example}",
+                token,
+            )
+        fail(f"WITHIN takes a number {bound}, e.g. WITHIN {example}, got '{shown}'", token)
     value = float(text)
     if not math.isfinite(value):
-        fail(f"width '{shown}' is too large; numbers must be below about 1.8e308", token)
-    if value <= 0:
-        fail(
-            f"WITHIN takes a width > 0 (the largest answer interval hi - lo), got {shown}",
-            token,
-        )
+        fail(f"{noun} '{shown}' is too large; numbers must be below about 1.8e308", token)
     return value
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 
 from tsmon.core.window_spec import WindowSpec
+from tsmon.query.patterns import series_matches
 
 #: Statistic spellings accepted in queries -> canonical statistic names.
 STAT_ALIASES: dict[str, str] = {
@@ -312,5 +313,96 @@ class AlterPrecision(Node):
     text: str = field(default="", compare=False, repr=False)
 
 
+#: The largest k of a top-k query (``QUERY name AS TOP k OF ...``).
+MAX_TOPK: int = 1_000_000
+
+
+@dataclass(frozen=True)
+class TopKDef(Node):
+    """One ``QUERY name AS TOP|BOTTOM k OF objects BY metric [OVER d] WITHIN eps`` statement.
+
+    A distributed top-k query (Babcock & Olston 2003): the answer is the ``k`` objects with
+    the largest metric (the smallest when ``bottom``), correct within ``eps``: no object left
+    out of the answer is more than ``eps`` better than an object in it (``eps == 0`` asks for
+    the exact top k).
+
+    The objects are the names matching the fnmatch pattern ``objects`` (case-sensitive, like
+    every series pattern, see :mod:`tsmon.query.patterns`); the value of object ``o`` is read
+    from the series ``f"{o}.{metric}"``. ``window_ms`` is the ``OVER`` sliding window in
+    milliseconds, or None when the metric counts from when the query started. ``text`` is the
+    statement's source text.
+
+    Examples
+    --------
+    >>> q = TopKDef("popular", False, 10, "doc:*", "hits", 900_000, 0.0)
+    >>> q.series_of("doc:7"), q.object_of("doc:7.hits"), q.object_of("img:7.hits")
+    ('doc:7.hits', 'doc:7', None)
+    >>> q == TopKDef("popular", False, 10, "doc:*", "hits", 900_000, 0.0, text="QUERY ...")
+    True
+    """
+
+    name: str
+    bottom: bool
+    k: int
+    objects: str
+    metric: str
+    window_ms: int | None
+    eps: float
+    text: str = field(default="", compare=False, repr=False)
+
+    def series_of(self, obj: str) -> str:
+        """The series holding the metric of object ``obj``: ``f"{obj}.{metric}"``.
+
+        Examples
+        --------
+        >>> TopKDef("idle", True, 1, "server*", "load", None, 2.5).series_of("server3")
+        'server3.load'
+        """
+        return f"{obj}.{self.metric}"
+
+    def object_of(self, series: str) -> str | None:
+        """The object whose metric ``series`` holds, or None when it holds no object's metric.
+
+        The inverse of :meth:`series_of`: ``series`` must be ``"<o>.<metric>"`` with ``o``
+        matching :attr:`objects` (case-sensitive fnmatch). The metric holds no ``.``, so the
+        split is unique.
+
+        Examples
+        --------
+        >>> q = TopKDef("p", False, 3, "doc.*", "hits", None, 0.0)
+        >>> q.object_of("doc.a.hits"), q.object_of("doc.a.HITS"), q.object_of("Doc.a.hits")
+        ('doc.a', None, None)
+        >>> q.object_of("doc.a.xhits"), q.object_of("hits")
+        (None, None)
+        """
+        suffix = "." + self.metric
+        if not series.endswith(suffix):
+            return None
+        obj = series[: -len(suffix)]
+        return obj if series_matches(obj, (self.objects,)) else None
+
+
+@dataclass(frozen=True)
+class AlterTopK(Node):
+    """``ALTER QUERY name TOP|BOTTOM k [WITHIN eps]``: a new k (and tolerance) for a top-k query.
+
+    It defines no query; it changes one registered earlier (in the same file or before). The
+    direction is restated (``bottom`` is True for ``BOTTOM``); ``eps`` is None when the
+    statement has no ``WITHIN``, keeping the query's tolerance.
+
+    Examples
+    --------
+    >>> AlterTopK("popular", False, 20, None), AlterTopK("idle", True, 3, 0.0)
+    (AlterTopK(name='popular', bottom=False, k=20, eps=None),
+     AlterTopK(name='idle', bottom=True, k=3, eps=0.0))
+    """
+
+    name: str
+    bottom: bool
+    k: int
+    eps: float | None
+    text: str = field(default="", compare=False, repr=False)
+
+
 #: Anything :func:`tsmon.query.parser.parse_queries` returns.
-Statement = QueryDef | AggregateDef | AlterPrecision
+Statement = QueryDef | AggregateDef | AlterPrecision | TopKDef | AlterTopK

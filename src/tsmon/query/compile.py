@@ -221,6 +221,11 @@ def _not_a_watch_query(statement: object) -> Exception:
         )
     elif isinstance(statement, ast.AlterPrecision):
         what = f"ALTER QUERY {statement.name} changes the width of an aggregate query"
+    elif isinstance(statement, ast.TopKDef):
+        direction = "BOTTOM" if statement.bottom else "TOP"
+        what = f"QUERY {statement.name} AS {direction} {statement.k} OF ... is a top-k query"
+    elif isinstance(statement, ast.AlterTopK):
+        what = f"ALTER QUERY {statement.name} changes the k of a top-k query"
     else:
         return TypeError(f"compile_query takes a QueryDef or query text, got {statement!r}")
     return QuerySyntaxError(

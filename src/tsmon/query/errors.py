@@ -19,6 +19,9 @@ FRIENDLY_TERMINALS: dict[str, str] = {
     "AGG_NUMBER": "a number",
     "AGG_FUNC": "AVG, SUM, MIN or MAX",
     "WIDTH": "a width like 0.5",
+    "OBJECTS": "an object name or pattern",
+    "METRIC": "a metric name like hits",
+    "RANK": "a whole number like 10",
     "_LPAR": "'('",
     "PLUS": "'+'",
     "MINUS": "'-'",
@@ -39,6 +42,11 @@ FRIENDLY_TERMINALS: dict[str, str] = {
     "_EMIT": "EMIT",
     "_SINCE": "SINCE",
     "_WITHIN": "WITHIN",
+    "TOP": "TOP",
+    "BOTTOM": "BOTTOM",
+    "_OF": "OF",
+    "_BY": "BY",
+    "_OVER": "OVER",
     "IMMEDIATELY": "IMMEDIATELY",
     "_SEMI": "';'",
     "$END": "end of input",
@@ -114,6 +122,8 @@ def friendly_expected(names: set[str] | frozenset[str] | list[str]) -> list[str]
     ['a series name', 'a number', "'+'", "'-'"]
     """
     names = {n for n in names if n not in _IGNORED}
+    if "OBJECTS" in names:  # after OF a backquoted name is an object pattern, not a series
+        names.discard("QUOTED_NAME")
     if names & _EXPRESSION_ONLY and not names & _OPERAND_STARTS:
         # After a complete operand: any binary operator may follow ('(' only as the call of an
         # unknown function, so it is left out).

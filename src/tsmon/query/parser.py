@@ -1,8 +1,14 @@
 """Read query text into syntax trees (lark LALR, never ``eval``).
 
-A file holds watch queries (:class:`~tsmon.query.ast.QueryDef`), bounded-aggregate queries
-(:class:`~tsmon.query.ast.AggregateDef`) and width changes
-(:class:`~tsmon.query.ast.AlterPrecision`), in any mix; see ``grammar.lark`` for the syntax.
+A file holds, in any mix (see ``grammar.lark`` for the syntax):
+
+=========================================================  ======================================
+``QUERY name ON ...``                                       :class:`~tsmon.query.ast.QueryDef`
+``QUERY name AS AGG(...) WITHIN w``                         :class:`~tsmon.query.ast.AggregateDef`
+``ALTER QUERY name WITHIN w [IMMEDIATELY]``                 :class:`~tsmon.query.ast.AlterPrecision`
+``QUERY name AS TOP|BOTTOM k OF p BY m [OVER d] WITHIN e``  :class:`~tsmon.query.ast.TopKDef`
+``ALTER QUERY name TOP|BOTTOM k [WITHIN e]``                :class:`~tsmon.query.ast.AlterTopK`
+=========================================================  ======================================
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from tsmon.query import ast
 from tsmon.query.aggregate_syntax import aggregate_def, alter_precision, finite_number
 from tsmon.query.errors import QuerySyntaxError, from_lark
 from tsmon.query.printer import format_expr
+from tsmon.query.topk_syntax import alter_topk, topk_def
 
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$", re.I)
 _COUNT = re.compile(r"^(\d+(?:\.\d+)?)\s+points?$", re.I)
@@ -76,8 +83,10 @@ def parse_queries(text: str) -> list[ast.Statement]:
     """Parse a query file: any number of statements separated by newlines or ``;``.
 
     Returns, in file order, a :class:`~tsmon.query.ast.QueryDef` for each ``QUERY name ON``,
-    an :class:`~tsmon.query.ast.AggregateDef` for each ``QUERY name AS AGG(...) WITHIN w`` and
-    an :class:`~tsmon.query.ast.AlterPrecision` for each ``ALTER QUERY name WITHIN w``.
+    an :class:`~tsmon.query.ast.AggregateDef` for each ``QUERY name AS AGG(...) WITHIN w``,
+    an :class:`~tsmon.query.ast.AlterPrecision` for each ``ALTER QUERY name WITHIN w``, a
+    :class:`~tsmon.query.ast.TopKDef` for each ``QUERY name AS TOP|BOTTOM k OF ...`` and an
+    :class:`~tsmon.query.ast.AlterTopK` for each ``ALTER QUERY name TOP|BOTTOM k``.
 
     Raises :class:`QuerySyntaxError` (line, column, expected tokens) on any parse or semantic
     error. Semantic errors include:
@@ -85,12 +94,17 @@ def parse_queries(text: str) -> list[ast.Statement]:
     * duplicate query names -- names are case-insensitive (compared by :func:`query_key`), so
       ``QUERY a ...`` and ``QUERY A ...`` in one file are an error (an ``ALTER`` defines no
       name, so it never clashes);
-    * ``ALTER QUERY q WITHIN ...`` after a watch query ``q`` of the same file (it has no width);
+    * ``ALTER QUERY q WITHIN ...`` after a watch or top-k query ``q`` of the same file (it has
+      no width), and ``ALTER QUERY q TOP|BOTTOM k`` after a watch or aggregate query ``q`` of
+      the same file, or after a top-k query ``q`` of the other direction;
     * durations longer than 100 years (``36525d``), count windows of more than 2**40 points,
       landmark instants outside 1677-09-21 .. 2262-04-11 (pandas' ``Timestamp`` range), and
       number literals too large for a float;
     * in aggregates: weights on MIN/MAX, a bare number as a term, division by 0, a series whose
-      weights add up to 0, and a WITHIN width that is not a finite number > 0.
+      weights add up to 0, and a WITHIN width that is not a finite number > 0;
+    * in top-k queries: a k that is not a whole number 1 .. 1000000 in plain digits, an OVER
+      window that is not a duration > 0, and a WITHIN tolerance that is not a finite
+      number >= 0.
 
     Examples
     --------
@@ -107,6 +121,11 @@ def parse_queries(text: str) -> list[ast.Statement]:
     ('sum', {'a.x': 2.0, 'b.x': -1.0}, 0.5)
     >>> alter
     AlterPrecision(name='diff', delta=0.1, immediately=True)
+    >>> parse_queries('''
+    ... QUERY popular AS TOP 10 OF doc:* BY hits OVER 15m WITHIN 0
+    ... ALTER QUERY popular TOP 20''')
+    [TopKDef(name='popular', bottom=False, k=10, objects='doc:*', metric='hits',
+        window_ms=900000, eps=0.0), AlterTopK(name='popular', bottom=False, k=20, eps=None)]
     """
     tree = _parse(text, "start")
     try:
@@ -118,7 +137,7 @@ def parse_queries(text: str) -> list[ast.Statement]:
 def _statements(tree: Tree, builder: _Builder) -> list[ast.Statement]:
     text = builder.source
     statements: list[ast.Statement] = []
-    defined: dict[str, ast.QueryDef | ast.AggregateDef] = {}
+    defined: dict[str, _Definition] = {}
     previous_end = 0
     for child in tree.children:
         start = child.meta.start_pos
@@ -131,12 +150,25 @@ def _statements(tree: Tree, builder: _Builder) -> list[ast.Statement]:
     return statements
 
 
+_Definition = ast.QueryDef | ast.AggregateDef | ast.TopKDef
+_KINDS = {
+    ast.QueryDef: "a watch query (QUERY ... ON)",
+    ast.AggregateDef: "a bounded-aggregate query (QUERY ... AS AGG(...))",
+    ast.TopKDef: "a top-k query (QUERY ... AS TOP|BOTTOM k)",
+}
+
+
+def _direction(bottom: bool) -> str:
+    return "BOTTOM" if bottom else "TOP"
+
+
 def _check_name(
     statement: ast.Statement,
-    defined: dict[str, ast.QueryDef | ast.AggregateDef],
+    defined: dict[str, _Definition],
     builder: _Builder,
 ) -> None:
-    """Record a definition by :func:`query_key`; reject duplicates and ALTERs of watch queries."""
+    """Record a definition by :func:`query_key`; reject duplicates and ALTERs that do not fit
+    the kind of query defined earlier in the file."""
     key = query_key(statement.name)
     first = defined.get(key)
     if isinstance(statement, ast.AlterPrecision):
@@ -145,6 +177,30 @@ def _check_name(
                 f"query '{first.name}' (line {first.line}:{first.column}) is a watch query "
                 "(QUERY ... ON) and has no width; ALTER QUERY ... WITHIN changes aggregate "
                 "queries (QUERY name AS ...)",
+                statement,
+            )
+        if isinstance(first, ast.TopKDef):
+            rank = f"{_direction(first.bottom)} {first.k}"
+            builder.fail(
+                f"query '{first.name}' (line {first.line}:{first.column}) is a top-k query and "
+                f"has no width; change its tolerance with ALTER QUERY {statement.name} {rank} "
+                "WITHIN <tolerance>",
+                statement,
+            )
+        return
+    if isinstance(statement, ast.AlterTopK):
+        if isinstance(first, ast.QueryDef | ast.AggregateDef):
+            builder.fail(
+                f"query '{first.name}' (line {first.line}:{first.column}) is "
+                f"{_KINDS[type(first)]} and has no k; ALTER QUERY ... TOP|BOTTOM k changes "
+                "top-k queries (QUERY name AS TOP|BOTTOM k ...)",
+                statement,
+            )
+        if isinstance(first, ast.TopKDef) and first.bottom != statement.bottom:
+            builder.fail(
+                f"query '{first.name}' (line {first.line}:{first.column}) is a "
+                f"{_direction(first.bottom)} k query; write ALTER QUERY {statement.name} "
+                f"{_direction(first.bottom)} {statement.k} (ALTER changes k, not the direction)",
                 statement,
             )
         return
@@ -168,6 +224,9 @@ def parse_query(text: str) -> ast.Statement:
     >>> parse_query("query low as min(s1.t, s*.t) within 1e-3")
     AggregateDef(name='low', aggregate='min', terms=(Term(coefficient=1.0, series='s1.t'),
         Term(coefficient=1.0, series='s*.t')), delta=0.001)
+    >>> parse_query("Query popular As Top 10 Of doc:* By hits Within 5")
+    TopKDef(name='popular', bottom=False, k=10, objects='doc:*', metric='hits', window_ms=None,
+        eps=5.0)
     """
     queries = parse_queries(text)
     if len(queries) != 1:
@@ -228,12 +287,17 @@ class _Builder:
         return {"line": meta.line, "column": meta.column}
 
     def statement(self, tree: Tree) -> ast.Statement:
-        """Dispatch on the statement kind: ALTER, or the body of QUERY (ON ... / AS ...)."""
+        """Dispatch on the statement kind: ALTER (WITHIN / TOP|BOTTOM), or the body of QUERY
+        (ON ... / AS AGG(...) / AS TOP|BOTTOM k)."""
         if tree.data == "alter":
             return alter_precision(tree, self.source, self.fail)
+        if tree.data == "alter_topk":
+            return alter_topk(tree, self.source, self.fail)
         body = tree.children[1]
         if body.data == "aggregate_body":
             return aggregate_def(tree, self.source, self.fail)
+        if body.data == "topk_body":
+            return topk_def(tree, self.source, self.fail)
         return self.watch(tree)
 
     def watch(self, tree: Tree) -> ast.QueryDef:

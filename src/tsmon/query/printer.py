@@ -10,6 +10,7 @@ from tsmon.core.window_spec import WindowSpec
 from tsmon.query.ast import (
     AggregateDef,
     AlterPrecision,
+    AlterTopK,
     BinOp,
     BoolOp,
     Call,
@@ -27,6 +28,7 @@ from tsmon.query.ast import (
     Term,
     Timestamp,
     TimestampMs,
+    TopKDef,
     Value,
 )
 
@@ -143,11 +145,17 @@ def format_query(query: Statement) -> str:
     'QUERY d AS SUM(2 * a.x - b.x) WITHIN 0.5'
     >>> format_query(parse_query("alter query d within 1e-3 immediately"))
     'ALTER QUERY d WITHIN 0.001 IMMEDIATELY'
+    >>> format_query(parse_query("query p as top 010 of `doc *` by hits over 60m within .5"))
+    'QUERY p AS TOP 10 OF `doc *` BY hits OVER 1h WITHIN 0.5'
     """
     if isinstance(query, AggregateDef):
         return format_aggregate(query)
     if isinstance(query, AlterPrecision):
         return format_alter(query)
+    if isinstance(query, TopKDef):
+        return format_topk(query)
+    if isinstance(query, AlterTopK):
+        return format_alter_topk(query)
     parts = [f"QUERY {query.name} ON {', '.join(query.triggers)}"]
     if query.when is not None:
         parts.append(f"WHEN {format_expr(query.when)}")
@@ -159,11 +167,23 @@ def format_query(query: Statement) -> str:
 
 
 @cache
-def _plain_series() -> re.Pattern[str]:
-    """The grammar's AGG_NAME terminal: names that need no backquotes inside ``AGG(...)``."""
+def _terminal(name: str) -> re.Pattern[str]:
+    """A terminal of the grammar, e.g. AGG_NAME: names that need no backquotes in ``AGG(...)``."""
     from tsmon.query.parser import terminal_pattern  # the parser imports this module
 
-    return terminal_pattern("AGG_NAME")
+    return terminal_pattern(name)
+
+
+def _bare_or_quoted(name: str, terminal: str, what: str) -> str:
+    """``name`` bare when it lexes as one ``terminal`` token, else in backquotes."""
+    if _terminal(terminal).fullmatch(name):
+        return name
+    if not name or "`" in name or "\n" in name or "\r" in name:
+        raise ValueError(
+            f"{what} {name!r} cannot be written in a query: it is empty or holds a "
+            "backquote or a line break"
+        )
+    return f"`{name}`"
 
 
 def format_series(series: str) -> str:
@@ -177,14 +197,21 @@ def format_series(series: str) -> str:
     >>> format_series("a--b"), format_series("7"), format_series("2*x"), format_series("-x")
     ('`a--b`', '`7`', '`2*x`', '`-x`')
     """
-    if _plain_series().fullmatch(series):
-        return series
-    if not series or "`" in series or "\n" in series or "\r" in series:
-        raise ValueError(
-            f"series name {series!r} cannot be written in a query: it is empty or holds a "
-            "backquote or a line break"
-        )
-    return f"`{series}`"
+    return _bare_or_quoted(series, "AGG_NAME", "series name")
+
+
+def format_objects(objects: str) -> str:
+    """The objects pattern of a top-k query as written after ``OF``: bare when it lexes as one
+    name, else in backquotes. Unlike inside ``AGG(...)``, numbers need no backquotes.
+
+    Examples
+    --------
+    >>> format_objects("doc:*"), format_objects("20*"), format_objects("7")
+    ('doc:*', '20*', '7')
+    >>> format_objects("a--b"), format_objects("-x"), format_objects("my docs*")
+    ('`a--b`', '`-x`', '`my docs*`')
+    """
+    return _bare_or_quoted(objects, "OBJECTS", "objects pattern")
 
 
 def _format_term(term: Term, first: bool) -> str:
@@ -237,3 +264,40 @@ def format_alter(alter: AlterPrecision) -> str:
     """
     text = f"ALTER QUERY {alter.name} WITHIN {format_number(alter.delta)}"
     return f"{text} IMMEDIATELY" if alter.immediately else text
+
+
+def _direction(bottom: bool) -> str:
+    return "BOTTOM" if bottom else "TOP"
+
+
+def format_topk(query: TopKDef) -> str:
+    """Canonical text of ``QUERY name AS TOP|BOTTOM k OF objects BY metric [OVER d] WITHIN eps``.
+
+    Examples
+    --------
+    >>> format_topk(TopKDef("idle", True, 1, "server*", "load", 900_000, 2.5))
+    'QUERY idle AS BOTTOM 1 OF server* BY load OVER 15m WITHIN 2.5'
+    >>> format_topk(TopKDef("popular", False, 10, "doc:*", "hits", None, 0.0))
+    'QUERY popular AS TOP 10 OF doc:* BY hits WITHIN 0'
+    """
+    text = (
+        f"QUERY {query.name} AS {_direction(query.bottom)} {query.k} "
+        f"OF {format_objects(query.objects)} BY {query.metric}"
+    )
+    if query.window_ms is not None:
+        text += f" OVER {format_duration_ms(query.window_ms)}"
+    return f"{text} WITHIN {format_number(query.eps)}"
+
+
+def format_alter_topk(alter: AlterTopK) -> str:
+    """Canonical text of ``ALTER QUERY name TOP|BOTTOM k [WITHIN eps]``.
+
+    Examples
+    --------
+    >>> format_alter_topk(AlterTopK("popular", False, 20, None))
+    'ALTER QUERY popular TOP 20'
+    >>> format_alter_topk(AlterTopK("idle", True, 3, 0.0))
+    'ALTER QUERY idle BOTTOM 3 WITHIN 0'
+    """
+    text = f"ALTER QUERY {alter.name} {_direction(alter.bottom)} {alter.k}"
+    return text if alter.eps is None else f"{text} WITHIN {format_number(alter.eps)}"

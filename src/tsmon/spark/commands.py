@@ -44,7 +44,7 @@ from tsmon.engine.batched import CoordinatorNode
 from tsmon.engine.bounded import to_query
 from tsmon.query import QuerySyntaxError, compile_query, parse_queries
 from tsmon.query.aggregate import resolve_aggregate
-from tsmon.query.ast import AggregateDef, AlterPrecision, QueryDef
+from tsmon.query.ast import AggregateDef, AlterPrecision, AlterTopK, QueryDef, TopKDef
 from tsmon.query.patterns import is_glob
 from tsmon.spark.files import atomic_write
 
@@ -116,7 +116,9 @@ def job_directory(path: str | os.PathLike[str]) -> Path:
     return directory
 
 
-def check(op: str, text: str) -> AggregateDef | AlterPrecision | QueryDef | str:
+def check(
+    op: str, text: str
+) -> AggregateDef | AlterPrecision | QueryDef | TopKDef | AlterTopK | str:
     """The statement (``add``, ``alter``) or query name (``remove``) of a command.
 
     Checks what can be checked without the job: the syntax (a :class:`QuerySyntaxError` with
@@ -132,9 +134,9 @@ def check(op: str, text: str) -> AggregateDef | AlterPrecision | QueryDef | str:
     >>> check("alter", "QUERY d AS SUM(host*.cpu) WITHIN 1")
     Traceback (most recent call last):
     ...
-    tsmon.spark.commands.CommandError: alter takes ALTER QUERY name WITHIN δ [IMMEDIATELY] or
-        a watch query (QUERY name ON ...), got a query definition (QUERY ... AS); to define a
-        query use add
+    tsmon.spark.commands.CommandError: alter takes ALTER QUERY name WITHIN δ [IMMEDIATELY],
+        ALTER QUERY name TOP|BOTTOM k [WITHIN ε] or a watch query (QUERY name ON ...), got a
+        query definition (QUERY ... AS); to define a query use add
     """
     if op not in OPS:
         raise CommandError(f"unknown op {op!r}; use one of {', '.join(OPS)}")
@@ -152,14 +154,18 @@ def check(op: str, text: str) -> AggregateDef | AlterPrecision | QueryDef | str:
     if op == "alter":
         if isinstance(statement, QueryDef):
             return runnable(statement)  # a watch query redefined in place
-        if not isinstance(statement, AlterPrecision):
+        if not isinstance(statement, AlterPrecision | AlterTopK):
             raise CommandError(
-                f"alter takes ALTER QUERY name WITHIN δ [IMMEDIATELY] or a watch query "
-                f"(QUERY name ON ...), got a {_kind(statement)}; to define a query use add"
+                f"alter takes ALTER QUERY name WITHIN δ [IMMEDIATELY], ALTER QUERY name "
+                f"TOP|BOTTOM k [WITHIN ε] or a watch query (QUERY name ON ...), got a "
+                f"{_kind(statement)}; to define a query use add"
             )
         return statement
-    if not isinstance(statement, AggregateDef | QueryDef):
-        raise CommandError("add takes QUERY name AS AGG(...) WITHIN δ or QUERY name ON ...")
+    if not isinstance(statement, AggregateDef | QueryDef | TopKDef):
+        raise CommandError(
+            "add takes QUERY name AS AGG(...) WITHIN δ, QUERY name AS TOP|BOTTOM k OF ... or "
+            "QUERY name ON ..."
+        )
     return runnable(statement)
 
 
@@ -362,6 +368,13 @@ def _apply_one(node: CoordinatorNode, command: Command, source_of: SourceOf) -> 
             return f"added watch query {what.name!r} at every source node"
         node.alter_watch(what.text)
         return f"redefined watch query {what.name!r} at every source node"
+    if isinstance(what, TopKDef):
+        node.add_topk(what)
+        word = "BOTTOM" if what.bottom else "TOP"
+        return f"added {what.name!r}: {word} {what.k} of {what.objects} by {what.metric}"
+    if isinstance(what, AlterTopK):
+        node.alter_topk(what)
+        return f"altered {what.name!r} to {'BOTTOM' if what.bottom else 'TOP'} {what.k}"
     if isinstance(what, AggregateDef):
         globs = [t.series for t in what.terms if is_glob(t.series)]
         if globs:

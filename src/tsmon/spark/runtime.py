@@ -48,11 +48,12 @@ from typing import Any
 
 from tsmon.engine.batched import CoordinatorNode, SourceNode
 from tsmon.engine.bounded import to_query
+from tsmon.engine.topk import TopKAnswer
 from tsmon.engine.watch import event_order
 from tsmon.protocols.filters import Answer, Query
 from tsmon.query import parse_queries
 from tsmon.query.aggregate import resolve_aggregate
-from tsmon.query.ast import AggregateDef, QueryDef
+from tsmon.query.ast import AggregateDef, QueryDef, TopKDef
 from tsmon.query.patterns import is_glob, series_matches
 from tsmon.spark.commands import CommandLog, apply, runnable
 from tsmon.spark.control import ControlChannel
@@ -73,24 +74,27 @@ class JobQueries:
     literal: list[Query]
     globbed: list[AggregateDef]
     watch: str
+    topk: str = ""
 
     @classmethod
     def of(cls, job: Job) -> JobQueries:
         """Parse and check ``job``'s queries (a :class:`JobError` for one that a running job
         cannot register, or that cannot be evaluated, e.g. weights summing to 0)."""
-        literal, globbed, watch = [], [], []
+        literal, globbed, watch, topk = [], [], [], []
         for s in parse_queries(job.queries):
             try:
                 runnable(s)
                 if isinstance(s, QueryDef):
                     watch.append(s.text)
+                elif isinstance(s, TopKDef):
+                    topk.append(s.text)
                 elif isinstance(s, AggregateDef) and any(is_glob(t.series) for t in s.terms):
                     globbed.append(s)
                 elif isinstance(s, AggregateDef):
                     literal.append(to_query(resolve_aggregate(s, [t.series for t in s.terms])))
             except ValueError as e:  # QuerySyntaxError is one
                 raise JobError(str(e)) from None
-        return cls(literal, globbed, "\n".join(watch))
+        return cls(literal, globbed, "\n".join(watch), "\n".join(topk))
 
     def register(self, node: CoordinatorNode, job: Job) -> None:
         """Register the bounded aggregates at a fresh coordinator."""
@@ -133,7 +137,12 @@ class Coordinator:
     def _fresh(self) -> CoordinatorNode:
         f = self.job.filters
         node = CoordinatorNode(
-            f.period_ms, f.shrink, seed=0, growth=f.growth, watch=self.queries.watch
+            f.period_ms,
+            f.shrink,
+            seed=0,
+            growth=f.growth,
+            watch=self.queries.watch,
+            topk=self.queries.topk,
         )
         self.queries.register(node, self.job)
         return node
@@ -199,6 +208,7 @@ class JobRunner:
         self.commands = CommandLog(job.checkpoint)
         self.channel = ControlChannel(job.checkpoint / "control")
         self.answers: dict[str, Answer] = {}
+        self.topk: dict[str, TopKAnswer] = {}  # the top-k sets after the last batch
         self.dead_letters = 0
         self._query: Any = None  # the StreamingQuery, once started
         self._dropped_shown: set[str] = set()
@@ -302,6 +312,7 @@ class JobRunner:
                 shrink=f.shrink,
                 registers=self.job.registers,
                 watch=self.queries.watch,
+                topk=self.queries.topk,
             ),
         )
         trigger = {"processingTime": f"{self.job.trigger_ms} milliseconds"}
@@ -362,6 +373,7 @@ class JobRunner:
             batch_id, {src: [r["payload"] for r in rs] for src, rs in control.items()}
         )
         self.answers = node.answers()
+        self.topk = node.topk_answers()
         events = [r["payload"] for r in event_order(rows)]
         rejected = [_unreadable(p) for p in unreadable] + [
             _rejected(r["source"], r["payload"]) for r in rows if r["kind"] == "dead"
@@ -383,10 +395,12 @@ class JobRunner:
             # event time up to which every source has reported: answers are exact as of it
             "watermark": node.coordinator.settled_ms,
             "droppedQueries": dict(node.dropped),
+            "topk": {q: {"epoch": t.epoch, "settled": t.settled} for q, t in self.topk.items()},
             "previousBatchDurationMs": self.spark_progress.last_duration_ms,
             "driverMs": round(1000 * (time.perf_counter() - started), 3),
         }
-        self.sinks.emit(BatchOutput(batch_id, self.answers, events, rejected, progress))
+        output = BatchOutput(batch_id, self.answers, events, rejected, progress, self.topk)
+        self.sinks.emit(output)
         _append_progress(self.job.checkpoint / "progress.jsonl", progress, self._progress_last)
         self._progress_last = batch_id
 

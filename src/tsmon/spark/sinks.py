@@ -12,6 +12,8 @@ of adding to them::
                                               payload (JSON), coverage, replayed
     <path>/dead_letters/batch-<N>.parquet     source, series, ts, value, raw_ts, raw_value,
                                               reason, detail
+    <path>/topk/batch-<N>.parquet             batch_id, query, members (JSON list), k, eps,
+                                              bottom, epoch, settled, nodes, messages, ignored
 
 Dead letters are input rows that could not be read (``bad_series``, ``unreadable_ts``,
 ``not_numeric``, ``nan``, ``infinite``; ``ts``/``value`` null when unreadable) and points the
@@ -26,7 +28,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, field, fields
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from tsmon.engine.topk import TopKAnswer
 from tsmon.protocols.filters import Answer
 from tsmon.report import format_value
 from tsmon.spark.files import atomic_file
@@ -57,6 +60,7 @@ class BatchOutput:
     events: Sequence[Mapping[str, Any]]  # {"query", "series", "ts_ms", "value", "payload", ...}
     rejected: Sequence[Mapping[str, Any]]  # dead letters, keyed by DEAD_LETTER_COLUMNS
     progress: Mapping[str, Any]
+    topk: Mapping[str, TopKAnswer] = field(default_factory=dict)  # top-k sets, by query
 
 
 #: ``callback(output)`` is called on the driver after every batch (the ``callback`` sink).
@@ -132,6 +136,12 @@ def _write_batch(path: Path, out: BatchOutput) -> None:
     if out.rejected:
         frame = pd.DataFrame([dict(r) for r in out.rejected], columns=DEAD_LETTER_COLUMNS)
         _write(path / "dead_letters" / f"batch-{n:09d}.parquet", frame)
+    if out.topk:
+        columns = [f.name for f in fields(TopKAnswer)]
+        rows = [(n, *astuple(a)) for a in out.topk.values()]
+        frame = pd.DataFrame(rows, columns=["batch_id", *columns]).rename(columns={"name": "query"})
+        frame["members"] = frame["members"].map(lambda m: json.dumps(list(m)))
+        _write(path / "topk" / f"batch-{n:09d}.parquet", frame)
 
 
 class ConsoleView:
@@ -179,6 +189,8 @@ class ConsoleView:
                 f"{format_value(a.hi)}] as of {a.as_of_ms}",
                 markup=False,
             )
+        for name, t in out.topk.items():
+            self.console.print(f"  {name}: {_topk_line(t)}", markup=False)
 
     def render(self, out: BatchOutput) -> Group:
         """The table of answers, the newest events and a progress line."""
@@ -194,6 +206,15 @@ class ConsoleView:
         for e in self.recent:
             payload = ", ".join(f"{k}={_short(v)}" for k, v in e["payload"].items())
             events.add_row(Text(e["query"]), Text(e["series"]), str(e["ts_ms"]), Text(payload))
+        parts: list[Any] = [answers]
+        if out.topk:
+            topk = Table(title="top-k sets", title_justify="left")
+            for column in ("query", "set", "epoch", "nodes", "messages"):
+                topk.add_column(column)
+            for name, t in out.topk.items():
+                cells = (_topk_line(t), str(t.epoch), str(t.nodes), str(t.messages))
+                topk.add_row(Text(name), *map(Text, cells))
+            parts.append(topk)
         p = out.progress
         line = (
             f"points {p.get('numInputRows', 0)} · rows to coordinator "
@@ -202,7 +223,14 @@ class ConsoleView:
         )
         if p.get("previousBatchDurationMs") is not None:
             line += f" · previous batch {p['previousBatchDurationMs']} ms"
-        return Group(answers, events, Text(line))
+        return Group(*parts, events, Text(line))
+
+
+def _topk_line(t: TopKAnswer) -> str:
+    """``TOP 3 within 2: a, b, c`` (and ``(resolving)`` while a resolution runs)."""
+    word = "BOTTOM" if t.bottom else "TOP"
+    line = f"{word} {t.k} within {format_value(t.eps)}: {', '.join(t.members) or '(none yet)'}"
+    return line if t.settled else f"{line} (resolving)"
 
 
 def _short(value: Any) -> str:

@@ -165,8 +165,8 @@ class Coordinator:
     def __init__(
         self, m: int, k: int, eps: int, policy: Policy | None = None, bottom: bool = False
     ) -> None:
-        if m < 1 or k < 1:
-            raise ValueError(f"need m ≥ 1 and k ≥ 1, got m={m}, k={k}")
+        if m < 0 or k < 1:
+            raise ValueError(f"need m ≥ 0 and k ≥ 1, got m={m}, k={k}")
         if not isinstance(eps, int) or eps < 0:
             raise ValueError(f"ε must be a non-negative integer, got {eps!r}")
         self.m, self.k, self.eps, self.bottom = m, k, eps, bottom
@@ -273,6 +273,13 @@ class Coordinator:
 
     # -- protocol --------------------------------------------------------------------------
 
+    def add_node(self) -> int:
+        """A new monitor node ``N_{m+1}`` with every ``V_ij = 0`` and ``δ_ij = 0`` (so both
+        invariants still hold); returns its number."""
+        self.m += 1
+        self.update_counts.append(0)
+        return self.m
+
     def full_request(self) -> list[ValueRequest]:
         """Ask every node for every value (initial gather, §3; full refresh)."""
         return [ValueRequest(j, None) for j in range(1, self.m + 1)]
@@ -284,6 +291,8 @@ class Coordinator:
     def on_request(self, request: ResolutionRequest) -> list[Install] | list[ValueRequest]:
         """Phase 2 (§3.1): validation test with ``δ_i0`` and ε; else ask for Phase 3."""
         self.update_counts[request.node] += request.updates
+        # V_i ≥ V_if (partial values are ≥ 0): a running estimate of the largest value (§4.3)
+        self.max_value = max(self.max_value, *(abs(v) for v, _ in request.values.values()))
         self._pending = request
         if request.phantom:
             self.phases["refresh"] += 1
@@ -324,8 +333,9 @@ class Coordinator:
 
     def _refresh(self, replies: list[ValueReply]) -> list[Install]:
         """Phase 3 over every known object and the phantom (``U − R = ∅``)."""
-        if sorted(r.node for r in replies) != list(range(1, self.m + 1)):
-            raise ValueError("a full refresh needs one reply from every node")
+        nodes = [r.node for r in replies]
+        if len(set(nodes)) != len(nodes) or not set(nodes) <= set(range(1, self.m + 1)):
+            raise ValueError(f"a full refresh needs one reply per node, got nodes {nodes}")
         resolution: set[Obj] = {*self.delta0, *self.top, *self.known}
         if not self.bottom:
             resolution.add(PHANTOM)

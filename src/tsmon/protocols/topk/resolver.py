@@ -73,7 +73,20 @@ class Resolver:
 
     def start(self) -> list[ToNode]:
         """The one-time gather of every partial value (§3)."""
-        return self._ask(self.coordinator.full_request(), "gather")
+        return self._gather()
+
+    def add_node(self) -> list[ToNode]:
+        """Take in a new node (all partial values 0): it gets ``T`` in a first install."""
+        c = self.coordinator
+        j = c.add_node()
+        self.sent.append(1)
+        return [Install(j, {}, top=c.top, epoch=c.epoch)]
+
+    def _gather(self) -> list[ToNode]:
+        requests = self.coordinator.full_request()
+        if requests:
+            return self._ask(requests, "gather")
+        return self._installs(self.coordinator.initialize([]))  # no node yet
 
     def restart(self, k: int, eps: int) -> list[ToNode]:
         """New ``k`` and ``ε`` (a query altered): a full gather and reallocation, as at the
@@ -83,13 +96,23 @@ class Resolver:
             raise RuntimeError("restart only between resolutions")
         c = self.coordinator
         c.k, c.eps = k, eps
-        return self._ask(c.full_request(), "gather")
+        return self._gather()
 
     def _ask(self, requests: list[ValueRequest], phase: str) -> list[ToNode]:
         self._phase, self._waiting, self._replies = phase, {r.node for r in requests}, []
         return list(requests)
 
     def _installs(self, installs: list[Install]) -> list[ToNode]:
+        """Count the installs; when ``T`` changed, every node not in the resolution (one that
+        joined while it ran) gets ``T'`` too, or its requests would stay in an old epoch."""
+        c = self.coordinator
+        if any(m.top is not None for m in installs):
+            covered = {m.node for m in installs}
+            installs = installs + [
+                Install(j, {}, top=c.top, epoch=c.epoch)
+                for j in range(1, c.m + 1)
+                if j not in covered
+            ]
         for m in installs:
             self.sent[m.node] += 1
         return list(installs)

@@ -1,0 +1,393 @@
+"""Top-k queries hosted by the batch runtime: monitor nodes at the sources, the coordinator at
+the driver (Babcock & Olston 2003 through :mod:`tsmon.protocols.topk`).
+
+``QUERY popular AS TOP 10 OF doc:* BY hits OVER 15m WITHIN 5`` ranks the objects matching
+``doc:*`` by the sum of the points of their series ``<object>.hits`` over all sources: each
+point is an update ``(O_i, N_j, Δ = value)`` at its source ``N_j`` (the cash-register model of
+§1.3), so a series may come from many sources. With ``OVER`` the node cancels each point
+(``Δ = −value``) when it leaves the window of the node's own time (its newest timestamp);
+without it the counts run from the query's start.
+
+Choices the paper leaves open
+    * **Units.** The protocol is exact in integers: values and ε are kept in micro-units
+      (``round(x·10⁶)``), so sums are exact to 10⁻⁶ and a fractional ε works. A value that is
+      negative could make a partial value negative and is not an update: it is ignored and
+      counted (``ignored`` in the answer); the point still reaches the other queries.
+    * **Nodes join when they first speak.** A source becomes monitor node ``N_j`` when its
+      first top-k message for the query reaches the coordinator (the source saw a matching
+      series); its values are then all 0 to the coordinator and ``δ_ij = 0``, which keeps both
+      invariants. The join install brings ``T``; the source's first request is stale by then
+      and the source asks again (Appendix A), this time as ``N_j``.
+    * **Changes** travel as a log to every source, as watch-query changes do: a source that
+      appears later gets every definition first. ``ALTER`` (new ``k`` or ε) waits until no
+      resolution is under way, then re-runs the initial gather; ``remove`` drops the query
+      everywhere. Every message carries the query's generation (its log index), so messages of
+      a removed query are ignored by a re-added one of the same name.
+    * **Latency**: one micro-batch per hop; a Phase 3 takes two batches, so the answer may lag
+      while a resolution runs (``settled`` says none is under way at the coordinator).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tsmon.protocols.topk.codec import from_dict, to_dict
+from tsmon.protocols.topk.coordinator import Coordinator
+from tsmon.protocols.topk.messages import Install, MessageCounts, ToCoordinator, ToNode
+from tsmon.protocols.topk.node import MonitorNode
+from tsmon.protocols.topk.resolver import Resolver
+from tsmon.query.ast import AlterTopK, TopKDef
+from tsmon.query.parser import parse_queries, query_key
+from tsmon.query.printer import format_topk
+
+__all__ = [
+    "THETA",
+    "TOPK_OPS",
+    "UNITS",
+    "TopKAnswer",
+    "TopKCoordinator",
+    "TopKSource",
+    "to_units",
+]
+
+Row = dict[str, Any]
+UNITS = 10**6  # integer units per value unit
+THETA = 20  # Appendix C threshold, the paper's setting
+TOPK_OPS = ("add", "alter", "remove")  # logged changes; protocol messages are "msg"
+
+
+def to_units(x: float) -> int:
+    """``x`` in integer micro-units.
+
+    Examples
+    --------
+    >>> to_units(0.1), to_units(2.5), to_units(3)
+    (100000, 2500000, 3000000)
+    """
+    return round(x * UNITS)
+
+
+def topk_statements(text: str) -> list[TopKDef]:
+    """The top-k statements of a query text (the others are left to their runtimes)."""
+    return [s for s in parse_queries(text) if isinstance(s, TopKDef)]
+
+
+def topk_statement(text: str) -> TopKDef:
+    """The one top-k statement in ``text`` (a log entry)."""
+    statements = parse_queries(text)
+    if len(statements) != 1 or not isinstance(statements[0], TopKDef):
+        raise ValueError(f"expected one TOP/BOTTOM query, got {text!r}")
+    return statements[0]
+
+
+# ----------------------------------------------------------------------- at a source
+
+
+class _LocalQuery:
+    """One top-k query at one source: its monitor node and the window of counted points."""
+
+    def __init__(self, statement: TopKDef, gen: int) -> None:
+        self.statement, self.gen = statement, gen
+        self.node = MonitorNode(0, statement.k, statement.bottom, THETA)
+        self.window: deque[tuple[int, str, int]] = deque()  # (ts, object, units) counted
+        self.ignored = 0
+
+    def expire(self, now_ms: int) -> list[ToCoordinator]:
+        """Cancel the points that left the window ``(now − W, now]`` (§1.3)."""
+        width = self.statement.window_ms
+        out: list[ToCoordinator] = []
+        while width is not None and self.window and self.window[0][0] <= now_ms - width:
+            _, obj, units = self.window.popleft()
+            sent = self.node.update(obj, -units)
+            if sent is not None:
+                out.append(sent)
+        return out
+
+    def observe(self, ts: int, obj: str, value: float, now_ms: int) -> list[ToCoordinator]:
+        out = self.expire(now_ms)
+        units = to_units(value)
+        if units < 0:
+            self.ignored += 1
+            return out
+        width = self.statement.window_ms
+        if width is not None and ts <= now_ms - width:
+            return out  # already out of the window
+        if width is not None:
+            self.window.append((ts, obj, units))  # ts order: points come in (ts, seq) order
+        sent = self.node.update(obj, units)
+        return out if sent is None else [*out, sent]
+
+    def on_message(self, message: ToNode) -> ToCoordinator | None:
+        if isinstance(message, Install):
+            self.node.node = message.node  # the coordinator's number for this source
+        return self.node.on_message(message)
+
+
+class TopKSource:
+    """A source node's top-k queries: changes from the log, protocol messages, points.
+
+    Examples
+    --------
+    >>> src = TopKSource("QUERY hot AS TOP 1 OF doc* BY hits WITHIN 0")
+    >>> [row["payload"]["msg"]["type"] for row in src.observe(5, "doc1.hits", 3.0, 5)]
+    ['request']
+    """
+
+    def __init__(self, initial: str = "") -> None:
+        self.queries: dict[str, _LocalQuery] = {}  # by query key
+        self._n = 0  # output rows so far, for their order
+        for gen, statement in enumerate(topk_statements(initial)):
+            self.queries[query_key(statement.name)] = _LocalQuery(statement, gen)
+
+    def change(self, op: str, text: str, gen: int) -> None:
+        """Apply one logged change: ``add`` / ``alter`` (a statement's text) or ``remove``."""
+        if op == "remove":
+            self.queries.pop(query_key(text), None)
+            return
+        statement = topk_statement(text)
+        key = query_key(statement.name)
+        if op == "add":
+            self.queries[key] = _LocalQuery(statement, gen)
+        elif op == "alter" and key in self.queries:
+            local = self.queries[key]
+            local.statement = statement
+            local.node.k = statement.k
+        elif op != "alter":
+            raise ValueError(f"unknown top-k change {op!r}")
+
+    def deliver(self, name: str, gen: int, message: Mapping[str, Any]) -> list[Row]:
+        """A protocol message from the coordinator for query ``name``."""
+        local = self.queries.get(query_key(name))
+        if local is None or local.gen != gen:
+            return []  # for a query removed (or re-added) since
+        sent = local.on_message(from_dict(message))  # type: ignore[arg-type]
+        return [] if sent is None else self._rows(local, [sent])
+
+    def observe(self, ts: int, series: str, value: float, now_ms: int) -> list[Row]:
+        """One point at the node's time ``now_ms`` (``ts ≤ now_ms``)."""
+        out: list[Row] = []
+        for local in self.queries.values():
+            obj = local.statement.object_of(series)
+            if obj is not None:
+                out += self._rows(local, local.observe(ts, obj, value, now_ms))
+        return out
+
+    def advance(self, now_ms: int) -> list[Row]:
+        """Expire every window up to the node's time."""
+        out: list[Row] = []
+        for local in self.queries.values():
+            out += self._rows(local, local.expire(now_ms))
+        return out
+
+    def ignored(self) -> dict[str, int]:
+        """Negative values ignored so far, per query name."""
+        return {q.statement.name: q.ignored for q in self.queries.values() if q.ignored}
+
+    def _rows(self, local: _LocalQuery, messages: Iterable[ToCoordinator]) -> list[Row]:
+        rows = []
+        for m in messages:
+            payload = {"query": local.statement.name, "gen": local.gen, "n": self._n}
+            rows.append({"kind": "topk", "payload": {**payload, "msg": to_dict(m)}})
+            self._n += 1
+        return rows
+
+
+# ----------------------------------------------------------------------- at the coordinator
+
+
+@dataclass(frozen=True)
+class TopKAnswer:
+    """The current answer of a top-k query: ``members`` (sorted by name) is valid within
+    ``eps`` whenever no resolution is pending (``settled``); ``epoch`` counts the changes of
+    the set (Appendix A); ``nodes`` the sources that joined; ``messages`` all protocol
+    messages so far; ``ignored`` points with negative values the sources skipped."""
+
+    name: str
+    members: tuple[str, ...]
+    k: int
+    eps: float
+    bottom: bool
+    epoch: int
+    settled: bool
+    nodes: int
+    messages: int
+    ignored: int = 0
+
+
+@dataclass
+class _Running:
+    """One top-k query at the coordinator."""
+
+    statement: TopKDef
+    gen: int
+    resolver: Resolver
+    node_of: dict[str, int] = field(default_factory=dict)  # source -> j
+    source_of: dict[int, str] = field(default_factory=dict)  # j -> source
+    counts: MessageCounts = field(default_factory=MessageCounts)
+    pending_alter: TopKDef | None = None
+    ignored: dict[str, int] = field(default_factory=dict)  # per source
+
+
+class TopKCoordinator:
+    """The coordinator of every top-k query, one pure :meth:`step` per batch.
+
+    :meth:`step` takes the batch's ``topk`` rows (each with its ``source``) and returns the
+    control rows for the next batch, per source: logged changes (``{"type": "topk", "op",
+    "text", "gen"}``, ``seq`` = log index) and protocol messages (``{"type": "topk", "op":
+    "msg", "query", "gen", "msg"}``, ``seq`` = a running count).
+    """
+
+    def __init__(self, initial: str = "") -> None:
+        self.log: list[dict[str, Any]] = []
+        self.sent: dict[str, int] = {}  # source -> log entries sent
+        self.running: dict[str, _Running] = {}  # by query key
+        self.outbox: list[tuple[str, str, ToNode]] = []  # (query key, source, message)
+        self._seq = 0
+        for statement in topk_statements(initial):
+            self.add(statement)
+        self.initial = len(self.log)  # every source starts with these (TopKSource(initial))
+
+    # -- queries -----------------------------------------------------------------------
+
+    def names(self) -> list[str]:
+        return [r.statement.name for r in self.running.values()]
+
+    def defines(self, name: str) -> bool:
+        return query_key(name) in self.running
+
+    def add(self, statement: TopKDef) -> None:
+        """Start a top-k query (names are checked by the caller)."""
+        key = query_key(statement.name)
+        gen = len(self.log)
+        self.log.append({"op": "add", "text": _text(statement), "gen": gen})
+        c = Coordinator(0, statement.k, to_units(statement.eps), bottom=statement.bottom)
+        running = _Running(statement, gen, Resolver(c))
+        running.resolver.start()  # no node yet: T = ∅ at once
+        self.running[key] = running
+
+    def alter(self, change: AlterTopK) -> None:
+        """New ``k`` (and ε): applied with a fresh gather once no resolution is under way."""
+        running = self._get(change.name)
+        old = running.pending_alter or running.statement
+        if change.bottom != old.bottom:
+            word = "BOTTOM" if old.bottom else "TOP"
+            raise ValueError(
+                f"{old.name!r} is a {word} query; to change the direction remove and add it"
+            )
+        eps = old.eps if change.eps is None else change.eps
+        running.pending_alter = dataclasses.replace(old, k=change.k, eps=eps)
+
+    def alter_eps(self, name: str, eps: float) -> None:
+        """``ALTER QUERY name WITHIN eps`` on a top-k query."""
+        old = self._get(name).pending_alter or self._get(name).statement
+        self.alter(AlterTopK(old.name, old.bottom, old.k, eps))
+
+    def remove(self, name: str) -> str:
+        """Stop a top-k query; returns its registered name."""
+        running = self.running.pop(query_key(name))
+        self.log.append({"op": "remove", "text": running.statement.name, "gen": len(self.log)})
+        return running.statement.name
+
+    def _get(self, name: str) -> _Running:
+        running = self.running.get(query_key(name))
+        if running is None:
+            raise KeyError(f"no top-k query {name!r}; registered: {self.names()!r}")
+        return running
+
+    # -- the step ------------------------------------------------------------------------
+
+    def step(self, rows: Sequence[Mapping[str, Any]], sources: Iterable[str]) -> dict[str, list]:
+        """Handle the batch's ``topk`` rows (FIFO per source); control for the next batch.
+
+        ``sources`` are every source known to the host (each gets the log).
+        """
+        ordered = sorted(rows, key=lambda r: (r["source"], r["payload"]["n"]))
+        for row in ordered:
+            payload = row["payload"]
+            running = self.running.get(query_key(payload["query"]))
+            if running is None or running.gen != payload["gen"]:
+                continue  # a removed query's message
+            self._receive(running, row["source"], from_dict(payload["msg"]))
+        for key, running in self.running.items():
+            if running.pending_alter is not None and not running.resolver.busy:
+                statement, running.pending_alter = running.pending_alter, None
+                running.statement = statement
+                self.log.append({"op": "alter", "text": _text(statement), "gen": running.gen})
+                out = running.resolver.restart(statement.k, to_units(statement.eps))
+                self._send(key, running, out)
+        return self._control(set(sources))
+
+    def _receive(self, running: _Running, source: str, message: ToCoordinator) -> None:
+        key = query_key(running.statement.name)
+        if source not in running.node_of:
+            joined = running.resolver.add_node()
+            j = joined[0].node
+            running.node_of[source], running.source_of[j] = j, source
+            self._send(key, running, joined)
+        message = dataclasses.replace(message, node=running.node_of[source])
+        running.counts.add(message)
+        self._send(key, running, running.resolver.on_message(message))
+
+    def _send(self, key: str, running: _Running, messages: Iterable[ToNode]) -> None:
+        for m in messages:
+            running.counts.add(m)
+            self.outbox.append((key, running.source_of[m.node], m))
+
+    def _control(self, sources: set[str]) -> dict[str, list[Row]]:
+        out: dict[str, list[Row]] = {}
+        for source in sorted(sources | {s for _, s, _ in self.outbox}):
+            start = self.sent.get(source, self.initial)
+            for entry in self.log[start:]:
+                payload = {"type": "topk", **entry}
+                out.setdefault(source, []).append({"seq": entry["gen"], "payload": payload})
+            self.sent[source] = len(self.log)
+        for key, source, m in self.outbox:
+            running = self.running.get(key)
+            if running is None:
+                continue
+            payload = {
+                "type": "topk",
+                "op": "msg",
+                "query": running.statement.name,
+                "gen": running.gen,
+                "msg": to_dict(m),
+            }
+            out.setdefault(source, []).append({"seq": self._seq, "payload": payload})
+            self._seq += 1
+        self.outbox = []
+        return out
+
+    def note_ignored(self, source: str, counts: Mapping[str, int]) -> None:
+        """Record a source's counts of ignored points (from its heartbeat)."""
+        for name, n in counts.items():
+            running = self.running.get(query_key(name))
+            if running is not None:
+                running.ignored[source] = int(n)
+
+    def answers(self) -> dict[str, TopKAnswer]:
+        """Every top-k query's current answer, by name."""
+        out = {}
+        for running in self.running.values():
+            s, c = running.statement, running.resolver.coordinator
+            out[s.name] = TopKAnswer(
+                s.name,
+                tuple(sorted(map(str, c.top))),
+                c.k,
+                c.eps / UNITS,
+                s.bottom,
+                c.epoch,
+                not running.resolver.busy and running.pending_alter is None,
+                c.m,
+                running.counts.total,
+                sum(running.ignored.values()),
+            )
+        return out
+
+
+def _text(statement: TopKDef) -> str:
+    """Canonical text of a top-k statement (what the log carries)."""
+    return format_topk(statement)

@@ -1,0 +1,177 @@
+"""Top-k queries in the batch runtime: monitor nodes at the sources, one batch per hop.
+
+The reference is exact: per source, the sum of each object's points over the source's window
+(its own newest timestamp); the answer must be valid within ε whenever nothing is pending,
+and once the stream stops every resolution completes (Appendix A's convergence).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tsmon.engine.batched import BatchedRuntime
+from tsmon.query.ast import AlterTopK
+from tsmon.query.parser import parse_query
+
+
+class Exact:
+    """Each source's points per object; sums over the source's window at its own time."""
+
+    def __init__(self, window_ms: int | None) -> None:
+        self.window_ms = window_ms
+        self.points: dict[str, list[tuple[int, str, float]]] = defaultdict(list)
+
+    def add(self, source: str, ts: int, obj: str, value: float) -> None:
+        self.points[source].append((ts, obj, value))
+
+    def totals(self, now_of: dict[str, int | None]) -> dict[str, float]:
+        out: dict[str, float] = defaultdict(float)
+        for source, points in self.points.items():
+            now = now_of[source]
+            for ts, obj, value in points:
+                if self.window_ms is None or ts > now - self.window_ms:
+                    out[obj] += value
+                else:
+                    out.setdefault(obj, 0.0)
+        return out
+
+
+def valid(members: tuple[str, ...], totals: dict[str, float], k: int, eps: float, bottom: bool):
+    if len(members) < k:
+        return set(totals) <= set(members)
+    inside = [totals.get(o, 0.0) for o in members]
+    outside = [v for o, v in totals.items() if o not in members]
+    if bottom:
+        return not outside or max(inside) <= min(outside) + eps + 1e-9
+    return min(inside) + eps + 1e-9 >= max([*outside, 0.0])
+
+
+def quiet(rt: BatchedRuntime) -> bool:
+    """No control on its way, no resolution under way, no node waiting for an answer."""
+    if any(rt.control.values()):
+        return False
+    if any(not a.settled for a in rt.topk_answers().values()):
+        return False
+    return not any(
+        q.node.awaiting or q.node.fresh for n in rt.nodes.values() for q in n.topk.queries.values()
+    )
+
+
+@st.composite
+def workloads(draw: st.DrawFn) -> dict:
+    return {
+        "sources": draw(st.integers(1, 4)),
+        "objects": draw(st.integers(1, 12)),
+        "k": draw(st.integers(1, 3)),
+        "eps": draw(st.sampled_from([0, 0, 0.5, 2, 10])),
+        "window": draw(st.sampled_from([None, 50, 200])),
+        "bottom": draw(st.booleans()),
+        "batches": draw(st.integers(1, 20)),
+        "per_batch": draw(st.integers(0, 60)),
+        "seed": draw(st.integers(0, 2**32 - 1)),
+    }
+
+
+def query_text(w: dict, k: int | None = None) -> str:
+    word = "BOTTOM" if w["bottom"] else "TOP"
+    over = f" OVER {w['window']}ms" if w["window"] else ""
+    return f"QUERY q AS {word} {k or w['k']} OF doc* BY hits{over} WITHIN {w['eps']}"
+
+
+@settings(max_examples=150, deadline=None)
+@given(workloads())
+def test_valid_when_quiet_and_converges(w: dict) -> None:
+    rt = BatchedRuntime(1_000, 0.1, 0, topk=query_text(w))
+    exact = Exact(w["window"])
+    rng = random.Random(w["seed"])
+    clock = dict.fromkeys((f"s{j}" for j in range(w["sources"])), 0)
+    checked = 0
+    for _ in range(w["batches"]):
+        points = []
+        for _ in range(w["per_batch"]):
+            source = rng.choice(sorted(clock))
+            clock[source] += rng.randint(1, 20)  # increasing per source: nothing is stale
+            obj = f"doc{min(int(rng.paretovariate(1.2)), w['objects'])}"
+            value = rng.choice([0, 1, 1, 2, 3.5])
+            points.append((source, f"{obj}.hits", clock[source], float(value)))
+            exact.add(source, clock[source], obj, value)
+        rt.run_batch(points)
+        if quiet(rt):
+            checked += 1
+            now_of = {s: n.now_ms for s, n in rt.nodes.items()}
+            answer = rt.topk_answers()["q"]
+            assert valid(answer.members, exact.totals(now_of), w["k"], w["eps"], w["bottom"])
+    for _ in range(100):  # no more data: every resolution completes
+        if quiet(rt):
+            break
+        rt.run_batch([])
+    assert quiet(rt)
+    now_of = {s: n.now_ms for s, n in rt.nodes.items()}
+    answer = rt.topk_answers()["q"]
+    assert valid(answer.members, exact.totals(now_of), w["k"], w["eps"], w["bottom"])
+    assert answer.k == w["k"] and answer.eps == w["eps"] and answer.bottom == w["bottom"]
+
+
+def settle(rt: BatchedRuntime) -> None:
+    for _ in range(50):
+        if quiet(rt):
+            return
+        rt.run_batch([])
+    raise AssertionError("did not settle")
+
+
+def test_add_alter_remove_while_running() -> None:
+    rt = BatchedRuntime(1_000, 0.1, 0)
+    rt.coordinator.add_topk(parse_query("QUERY hot AS TOP 1 OF doc* BY hits WITHIN 0"))
+    rt.run_batch([("s1", "doc1.hits", 1, 5.0), ("s2", "doc2.hits", 1, 3.0)])  # log goes out
+    rt.run_batch([("s1", "doc1.hits", 2, 1.0), ("s2", "doc2.hits", 2, 4.0)])  # counted from here
+    settle(rt)
+    assert rt.topk_answers()["hot"].members == ("doc2",)  # 4 > 1: the first batch predates it
+    rt.coordinator.alter_topk(AlterTopK("HOT", False, 2, 1.5))
+    settle(rt)
+    answer = rt.topk_answers()["hot"]
+    assert answer.members == ("doc1", "doc2") and answer.k == 2 and answer.eps == 1.5
+    rt.coordinator.alter_query("hot", 0.5)  # ALTER QUERY hot WITHIN 0.5
+    settle(rt)
+    assert rt.topk_answers()["hot"].eps == 0.5
+    with pytest.raises(ValueError, match="remove and add"):
+        rt.coordinator.alter_topk(AlterTopK("hot", True, 2, None))
+    with pytest.raises(ValueError, match="exists"):
+        rt.coordinator.add_topk(parse_query("QUERY Hot AS TOP 1 OF doc* BY hits WITHIN 0"))
+    rt.coordinator.remove_query("hot")
+    assert rt.topk_answers() == {}
+    rt.run_batch([("s1", "doc1.hits", 3, 1.0)])  # the removal goes out
+    rt.run_batch([("s1", "doc1.hits", 4, 1.0)])  # and is applied
+    assert all(not n.topk.queries for n in rt.nodes.values())
+
+
+def test_negative_values_are_ignored_and_counted() -> None:
+    rt = BatchedRuntime(1_000, 0.1, 0, topk="QUERY q AS TOP 1 OF doc* BY hits WITHIN 0")
+    rt.run_batch([("s1", "doc1.hits", 1, 2.0), ("s1", "doc2.hits", 2, -5.0)])
+    settle(rt)
+    answer = rt.topk_answers()["q"]
+    assert answer.members == ("doc1",) and answer.ignored == 1
+
+
+def test_a_series_may_come_from_many_sources() -> None:
+    rt = BatchedRuntime(1_000, 0.1, 0, topk="QUERY q AS TOP 1 OF doc* BY hits WITHIN 0")
+    points = [(f"s{j}", "doc1.hits", 1, 1.0) for j in range(5)] + [("s0", "doc2.hits", 1, 4.0)]
+    rt.run_batch(points)
+    settle(rt)
+    answer = rt.topk_answers()["q"]
+    assert answer.members == ("doc1",) and answer.nodes == 5  # 5 > 4, summed over sources
+
+
+def test_a_monitor_refuses_topk_queries_with_the_reason() -> None:
+    from tsmon.engine.monitor import Monitor
+
+    monitor = Monitor()
+    with pytest.raises(ValueError, match="ranks objects over many sources"):
+        monitor.add_query("QUERY t AS TOP 3 OF doc* BY hits WITHIN 0")
+    with pytest.raises(ValueError, match="ALTER QUERY changes"):
+        monitor.add_query("ALTER QUERY t TOP 4")
