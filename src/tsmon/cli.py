@@ -360,6 +360,10 @@ def _read_text(path: Path) -> str:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from tsmon.core.timestamps import format_instant_ms
+    from tsmon.query.ast import StandingDef
+    from tsmon.query.printer import format_percent
+
     statements = parse_queries(_read_text(args.file))
     table = Table(title=f"{args.file}: {len(statements)} statements OK")
     for column in ("query", "on / as", "windows", "since / within"):
@@ -380,6 +384,22 @@ def _check(args: argparse.Namespace) -> int:
             word = "BOTTOM" if statement.bottom else "TOP"
             within = "-" if statement.eps is None else f"WITHIN {statement.eps:g}"
             table.add_row(statement.name, f"ALTER {word} {statement.k}", "-", within)
+        elif isinstance(statement, StandingDef):
+            of = f"{statement.aggregate.upper()}({format_terms(statement.terms)})"
+            window = "-"
+            if statement.extremum is not None:
+                if statement.window is not None:
+                    window = statement.window
+                elif statement.landmark_ms is not None:
+                    window = f"since {format_instant_ms(statement.landmark_ms)}"
+                else:
+                    window = "since START"
+                of = f"{statement.extremum.upper()} OF {of}"
+            eps = (
+                f"{format_percent(statement.eps)}%" if statement.relative else f"{statement.eps:g}"
+            )
+            within = f"WITHIN {eps} CONFIDENCE {statement.confidence:g}"
+            table.add_row(statement.name, of, window, within)
         else:
             query = compile_query(statement)
             table.add_row(

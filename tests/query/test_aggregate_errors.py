@@ -16,7 +16,7 @@ PARSE_ERRORS = [
     ("QUERY q AS MEDIAN(a) WITHIN 1", 1, 12, ["AVG, SUM, MIN or MAX"], "got 'MEDIAN'"),
     ("QUERY q AS AVG(a.x)", 1, 20, ["WITHIN"], "expected WITHIN but got end of input"),
     ("QUERY q AS AVG(a.x)\n-- more\n", 1, 20, ["WITHIN"], "expected WITHIN but got end"),
-    ("QUERY q AS SUM a WITHIN 1", 1, 16, ["'('"], "expected '(' but got 'a'"),
+    ("QUERY q AS SUM a WITHIN 1", 1, 16, ["'('"], "expected one of '(', SINCE, OVER but got 'a'"),
     ("QUERY q AS SUM(a,) WITHIN 1", 1, 18, [SERIES], "got ')'"),
     ("QUERY q AS SUM(a b) WITHIN 1", 1, 18, ["')'", "','", "'+'", "'-'", "'/'"], "got 'b'"),
     ("QUERY q AS SUM(a WITHIN 1", 1, 18, ["')'", "','"], "got 'WITHIN'"),
@@ -29,7 +29,6 @@ PARSE_ERRORS = [
     ("QUERY q AS SUM(a) WITHIN - 1", 1, 26, [WIDTH], "got '-'"),
     ("QUERY q AS SUM(a) WITHIN 1 EMIT x", 1, 28, ["QUERY", "ALTER", "';'"], "got 'EMIT'"),
     ("QUERY q AS SUM(a) WITHIN 1 IMMEDIATELY", 1, 28, ["';'"], "got 'IMMEDIATELY'"),
-    ("QUERY q AS SUM(a) WITHIN 1%", 1, 27, ["';'", "end of input"], "got '%'"),
     ("ALTER q WITHIN 1", 1, 7, ["QUERY"], "expected QUERY but got 'q'"),
     # TOP|BOTTOM k (ALTER of a top-k query) may follow the name too.
     ("ALTER QUERY q", 1, 14, ["WITHIN"], "expected one of WITHIN, TOP, BOTTOM but got end"),
@@ -51,6 +50,8 @@ SEMANTIC_ERRORS = [
     ("ALTER QUERY q WITHIN 2h", 1, 22, "got '2h'"),
     ("ALTER QUERY q WITHIN abc", 1, 22, "WITHIN takes a number > 0, e.g. WITHIN 0.5, got 'abc'"),
     ("ALTER QUERY q WITHIN 1_000", 1, 22, "got '1_000'"),
+    # a relative tolerance (p%) belongs to standing queries (QUERY ... CONFIDENCE p)
+    ("QUERY q AS SUM(a) WITHIN 1%", 1, 26, "WITHIN 1% is a relative tolerance, which only"),
     # MIN / MAX take plain series, pointing at the offending sign, weight or operator
     ("QUERY q AS MIN(2*a, b) WITHIN 1", 1, 16, "MIN takes plain series names separated by ','"),
     ("QUERY q AS MIN(a, -b) WITHIN 1", 1, 19, "(no signs, weights or sums), e.g. MIN(a.x, b.x)"),

@@ -32,9 +32,18 @@ from tsmon.engine.events import Event, EventLog
 from tsmon.engine.points import read_batch
 from tsmon.engine.runs import regular_runs, series_groups
 from tsmon.engine.series import Plan, SeriesNode
+from tsmon.engine.standing import StandingAnswer, StandingQueries
 from tsmon.protocols.filters import Answer, MessageCounts
 from tsmon.query import CompiledQuery, compile_query, parse_expr, parse_queries, query_key
-from tsmon.query.ast import AggregateDef, AlterPrecision, AlterTopK, QueryDef, Stat, TopKDef
+from tsmon.query.ast import (
+    AggregateDef,
+    AlterPrecision,
+    AlterTopK,
+    QueryDef,
+    StandingDef,
+    Stat,
+    TopKDef,
+)
 from tsmon.query.patterns import is_glob, series_matches
 
 
@@ -97,6 +106,7 @@ class Monitor:
         filter_shrink: float = 0.05,
         filter_growth: str = "capped",
         seed: int = 0,
+        standing_tick: str | int = "1s",
     ) -> None:
         if isinstance(series, str):
             raise TypeError(
@@ -122,6 +132,9 @@ class Monitor:
         self._bounded = BoundedQueries(
             FilterSettings(period, float(filter_shrink), int(seed), filter_growth)
         )
+        tick = _millis("standing_tick", standing_tick)
+        assert tick is not None
+        self._standing = StandingQueries(tick)  # CONFIDENCE queries (deferred evaluation)
         self._epoch = 0
         self.now_ms: int | None = None  # the newest event time accepted, over all series
         for name in series:
@@ -194,13 +207,16 @@ class Monitor:
         _refuse_topk(statements)
         compiled = [compile_query(q) for q in statements if isinstance(q, QueryDef)]
         aggregates = [s for s in statements if isinstance(s, AggregateDef)]
-        for name in [q.name for q in compiled] + [a.name for a in aggregates]:
-            if query_key(name) in self._queries or self._bounded.defines(name):
+        standing = [s for s in statements if isinstance(s, StandingDef)]
+        for name in [q.name for q in compiled] + [a.name for a in aggregates + standing]:
+            if self._defines(name):
                 raise ValueError(
                     f"query {name!r} already exists (names ignore case); use alter_query "
                     "to change it or remove_query first"
                 )
         self._bounded.register(aggregates, self._nodes, self._newest, self.now_ms)
+        for statement in standing:
+            self._standing.add(statement, self._nodes)
         for query in compiled:
             key = query_key(query.name)
             self._queries[key] = query
@@ -228,8 +244,15 @@ class Monitor:
         for query in compiled:
             if query_key(query.name) not in self._queries:
                 raise KeyError(f"no query named {query.name!r}; use add_query to create it")
-        bounded = [s for s in statements if isinstance(s, AggregateDef | AlterPrecision)]
+        bounded = [
+            s
+            for s in statements
+            if isinstance(s, AggregateDef | AlterPrecision) and not self._standing.defines(s.name)
+        ]
         self._bounded.change(bounded, self._nodes, self._newest, self.now_ms)
+        for s in statements:
+            if isinstance(s, AlterPrecision) and self._standing.defines(s.name):
+                self._standing.alter(s.name, s.delta, self._nodes)
         for query in compiled:
             key = query_key(query.name)
             old, old_attached = self._queries[key], self._attached[key]
@@ -245,6 +268,9 @@ class Monitor:
         if self._bounded.defines(name):
             self._bounded.unregister(name)
             return
+        if self._standing.defines(name):
+            self._standing.remove(name)
+            return
         if key not in self._queries:
             raise KeyError(f"no query named {name!r}; registered: {sorted(self.queries())}")
         query = self._queries.pop(key)
@@ -254,7 +280,17 @@ class Monitor:
     def queries(self) -> dict[str, str]:
         """The registered queries: name -> text."""
         texts = {q.name: q.text for q in self._queries.values()}
-        return texts | self._bounded.texts()
+        return texts | self._bounded.texts() | self._standing.texts()
+
+    def _defines(self, name: str) -> bool:
+        key = query_key(name)
+        return key in self._queries or self._bounded.defines(name) or self._standing.defines(name)
+
+    def standing_answers(self) -> dict[str, StandingAnswer]:
+        """The last evaluation of every ``... WITHIN ε CONFIDENCE p`` query: ``value`` at
+        ``ts_ms`` with drift ``mu_a`` (extrapolate ``value + mu_a·(t − ts_ms)``, Eq. 8), ``eps``,
+        ``next_due_ms``, and ``interrupted`` / ``eps_intr`` when a series went silent (§4.5)."""
+        return self._standing.answers()
 
     def answers(self) -> dict[str, Answer]:
         """The bounded answer of every ``AS AGG(...) WITHIN δ`` query: ``value``, ``lo``,
@@ -328,6 +364,7 @@ class Monitor:
             finally:  # counted even if a bug raises, so received = accepted + rejected holds
                 self._counts["received"] += len(take)
         self._bounded.flush()
+        self._standing.flush()
         rejected = self._dead.total() - before_dead
         return IngestReport(
             batch.received,
@@ -341,6 +378,7 @@ class Monitor:
         for lo, hi, regular in regular_runs(ts, node.register.last_ts):
             if regular:
                 self._bounded.stage(name, seq[lo:hi], ts[lo:hi], vals[lo:hi])
+                self._standing.stage(name, ts[lo:hi], vals[lo:hi])
                 views = node.append(ts[lo:hi], vals[lo:hi], self._plan(name))
                 self._evaluate(name, seq[lo:hi], ts[lo:hi], vals[lo:hi], views)
                 newest = int(ts[hi - 1])
@@ -460,6 +498,8 @@ class Monitor:
             "points_stored": sum(len(node.register) for node in self._nodes.values()),
             "bounded_queries": len(self._bounded.names()),
             "bounded_points": self._bounded.points,
+            "standing_queries": len(self._standing.names()),
+            "standing_evaluations": self._standing.counters.evaluations,
         }
 
     def _node(self, series: str) -> SeriesNode:

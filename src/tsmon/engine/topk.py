@@ -95,6 +95,13 @@ class _LocalQuery:
         self.node = MonitorNode(0, statement.k, statement.bottom, THETA)
         self.window: deque[tuple[int, str, int]] = deque()  # (ts, object, units) counted
         self.ignored = 0
+        self._objects: dict[str, str | None] = {}  # series -> its object (None: not ours)
+
+    def object_of(self, series: str) -> str | None:
+        """The object whose metric ``series`` holds, remembered per series."""
+        if series not in self._objects:
+            self._objects[series] = self.statement.object_of(series)
+        return self._objects[series]
 
     def expire(self, now_ms: int) -> list[ToCoordinator]:
         """Cancel the points that left the window ``(now − W, now]`` (§1.3)."""
@@ -171,7 +178,7 @@ class TopKSource:
         """One point at the node's time ``now_ms`` (``ts ≤ now_ms``)."""
         out: list[Row] = []
         for local in self.queries.values():
-            obj = local.statement.object_of(series)
+            obj = local.object_of(series)
             if obj is not None:
                 out += self._rows(local, local.observe(ts, obj, value, now_ms))
         return out

@@ -1,6 +1,7 @@
 """The persistent-query language: parse ``QUERY ... ON ... WHEN ... EMIT ...`` and compile it,
-parse bounded-aggregate queries (``QUERY ... AS SUM(...) WITHIN ...``) and resolve them, and
-parse top-k queries (``QUERY ... AS TOP 10 OF doc:* BY hits WITHIN 5``).
+parse bounded-aggregate queries (``QUERY ... AS SUM(...) WITHIN ...``) and resolve them,
+parse top-k queries (``QUERY ... AS TOP 10 OF doc:* BY hits WITHIN 5``) and standing queries
+(``QUERY ... AS MAX OVER 30m OF AVG(...) WITHIN 0.5 CONFIDENCE 0.9``).
 
 Examples
 --------
@@ -14,6 +15,9 @@ Examples
 >>> top = parse_query("QUERY popular AS TOP 10 OF doc:* BY hits OVER 15m WITHIN 5")
 >>> top.k, top.window_ms, top.object_of("doc:7.hits")
 (10, 900000, 'doc:7')
+>>> idx = parse_query("QUERY idx AS AVG(a.px, b.px, c.px) WITHIN 1% CONFIDENCE 0.95")
+>>> idx.eps, idx.relative, idx.confidence, idx.extremum
+(0.01, True, 0.95, None)
 """
 
 from tsmon.query.aggregate import QueryResolveError, ResolvedAggregate, resolve_aggregate
@@ -22,6 +26,7 @@ from tsmon.query.ast import (
     AlterPrecision,
     AlterTopK,
     QueryDef,
+    StandingDef,
     Statement,
     Term,
     TopKDef,
@@ -42,6 +47,7 @@ __all__ = [
     "QueryResolveError",
     "QuerySyntaxError",
     "ResolvedAggregate",
+    "StandingDef",
     "Statement",
     "Term",
     "TopKDef",

@@ -125,10 +125,23 @@ def within_number(
     Traceback (most recent call last):
     ...
     ValueError: WITHIN takes a finite number >= 0, got 'nan'; write e.g. WITHIN 5
+    >>> within_number(Token("WIDTH", "5%"), fail, **words)
+    Traceback (most recent call last):
+    ...
+    ValueError: WITHIN 5% is a relative tolerance, which only standing queries take
+        (QUERY name AS SUM(...) WITHIN 1% CONFIDENCE 0.9); write a plain number >= 0,
+        e.g. WITHIN 5
     """
     text = str(token)
     shown = abbreviate(text)
     if not _WIDTH_NUMBER.fullmatch(text):
+        if text.endswith("%") and _WIDTH_NUMBER.fullmatch(text[:-1]):
+            fail(
+                f"WITHIN {shown} is a relative tolerance, which only standing queries take "
+                "(QUERY name AS SUM(...) WITHIN 1% CONFIDENCE 0.9); write a plain number "
+                f"{bound}, e.g. WITHIN {example}",
+                token,
+            )
         if _WIDTH_WITH_UNIT.fullmatch(text):
             fail(
                 f"WITHIN takes a plain number, in the units of {units}, got "
@@ -169,6 +182,9 @@ def alter_precision(tree: Tree, source: str, fail: Fail) -> ast.AlterPrecision:
 def aggregate_def(tree: Tree, source: str, fail: Fail) -> ast.AggregateDef:
     """``QUERY name AS AGG(arg, ...) WITHIN w``, with the terms of all arguments pooled.
 
+    With a ``CONFIDENCE`` clause the body is a standing query, read by
+    :func:`tsmon.query.standing_syntax.standing_def` instead.
+
     Examples
     --------
     >>> from tsmon.query.parser import parse_query
@@ -177,17 +193,29 @@ def aggregate_def(tree: Tree, source: str, fail: Fail) -> ast.AggregateDef:
     {'a.x': 1.5, 'b.x': 1.5, 'c.x': -0.25}
     """
     name, body = tree.children
-    func, *args, within = body.children
+    func, *args, within, _confidence = body.children
     aggregate = func.lower()
-    mentions = [mention for arg in args for mention in _mentions(arg, aggregate, fail)]
     return ast.AggregateDef(
         str(name),
         aggregate,
-        _pool(mentions, aggregate, fail),
+        pooled_terms(args, aggregate, fail),
         width(within.children[0], fail),
         text=_text(tree, source),
         **_pos(tree),
     )
+
+
+def pooled_terms(args: list[Tree], aggregate: str, fail: Fail) -> tuple[ast.Term, ...]:
+    """The pooled terms of the ``agg_arg`` trees of ``AGG(arg, ...)`` (see :func:`_pool`).
+
+    Examples
+    --------
+    >>> from tsmon.query.parser import parse_query
+    >>> parse_query("QUERY q AS SUM(a, 2*b - a / 2, b) WITHIN 1").weights
+    {'a': 0.5, 'b': 3.0}
+    """
+    mentions = [mention for arg in args for mention in _mentions(arg, aggregate, fail)]
+    return _pool(mentions, aggregate, fail)
 
 
 def _mentions(arg: Tree, aggregate: str, fail: Fail) -> list[_Mention]:

@@ -404,5 +404,70 @@ class AlterTopK(Node):
     text: str = field(default="", compare=False, repr=False)
 
 
+#: Extrema over time of a standing query (``QUERY name AS MAX OVER 30m OF SUM(...) ...``).
+EXTREMA: tuple[str, ...] = ("max", "min")
+
+
+@dataclass(frozen=True)
+class StandingDef(Node):
+    """One ``QUERY name AS ... WITHIN eps CONFIDENCE p`` statement: a standing aggregate query.
+
+    Standing queries with probabilistic deferral (Zhu & Ravishankar 2004): the linear
+    aggregate ``A = Σ a_i·S_i`` of the series' current values (``aggregate`` is ``"sum"``, or
+    ``"avg"``, which divides by the number of distinct series) is re-evaluated only when a
+    drifting-Brownian-motion model of ``A`` says that ``|A(t) - A(t_eval)|`` may exceed ``eps``
+    with a probability above ``1 - confidence`` (§4.2). ``terms`` are pooled as in
+    :class:`AggregateDef` (one :class:`Term` per distinct series spelling, globs included).
+
+    * ``eps`` is > 0: an absolute tolerance in the units of ``A``, or, when ``relative``
+      (``WITHIN 1%``), the fraction ``p / 100`` of ``|A|`` (so ``0 < eps < 1``, Equation 9);
+    * ``confidence`` is the belief threshold ``p``, ``0 < p < 1``;
+    * ``extremum`` (``"max"`` / ``"min"``) asks for the largest / smallest value of ``A`` over
+      a window instead (§4.3, Theorem 1): a sliding ``window`` (canonical text such as
+      ``"30m"`` or ``"100 points"``, ``MAX OVER 30m OF ...``) or a landmark window, from the
+      instant ``landmark_ms`` (epoch ms, ``MAX SINCE 2026-01-01T00:00:00Z OF ...``) or from when
+      the query started (``since_start``, ``MAX SINCE START OF ...``). Exactly one of the
+      three is set when ``extremum`` is, none otherwise.
+
+    ``text`` is the statement's source text.
+
+    Examples
+    --------
+    >>> q = StandingDef("port", "sum", (Term(0.3, "ibm.px"), Term(0.7, "msft.px")), 0.5, False, 0.9)
+    >>> q.weights, q.eps, q.relative, q.confidence, q.extremum
+    ({'ibm.px': 0.3, 'msft.px': 0.7}, 0.5, False, 0.9, None)
+    >>> peak = StandingDef("peak", "avg", (Term(1.0, "a.px"),), 0.01, True, 0.95, "max", "30m")
+    >>> peak.window, peak.landmark_ms, peak.since_start
+    ('30m', None, False)
+    >>> peak == StandingDef(
+    ...     "peak", "avg", (Term(1.0, "a.px"),), 0.01, True, 0.95, "max", "30m", text="QUERY ..."
+    ... )
+    True
+    """
+
+    name: str
+    aggregate: str
+    terms: tuple[Term, ...]
+    eps: float
+    relative: bool
+    confidence: float
+    extremum: str | None = None
+    window: str | None = None
+    landmark_ms: int | None = None
+    since_start: bool = False
+    text: str = field(default="", compare=False, repr=False)
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """Series (or glob) spelling -> weight, in the order of the terms.
+
+        Examples
+        --------
+        >>> StandingDef("d", "sum", (Term(2.0, "a.x"), Term(-1.0, "b.x")), 1.0, False, 0.9).weights
+        {'a.x': 2.0, 'b.x': -1.0}
+        """
+        return {term.series: term.coefficient for term in self.terms}
+
+
 #: Anything :func:`tsmon.query.parser.parse_queries` returns.
-Statement = QueryDef | AggregateDef | AlterPrecision | TopKDef | AlterTopK
+Statement = QueryDef | AggregateDef | AlterPrecision | TopKDef | AlterTopK | StandingDef

@@ -226,6 +226,10 @@ def _not_a_watch_query(statement: object) -> Exception:
         what = f"QUERY {statement.name} AS {direction} {statement.k} OF ... is a top-k query"
     elif isinstance(statement, ast.AlterTopK):
         what = f"ALTER QUERY {statement.name} changes the k of a top-k query"
+    elif isinstance(statement, ast.StandingDef):
+        what = (
+            f"QUERY {statement.name} AS ... CONFIDENCE {statement.confidence:g} is a standing query"
+        )
     else:
         return TypeError(f"compile_query takes a QueryDef or query text, got {statement!r}")
     return QuerySyntaxError(

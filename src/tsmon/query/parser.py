@@ -8,6 +8,9 @@ A file holds, in any mix (see ``grammar.lark`` for the syntax):
 ``ALTER QUERY name WITHIN w [IMMEDIATELY]``                 :class:`~tsmon.query.ast.AlterPrecision`
 ``QUERY name AS TOP|BOTTOM k OF p BY m [OVER d] WITHIN e``  :class:`~tsmon.query.ast.TopKDef`
 ``ALTER QUERY name TOP|BOTTOM k [WITHIN e]``                :class:`~tsmon.query.ast.AlterTopK`
+``QUERY name AS SUM|AVG(...) WITHIN e CONFIDENCE p``        :class:`~tsmon.query.ast.StandingDef`
+``QUERY name AS MAX|MIN OVER|SINCE ... OF SUM|AVG(...)``    :class:`~tsmon.query.ast.StandingDef`
+``WITHIN e CONFIDENCE p``
 =========================================================  ======================================
 """
 
@@ -21,17 +24,15 @@ from typing import NoReturn
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedInput
 
-from tsmon.core.timestamps import parse_instant_ms
-from tsmon.core.units import UnitError, abbreviate, parse_duration_ms
-from tsmon.core.window_spec import MAX_POINTS, WindowSpec
+from tsmon.core.window_spec import WindowSpec
 from tsmon.query import ast
 from tsmon.query.aggregate_syntax import aggregate_def, alter_precision, finite_number
 from tsmon.query.errors import QuerySyntaxError, from_lark
-from tsmon.query.printer import format_expr
+from tsmon.query.printer import format_expr, format_percent
+from tsmon.query.standing_syntax import standing_def
 from tsmon.query.topk_syntax import alter_topk, topk_def
+from tsmon.query.window_syntax import duration_ms, window_spec
 
-_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$", re.I)
-_COUNT = re.compile(r"^(\d+(?:\.\d+)?)\s+points?$", re.I)
 _KEYWORDS = frozenset({"query", "on", "when", "emit", "since", "as", "and", "or", "not"})
 _NAMES = {
     "value": ast.Value,
@@ -85,8 +86,10 @@ def parse_queries(text: str) -> list[ast.Statement]:
     Returns, in file order, a :class:`~tsmon.query.ast.QueryDef` for each ``QUERY name ON``,
     an :class:`~tsmon.query.ast.AggregateDef` for each ``QUERY name AS AGG(...) WITHIN w``,
     an :class:`~tsmon.query.ast.AlterPrecision` for each ``ALTER QUERY name WITHIN w``, a
-    :class:`~tsmon.query.ast.TopKDef` for each ``QUERY name AS TOP|BOTTOM k OF ...`` and an
-    :class:`~tsmon.query.ast.AlterTopK` for each ``ALTER QUERY name TOP|BOTTOM k``.
+    :class:`~tsmon.query.ast.TopKDef` for each ``QUERY name AS TOP|BOTTOM k OF ...``, an
+    :class:`~tsmon.query.ast.AlterTopK` for each ``ALTER QUERY name TOP|BOTTOM k`` and a
+    :class:`~tsmon.query.ast.StandingDef` for each ``QUERY name AS ... CONFIDENCE p`` (a
+    standing query: ``SUM|AVG(...)``, or ``MAX|MIN OVER|SINCE ... OF SUM|AVG(...)``).
 
     Raises :class:`QuerySyntaxError` (line, column, expected tokens) on any parse or semantic
     error. Semantic errors include:
@@ -95,8 +98,11 @@ def parse_queries(text: str) -> list[ast.Statement]:
       ``QUERY a ...`` and ``QUERY A ...`` in one file are an error (an ``ALTER`` defines no
       name, so it never clashes);
     * ``ALTER QUERY q WITHIN ...`` after a watch or top-k query ``q`` of the same file (it has
-      no width), and ``ALTER QUERY q TOP|BOTTOM k`` after a watch or aggregate query ``q`` of
-      the same file, or after a top-k query ``q`` of the other direction;
+      no width) or after a standing query ``q`` with a relative tolerance (``WITHIN 1%``: an
+      ALTER sets an absolute one); ``ALTER QUERY q TOP|BOTTOM k`` after a watch, aggregate or
+      standing query ``q`` of the same file, or after a top-k query ``q`` of the other
+      direction. ``ALTER QUERY q WITHIN w`` after a standing query ``q`` with an absolute
+      tolerance is fine: it gives ``q`` the new tolerance ``w``;
     * durations longer than 100 years (``36525d``), count windows of more than 2**40 points,
       landmark instants outside 1677-09-21 .. 2262-04-11 (pandas' ``Timestamp`` range), and
       number literals too large for a float;
@@ -104,7 +110,13 @@ def parse_queries(text: str) -> list[ast.Statement]:
       weights add up to 0, and a WITHIN width that is not a finite number > 0;
     * in top-k queries: a k that is not a whole number 1 .. 1000000 in plain digits, an OVER
       window that is not a duration > 0, and a WITHIN tolerance that is not a finite
-      number >= 0.
+      number >= 0;
+    * in standing queries: CONFIDENCE after MIN(...) or MAX(...) (a standing query watches
+      SUM or AVG; MAX|MIN OVER|SINCE ... OF SUM(...) is the extremum over time), OVER or SINCE
+      after SUM or AVG, MIN or MAX after OF, an OVER window that is a landmark, a SINCE that is
+      neither an ISO-8601 instant nor START, a WITHIN that is neither a finite number > 0 nor
+      a percentage with 0 < p < 100, a CONFIDENCE that is not a number with 0 < p < 1, and
+      the errors of aggregate terms above; ``WITHIN p%`` anywhere but in a standing query.
 
     Examples
     --------
@@ -126,6 +138,11 @@ def parse_queries(text: str) -> list[ast.Statement]:
     ... ALTER QUERY popular TOP 20''')
     [TopKDef(name='popular', bottom=False, k=10, objects='doc:*', metric='hits',
         window_ms=900000, eps=0.0), AlterTopK(name='popular', bottom=False, k=20, eps=None)]
+    >>> port, low = parse_queries('''
+    ... QUERY port AS SUM(0.3*ibm.px + 0.7*msft.px) WITHIN 0.5 CONFIDENCE 0.9
+    ... QUERY low AS MIN OVER 100 points OF AVG(a.px, b.px) WITHIN 1% CONFIDENCE 0.8''')
+    >>> port.weights, port.eps, port.confidence, low.extremum, low.window, low.eps, low.relative
+    ({'ibm.px': 0.3, 'msft.px': 0.7}, 0.5, 0.9, 'min', '100 points', 0.01, True)
     """
     tree = _parse(text, "start")
     try:
@@ -150,11 +167,12 @@ def _statements(tree: Tree, builder: _Builder) -> list[ast.Statement]:
     return statements
 
 
-_Definition = ast.QueryDef | ast.AggregateDef | ast.TopKDef
+_Definition = ast.QueryDef | ast.AggregateDef | ast.TopKDef | ast.StandingDef
 _KINDS = {
     ast.QueryDef: "a watch query (QUERY ... ON)",
     ast.AggregateDef: "a bounded-aggregate query (QUERY ... AS AGG(...))",
     ast.TopKDef: "a top-k query (QUERY ... AS TOP|BOTTOM k)",
+    ast.StandingDef: "a standing query (QUERY ... WITHIN ... CONFIDENCE p)",
 }
 
 
@@ -187,9 +205,17 @@ def _check_name(
                 "WITHIN <tolerance>",
                 statement,
             )
+        if isinstance(first, ast.StandingDef) and first.relative:
+            builder.fail(
+                f"query '{first.name}' (line {first.line}:{first.column}) has a relative "
+                f"tolerance (WITHIN {format_percent(first.eps)}%) and ALTER QUERY ... WITHIN "
+                "sets an absolute one; to change a relative tolerance, remove the query and "
+                "define it again",
+                statement,
+            )
         return
     if isinstance(statement, ast.AlterTopK):
-        if isinstance(first, ast.QueryDef | ast.AggregateDef):
+        if isinstance(first, ast.QueryDef | ast.AggregateDef | ast.StandingDef):
             builder.fail(
                 f"query '{first.name}' (line {first.line}:{first.column}) is "
                 f"{_KINDS[type(first)]} and has no k; ALTER QUERY ... TOP|BOTTOM k changes "
@@ -288,12 +314,17 @@ class _Builder:
 
     def statement(self, tree: Tree) -> ast.Statement:
         """Dispatch on the statement kind: ALTER (WITHIN / TOP|BOTTOM), or the body of QUERY
-        (ON ... / AS AGG(...) / AS TOP|BOTTOM k)."""
+        (ON ... / AS AGG(...) / AS AGG(...) ... CONFIDENCE p / AS MAX|MIN OVER|SINCE ... /
+        AS TOP|BOTTOM k)."""
         if tree.data == "alter":
             return alter_precision(tree, self.source, self.fail)
         if tree.data == "alter_topk":
             return alter_topk(tree, self.source, self.fail)
         body = tree.children[1]
+        if body.data == "standing_body" or (
+            body.data == "aggregate_body" and body.children[-1] is not None  # CONFIDENCE p
+        ):
+            return standing_def(tree, self.source, self.fail)
         if body.data == "aggregate_body":
             return aggregate_def(tree, self.source, self.fail)
         if body.data == "topk_body":
@@ -347,11 +378,7 @@ class _Builder:
         return self.duration_ms(duration)
 
     def duration_ms(self, token: Token) -> int:
-        try:
-            return parse_duration_ms(str(token))
-        except UnitError as exc:
-            self.fail(str(exc), token)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return duration_ms(token, self.fail)
 
     def no_series(self, expr: ast.Expr) -> None:
         """Reject ``series`` and ``ts_ms`` anywhere but as a whole EMIT item."""
@@ -427,33 +454,4 @@ class _Builder:
         return ast.Call(func, params, **self._pos(token))
 
     def window(self, token: Token) -> WindowSpec:
-        text = str(token)
-        count = _COUNT.match(text)
-        if count is not None:
-            number, shown = count.group(1), abbreviate(text)
-            digits = number.lstrip("0")
-            if not number.isdigit() or not digits:
-                self.fail(
-                    f"a count window needs a whole number of points > 0, got '{shown}'", token
-                )
-            # Compare lengths first: int() refuses strings of more than 4300 digits.
-            if len(digits) > len(str(MAX_POINTS)) or int(digits) > MAX_POINTS:
-                self.fail(
-                    f"count window '{shown}' is too large; a count window holds at most "
-                    f"{MAX_POINTS} points (2**40)",
-                    token,
-                )
-            return WindowSpec.count(int(digits))
-        if text[:5].lower() == "since":
-            instant = text[5:].strip()
-            if not _ISO.match(instant):
-                self.fail(
-                    f"cannot read instant '{abbreviate(instant)}'; write an ISO-8601 date or "
-                    "time, e.g. since 2024-01-01T00:00:00Z",
-                    token,
-                )
-            try:
-                return WindowSpec.landmark(parse_instant_ms(instant))
-            except UnitError as exc:  # a date that does not exist, or outside 1677 .. 2262
-                self.fail(str(exc), token)
-        return WindowSpec.time(self.duration_ms(token))
+        return window_spec(token, self.fail)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from functools import cache
 
+from tsmon.core.timestamps import format_instant_ms
 from tsmon.core.units import format_duration_ms
 from tsmon.core.window_spec import WindowSpec
 from tsmon.query.ast import (
@@ -23,6 +25,7 @@ from tsmon.query.ast import (
     Number,
     Pos,
     SeriesName,
+    StandingDef,
     Stat,
     Statement,
     Term,
@@ -147,6 +150,8 @@ def format_query(query: Statement) -> str:
     'ALTER QUERY d WITHIN 0.001 IMMEDIATELY'
     >>> format_query(parse_query("query p as top 010 of `doc *` by hits over 60m within .5"))
     'QUERY p AS TOP 10 OF `doc *` BY hits OVER 1h WITHIN 0.5'
+    >>> format_query(parse_query("query m as max over 60m of avg(a, b) within 1.0% confidence .9"))
+    'QUERY m AS MAX OVER 1h OF AVG(a, b) WITHIN 1% CONFIDENCE 0.9'
     """
     if isinstance(query, AggregateDef):
         return format_aggregate(query)
@@ -156,6 +161,8 @@ def format_query(query: Statement) -> str:
         return format_topk(query)
     if isinstance(query, AlterTopK):
         return format_alter_topk(query)
+    if isinstance(query, StandingDef):
+        return format_standing(query)
     parts = [f"QUERY {query.name} ON {', '.join(query.triggers)}"]
     if query.when is not None:
         parts.append(f"WHEN {format_expr(query.when)}")
@@ -301,3 +308,65 @@ def format_alter_topk(alter: AlterTopK) -> str:
     """
     text = f"ALTER QUERY {alter.name} {_direction(alter.bottom)} {alter.k}"
     return text if alter.eps is None else f"{text} WITHIN {format_number(alter.eps)}"
+
+
+def _shift(number: Decimal, places: int) -> Decimal:
+    """``number * 10**places``, exactly (the exponent moves; the digits stay)."""
+    sign, digits, exponent = number.as_tuple()
+    assert isinstance(exponent, int)  # a finite number
+    return Decimal((sign, digits, exponent + places))
+
+
+def format_percent(fraction: float) -> str:
+    """The ``p`` of ``WITHIN p%`` for a relative tolerance ``fraction`` (``p / 100``): the
+    shortest text that reads back as ``fraction`` (the parser divides the decimal ``p`` by 100
+    and rounds once).
+
+    Examples
+    --------
+    >>> format_percent(0.01), format_percent(0.07), format_percent(0.125), format_percent(1e-05)
+    ('1', '7', '12.5', '0.001')
+    """
+    exact = _shift(Decimal(repr(float(fraction))), 2)  # repr reads back as the fraction
+    short = format_number(float(exact))
+    if float(_shift(Decimal(short), -2)) == fraction:
+        return short
+    return str(exact).replace("E", "e")
+
+
+def _format_tolerance(eps: float, relative: bool) -> str:
+    return f"{format_percent(eps)}%" if relative else format_number(eps)
+
+
+def format_standing(query: StandingDef) -> str:
+    """Canonical text of ``QUERY name AS [MAX|MIN OVER|SINCE ... OF] SUM|AVG(...) WITHIN eps
+    CONFIDENCE p``.
+
+    Examples
+    --------
+    >>> port = (Term(0.3, "ibm.px"), Term(0.7, "msft.px"))
+    >>> format_standing(StandingDef("port", "sum", port, 0.5, False, 0.9))
+    'QUERY port AS SUM(0.3 * ibm.px + 0.7 * msft.px) WITHIN 0.5 CONFIDENCE 0.9'
+    >>> two = (Term(1.0, "a.px"), Term(1.0, "b.px"))
+    >>> format_standing(StandingDef("low", "avg", two, 0.02, True, 0.8, "min", "100 points"))
+    'QUERY low AS MIN OVER 100 points OF AVG(a.px, b.px) WITHIN 2% CONFIDENCE 0.8'
+    >>> format_standing(StandingDef("top", "avg", two, 0.5, False, 0.9, "max", since_start=True))
+    'QUERY top AS MAX SINCE START OF AVG(a.px, b.px) WITHIN 0.5 CONFIDENCE 0.9'
+    >>> high = StandingDef("high", "sum", two[:1], 0.5, False, 0.9, "max", None, 1767225600000)
+    >>> format_standing(high)
+    'QUERY high AS MAX SINCE 2026-01-01T00:00:00Z OF SUM(a.px) WITHIN 0.5 CONFIDENCE 0.9'
+    """
+    text = f"QUERY {query.name} AS "
+    if query.extremum is not None:
+        if query.window is not None:
+            window = f"OVER {query.window}"
+        elif query.landmark_ms is not None:
+            window = f"SINCE {format_instant_ms(query.landmark_ms)}"
+        else:
+            window = "SINCE START"
+        text += f"{query.extremum.upper()} {window} OF "
+    return (
+        f"{text}{query.aggregate.upper()}({format_terms(query.terms)}) "
+        f"WITHIN {_format_tolerance(query.eps, query.relative)} "
+        f"CONFIDENCE {format_number(query.confidence)}"
+    )

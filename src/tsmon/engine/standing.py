@@ -1,0 +1,202 @@
+"""Standing aggregates with deferred evaluation, hosted by a :class:`~tsmon.engine.monitor.Monitor`
+(Zhu & Ravishankar 2004 through :mod:`tsmon.protocols.deferral`).
+
+``QUERY port AS SUM(0.3*ibm.px + 0.7*msft.px) WITHIN 0.5 CONFIDENCE 0.9`` is evaluated only when
+the drifting-Brownian-motion model of its series says ``|A(t) − A(t_eval)|`` may exceed 0.5 with
+probability above 0.1; in between, the last answer stands (users may extrapolate it with its
+drift ``μ_A``, Eq. 8).
+
+Choices the paper leaves open
+    * **Ticks.** The model's evaluations happen at ticks of event time, every ``tick_ms``
+      (the Monitor's ``standing_tick``, default 1 s): the points of ``(b − tick, b]`` are fed
+      at boundary ``b``, once a point at or after ``b`` has arrived (so an answer lags the
+      newest point by less than one tick). Stream parameters are estimated from each series'
+      own timestamps (irregular sampling included).
+    * **Series** are read as their newest in-order value; late points (older than a series'
+      newest) go to the registers and watch queries but not to the model, which assumes
+      in-order delivery. Globs expand over the series that exist when the query is added,
+      like bounded aggregates.
+    * **AVG** divides by the number of distinct series. ``MAX|MIN OVER <duration>`` is the
+      sliding-window extremum of Theorem 1; a count window (``OVER 100 points``) is refused
+      (the model is in time). ``SINCE START`` is a landmark at the query's first tick.
+    * ``ALTER QUERY q WITHIN w`` re-registers the query with the new tolerance (the per-stream
+      models are kept, so nothing is re-learned).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+import numpy as np
+
+from tsmon.core.units import parse_duration_ms
+from tsmon.protocols.deferral import DeferralEngine, StandingQuery
+from tsmon.protocols.deferral.engine import Answer, Counters
+from tsmon.query.ast import StandingDef
+from tsmon.query.parser import query_key
+from tsmon.query.patterns import is_glob, series_matches
+
+__all__ = ["StandingAnswer", "StandingQueries"]
+
+StandingAnswer = Answer
+
+
+class StandingQueries:
+    """The standing queries of one Monitor: statements, stream ids and the deferral engine.
+
+    Examples
+    --------
+    >>> from tsmon.query import parse_query
+    >>> sq = StandingQueries(tick_ms=1_000)
+    >>> sq.add(parse_query("QUERY s AS SUM(a.x, b.x) WITHIN 1 CONFIDENCE 0.9"), ["a.x", "b.x"])
+    >>> for t in range(0, 3_001, 500):
+    ...     sq.stage("a.x", np.array([t]), np.array([1.0]))
+    ...     sq.stage("b.x", np.array([t]), np.array([2.0]))
+    >>> sq.flush()
+    >>> sq.answers()["s"].value
+    3.0
+    """
+
+    def __init__(self, tick_ms: int = 1_000, **engine_options: object) -> None:
+        if tick_ms <= 0:
+            raise ValueError(f"standing_tick must be > 0 ms, got {tick_ms}")
+        self.tick_ms = int(tick_ms)
+        self.engine = DeferralEngine(tick_ms=self.tick_ms, **engine_options)  # type: ignore[arg-type]
+        self.stream_of: dict[str, int] = {}  # series -> stream id
+        self.statements: dict[str, StandingDef] = {}  # by query key
+        self.latest: dict[str, Answer] = {}  # by name: the last evaluation
+        self._staged: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (ids, ts, values)
+        self._tick: int | None = None  # the last boundary fed
+        self._pending: dict[str, StandingQuery] = {}  # SINCE START: added at the first tick
+
+    # -- queries -------------------------------------------------------------------------
+
+    def defines(self, name: str) -> bool:
+        return query_key(name) in self.statements
+
+    def names(self) -> list[str]:
+        return [s.name for s in self.statements.values()]
+
+    def texts(self) -> dict[str, str]:
+        return {s.name: s.text for s in self.statements.values()}
+
+    def add(self, statement: StandingDef, series: Iterable[str]) -> None:
+        """Register ``statement`` over the existing ``series`` (globs expanded now)."""
+        if statement.window is not None and not _duration_ms(statement.window):
+            raise ValueError(
+                f"query {statement.name!r}: MAX/MIN OVER {statement.window} counts points; the "
+                "deferral model is in time, so give a duration (e.g. OVER 30m)"
+            )
+        weights = self._weights(statement, list(series))
+        self.statements[query_key(statement.name)] = statement
+        if statement.since_start and self._tick is None:  # its landmark is the first tick
+            self._pending[statement.name] = self._spec(statement, weights, landmark_ms=0)
+            return
+        self.engine.add_query(self._spec(statement, weights, self._tick))
+
+    def _weights(self, statement: StandingDef, series: list[str]) -> dict[int, float]:
+        pooled: dict[str, float] = {}
+        for term in statement.terms:
+            names = (
+                [s for s in series if series_matches(s, [term.series])]
+                if is_glob(term.series)
+                else [term.series]
+            )
+            if not names:
+                raise ValueError(
+                    f"query {statement.name!r}: {term.series!r} matches no series; add the "
+                    "series first (globs expand when the query is added)"
+                )
+            for name in names:
+                pooled[name] = pooled.get(name, 0.0) + term.coefficient
+        pooled = {s: w for s, w in pooled.items() if w != 0.0}
+        if not pooled:
+            raise ValueError(f"query {statement.name!r}: the weights sum to 0 for every series")
+        scale = 1.0 / len(pooled) if statement.aggregate == "avg" else 1.0  # AVG over |S|
+        return {self._stream(s): w * scale for s, w in pooled.items()}
+
+    def _stream(self, series: str) -> int:
+        return self.stream_of.setdefault(series, len(self.stream_of))
+
+    @staticmethod
+    def _spec(s: StandingDef, weights: dict[int, float], landmark_ms: int | None) -> StandingQuery:
+        landmark = landmark_ms if s.since_start else s.landmark_ms
+        return StandingQuery(
+            s.name,
+            weights,
+            s.eps,
+            s.confidence,
+            kind=s.extremum or "linear",  # type: ignore[arg-type]
+            window_ms=None if s.window is None else _duration_ms(s.window),
+            landmark_ms=landmark,
+            relative=s.relative,
+        )
+
+    def alter(self, name: str, eps: float, series: Iterable[str]) -> None:
+        """A new tolerance: the query is registered again (stream models are kept)."""
+        statement = self.statements[query_key(name)]
+        self.remove(name)
+        self.add(dataclasses.replace(statement, eps=float(eps)), series)
+
+    def remove(self, name: str) -> None:
+        statement = self.statements.pop(query_key(name))
+        self.latest.pop(statement.name, None)
+        if self._pending.pop(statement.name, None) is None:
+            self.engine.remove_query(statement.name)
+
+    # -- data ----------------------------------------------------------------------------
+
+    def tracks(self, series: str) -> bool:
+        return series in self.stream_of
+
+    def stage(self, series: str, ts: np.ndarray, values: np.ndarray) -> None:
+        """In-order points of one series, fed at the next tick boundaries they reach."""
+        if series in self.stream_of and len(ts):
+            ids = np.full(len(ts), self.stream_of[series], dtype=np.int64)
+            self._staged.append((ids, np.asarray(ts, np.int64), np.asarray(values, float)))
+
+    def flush(self) -> None:
+        """Run every tick boundary the staged points have passed."""
+        if not self._staged or not self.statements:
+            return
+        ids, ts, values = (np.concatenate(parts) for parts in zip(*self._staged, strict=True))
+        order = np.argsort(ts, kind="stable")
+        ids, ts, values = ids[order], ts[order], values[order]
+        first = (ts[0] // self.tick_ms) * self.tick_ms if self._tick is None else self._tick
+        last = (ts[-1] // self.tick_ms) * self.tick_ms  # boundaries reached by a point
+        fed = 0
+        for boundary in range(first, last + 1, self.tick_ms):
+            if self._tick is not None and boundary <= self._tick:
+                continue
+            upto = int(np.searchsorted(ts, boundary, side="right"))
+            self._run_tick(boundary, ids[fed:upto], ts[fed:upto], values[fed:upto])
+            fed = upto
+        self._staged = [(ids[fed:], ts[fed:], values[fed:])] if fed < len(ts) else []
+
+    def _run_tick(self, now: int, ids: np.ndarray, ts: np.ndarray, values: np.ndarray) -> None:
+        self._tick = now
+        for spec in self._pending.values():
+            self.engine.add_query(dataclasses.replace(spec, landmark_ms=now))
+        self._pending = {}
+        for answer in self.engine.tick(now, ids, ts, values):
+            self.latest[answer.name] = answer
+
+    # -- answers -------------------------------------------------------------------------
+
+    def answers(self) -> dict[str, Answer]:
+        """The last evaluation of every query (queries not evaluated yet are left out)."""
+        names = [s.name for s in self.statements.values()]
+        return {n: self.latest[n] for n in names if n in self.latest}
+
+    @property
+    def counters(self) -> Counters:
+        """Evaluations, missed deadlines, penalty and estimations so far."""
+        return self.engine.counters
+
+
+def _duration_ms(window: str) -> int | None:
+    """Milliseconds of a duration window (``"30m"``), ``None`` for a count (``"100 points"``)."""
+    if window.strip().endswith(("point", "points")):
+        return None
+    return parse_duration_ms(window)
