@@ -3,14 +3,16 @@
 For every workload of :mod:`workloads` (a: popular documents, b: least-loaded server, c: busiest
 destination, d1/d3: NAB tweets top-1/top-3) and every ε, one pass runs the protocol with the
 paper's §4.3 policy (``Policy.paper()``: F_0 = ½ and proportional allocation when
-ε ≤ max value / 1000, else F_0 = 0 and even), caching with the paper's threshold ε/m (valid
+ε ≤ max value / 1000, else F_0 = 0 and even; ``--policy half`` fixes F_0 = ½ proportional) and
+Appendix C offloading with θ = 20 (``--theta none`` disables it; workload (b) runs the
+bottom-k protocol), caching with the paper's threshold ε/m (valid
 within 2ε) and with ε/(2m) (valid within ε), the exact oracle (every protocol answer checked,
 caching every 5,000 updates; a bad answer aborts the run) and an offline lower bound on answer
 changes (:mod:`harness`). Messages are counted from the first update (the initial gather is
 free). Medians over seeds; ratios per seed, then the median.
 
 ``python benchmarks/topk/cost.py --quick`` is a smoke run (< 30 s); CSV + PNG go to
-``benchmarks/topk/out/``.
+``benchmarks/topk/out/`` (``--name``: file prefix, default ``cost``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +43,8 @@ from workloads import (
     popular_documents,
     tweets,
 )
+
+from tsmon.protocols.topk import Policy
 
 OUT = Path(__file__).resolve().parent / "out"
 TARGET_CACHING_RATIO = 10.0  # ≥ 10× fewer messages than caching at small ε on (a)
@@ -58,11 +63,27 @@ def make(name: str, seed: int, scale: float) -> Workload | None:
     raise ValueError(f"unknown workload {name!r}")
 
 
-def job(name: str, seed: int, scale: float, eps: list[int], check_every: int) -> list[Result]:
+POLICIES = {"paper": Policy.paper(), "half": Policy(Fraction(1, 2), True)}
+
+
+def job(
+    name: str,
+    seed: int,
+    scale: float,
+    eps: list[int],
+    check_every: int,
+    policy: str = "paper",
+    theta: int | None = 20,
+) -> list[Result]:
     w = make(name, seed, scale)
     if w is None:
         return []
-    return run(w, eps, seed, check_every=check_every)
+    return run(w, eps, seed, POLICIES[policy], check_every=check_every, theta=theta)
+
+
+def parse_theta(text: str) -> int | None:
+    """``--theta`` value: an integer or ``none``."""
+    return None if text.lower() == "none" else int(text)
 
 
 def ratio(a: float, b: float) -> float:
@@ -101,6 +122,8 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
                 "phase2": med(lambda r: r.phase2),
                 "phase3": med(lambda r: r.phase3),
                 "refresh": med(lambda r: r.refresh),
+                "offloads": med(lambda r: r.offloads),
+                "theta": rs[0].theta,
                 "checks": sum(r.checks for r in rs),
                 "k": K[name],
             }
@@ -121,11 +144,12 @@ def print_table(rows: list[dict[str, Any]], console: Console) -> None:
         rs = [r for r in rows if r["workload"] == name]
         table = Table(
             title=f"workload {name} (k = {rs[0]['k']}, {rs[0]['updates']:,.0f} updates, "
-            f"max value {rs[0]['max_value']:,.0f}; medians over {rs[0]['seeds']} seeds)"
+            f"max value {rs[0]['max_value']:,.0f}, θ = {rs[0]['theta']}; medians over "
+            f"{rs[0]['seeds']} seeds)"
         )
         cols = ("ε", "policy", "top-k", "caching ε/m", "caching ε/2m", "lower bd", "changes",
                 "cach/top-k", "strict/top-k", "top-k/LB", "entries mean", "max", "ph2", "ph3",
-                "refresh")  # fmt: skip
+                "refresh", "offload msgs")  # fmt: skip
         for c in cols:
             table.add_column(c, justify="right")
         for r in rs:
@@ -145,6 +169,7 @@ def print_table(rows: list[dict[str, Any]], console: Console) -> None:
                 f"{r['phase2']:,.0f}",
                 f"{r['phase3']:,.0f}",
                 f"{r['refresh']:,.0f}",
+                f"{r['offloads']:,.0f}",
             )
         console.print(table)
 
@@ -191,7 +216,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--scale", type=float, default=1.0, help="stream length × default")
     ap.add_argument("--check-every", type=int, default=1, help="oracle check period (updates)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
+    ap.add_argument("--policy", choices=sorted(POLICIES), default="paper",
+                    help="paper: §4.3 cutoff; half: F_0 = 1/2 proportional")  # fmt: skip
+    ap.add_argument("--theta", type=parse_theta, default=20,
+                    help="Appendix C threshold θ (none: no offloading)")  # fmt: skip
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--name", default="cost", help="output file prefix")
     ap.add_argument("--quick", action="store_true", help="scale 0.2, 1 seed, 5 ε values")
     args = ap.parse_args(argv)
     if args.quick:
@@ -200,7 +230,7 @@ def main(argv: list[str] | None = None) -> None:
     names = args.workloads.split(",")
     console = Console(width=200)
     start = time.perf_counter()
-    tasks = [(n, s, args.scale, eps, args.check_every) for n in names
+    tasks = [(n, s, args.scale, eps, args.check_every, args.policy, args.theta) for n in names
              for s in range(1, args.seeds + 1)]  # fmt: skip
     results: list[Result] = []
     if args.jobs > 1:
@@ -216,15 +246,15 @@ def main(argv: list[str] | None = None) -> None:
     rows = summarize(results)
     print_table(rows, console)
     args.out.mkdir(parents=True, exist_ok=True)
-    with (args.out / "cost.csv").open("w", newline="") as fh:
+    with (args.out / f"{args.name}.csv").open("w", newline="") as fh:
         wr = csv.DictWriter(fh, fieldnames=list(results[0].row()))
         wr.writeheader()
         wr.writerows(r.row() for r in results)
-    with (args.out / "cost_summary.csv").open("w", newline="") as fh:
+    with (args.out / f"{args.name}_summary.csv").open("w", newline="") as fh:
         wr = csv.DictWriter(fh, fieldnames=list(rows[0]))
         wr.writeheader()
         wr.writerows(rows)
-    plot(rows, args.out / "cost.png")
+    plot(rows, args.out / f"{args.name}.png")
     checks = sum(r.checks for r in results)
     console.print(
         f"oracle: {checks:,} protocol answers checked ε-valid, 0 violations (a violation "
@@ -245,7 +275,8 @@ def main(argv: list[str] | None = None) -> None:
         f"max entries per message {max(r['entries_max'] for r in rows)}"
     )
     console.print(
-        f"wrote {args.out / 'cost.csv'}, cost_summary.csv, cost.png; "
+        f"policy {args.policy}, θ = {args.theta}; wrote {args.out / args.name}.csv, "
+        f"{args.name}_summary.csv, {args.name}.png; "
         f"{time.perf_counter() - start:.0f} s wall; machine: {os.cpu_count()} cores, "
         f"{platform.machine()}, Python {platform.python_version()}, "
         f"1-min load {os.getloadavg()[0]:.2f}"

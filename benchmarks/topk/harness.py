@@ -1,14 +1,20 @@
 """One pass over a workload for many ε: top-k monitoring, caching, exact oracle, lower bound.
 
-For every ε of the sweep a :class:`TopKNetwork` (with the given :class:`Policy`) and two
-:class:`CachingNetwork` baselines see the same updates; messages are counted from the first
+For every ε of the sweep a :class:`TopKNetwork` (with the given :class:`Policy`, Appendix C
+offloading with threshold θ = 20 unless told otherwise, bottom-k when ``Workload.bottom``) and
+two :class:`CachingNetwork` baselines see the same updates; messages are counted from the first
 update on (the one-time initial gather is not counted; caching's copies of the initial values
 are free as well).
+
+Bottom-k runs everything on *keys* ``−V_i``: bottom-k of ``V`` is top-k of ``−V``, so the
+oracle, the lower bound and caching (fed ``−Δ``; the initial objects start in its cache) are
+the top-k ones, except that objects nobody reported are not candidates (no phantom at 0).
 
 * Caching, paper threshold ``ε/m`` (§4.4; cached sums within ε, answers valid within 2ε) and
   strict threshold ``ε/(2m)`` (answers valid within ε, like the protocol).
 * Oracle: exact ``V_i`` in a sorted list; the protocol's answer is checked for ε-validity
-  (``min_{T} V_t + ε ≥ max_{∉T} V_s``, unseen objects 0) after every ``check_every``-th update
+  (``min_{T} V_t + ε ≥ max_{∉T} V_s``, unseen objects 0; bottom-k:
+  ``max_{T} V_t ≤ min_{∉T} V_s + ε``) after every ``check_every``-th update
   (1 = every update; O(k) per check), caching's every ``cache_check_every``-th update. A
   violation raises :class:`ValidityError`.
 * Lower bound: the coordinator's answer changes only when a message reaches it, so every
@@ -40,10 +46,16 @@ class ValidityError(AssertionError):
     """An answer was not valid within its tolerance."""
 
 
-class Exact:
-    """Exact sums ``V_i`` with the values kept sorted (``(value, obj)``, bisect)."""
+NONE = -(10**18)  # "no such value" for bottom-k keys (no phantom at 0)
 
-    def __init__(self) -> None:
+
+class Exact:
+    """Exact sums kept sorted (``(key, obj)``, bisect); keys are ``V_i`` (top-k) or ``−V_i``
+    (bottom-k, where unseen objects are no candidates)."""
+
+    def __init__(self, bottom: bool = False) -> None:
+        self.bottom = bottom
+        self.floor = NONE if bottom else 0  # key of an object nobody reported
         self.values: dict[Hashable, int] = {}
         self.order: list[tuple[int, Any]] = []
 
@@ -58,19 +70,21 @@ class Exact:
         bisect.insort(self.order, (new, obj))
 
     def largest(self, i: int) -> int:
-        """``V_(i)``, the i-th largest value (0 when fewer than ``i`` objects are known)."""
-        return self.order[-i][0] if len(self.order) >= i else 0
+        """The i-th largest key (``floor`` when fewer than ``i`` objects are known)."""
+        return self.order[-i][0] if len(self.order) >= i else self.floor
 
     def slack(self, top: Iterable[Hashable], eps: int) -> int:
-        """``min_T V_t + ε − max_{∉T} V_s`` (≥ 0 iff ``top`` is valid within ε)."""
+        """``min_T V_t + ε − max_{∉T} V_s`` on keys (≥ 0 iff ``top`` is valid within ε)."""
         top = frozenset(top)
+        if not top:  # valid only while no object beats the unseen ones
+            return -1 if self.order and self.largest(1) > self.floor else 0
         low = min(self.values.get(t, 0) for t in top)
-        high = 0
+        high = self.floor
         for value, obj in reversed(self.order):
             if obj not in top:
-                high = max(value, 0)
+                high = max(value, self.floor)
                 break
-        return low + eps - high
+        return low + eps - high if high != NONE else eps
 
     def between(self, lo: int, hi: int) -> list[Hashable]:
         """Objects with ``lo ≤ V ≤ hi``."""
@@ -102,7 +116,7 @@ class LowerBound:
         return IN if v > hi else OUT if v < lo else FREE
 
     def _note_zero(self, t: int) -> None:
-        if self._state(0) == OUT:
+        if not self.exact.bottom and self._state(0) == OUT:
             self.zero_out_time = t
 
     def after(self, t: int, obj: Hashable, old_bounds: tuple[int, int]) -> None:
@@ -153,6 +167,8 @@ class Result:
     phase2: int
     phase3: int
     refresh: int
+    offloads: int
+    theta: int | None
     caching: int
     caching_strict: int
     lower_bound: int
@@ -174,17 +190,20 @@ def run(
     check_every: int = 1,
     cache_check_every: int = 5_000,
     baselines: bool = True,
+    theta: int | None = 20,
 ) -> list[Result]:
-    """All ε in one pass over ``w.updates``; raises :class:`ValidityError` on a bad answer."""
-    m, k = w.m, w.k
+    """All ε in one pass over ``w.updates``; raises :class:`ValidityError` on a bad answer.
+    ``theta``: Appendix C threshold (``None``: no offloading)."""
+    m, k, bottom = w.m, w.k, w.bottom
+    sign = -1 if bottom else 1  # keys: V (top-k) or −V (bottom-k)
     nets = []
     caches: list[tuple[CachingNetwork, CachingNetwork]] = []
-    exact = Exact()
+    exact = Exact(bottom)
     for values in w.initial:
         for o, v in values.items():
-            exact.apply(o, v)
+            exact.apply(o, sign * v)
     for eps in eps_values:
-        net = TopKNetwork(m, k, eps, policy, initial=w.initial)
+        net = TopKNetwork(m, k, eps, policy, initial=w.initial, bottom=bottom, theta=theta)
         net.counts = MessageCounts()  # count the stream only
         nets.append(net)
         if baselines:
@@ -192,19 +211,21 @@ def run(
             for c in pair:
                 for j, values in enumerate(w.initial, start=1):
                     for o, v in values.items():
-                        c.update(j, o, v)
+                        c.update(j, o, sign * v)
+                        if bottom:
+                            c.cache.setdefault(o, 0)  # known objects are candidates
                 c.counts = MessageCounts()
             caches.append(pair)
     bounds = [LowerBound(exact, k, eps) for eps in eps_values]
     answers = [net.answer() for net in nets]
     changes = [0] * len(nets)
     checks = 0
-    max_value = exact.largest(1)
+    max_value = max((abs(v) for v in exact.values.values()), default=0)
     for t, (node, obj, delta) in enumerate(w.updates, start=1):
         old = [lb.bounds for lb in bounds]
-        exact.apply(obj, delta)
-        if exact.values[obj] > max_value:
-            max_value = exact.values[obj]
+        exact.apply(obj, sign * delta)
+        if abs(exact.values[obj]) > max_value:
+            max_value = abs(exact.values[obj])
         check = t % check_every == 0
         cache_check = baselines and t % cache_check_every == 0
         for i, net in enumerate(nets):
@@ -223,8 +244,8 @@ def run(
                     )
             if baselines:
                 paper, strict = caches[i]
-                paper.update(node, obj, delta)
-                strict.update(node, obj, delta)
+                paper.update(node, obj, sign * delta)
+                strict.update(node, obj, sign * delta)
                 if cache_check:
                     for c, tol in ((paper, 2 * net.eps), (strict, net.eps)):
                         if exact.slack(c.answer(), tol) < 0:
@@ -255,6 +276,8 @@ def run(
                 phase2=ph["phase2"],
                 phase3=ph["phase3"],
                 refresh=ph["refresh"],
+                offloads=c.offloads,
+                theta=theta,
                 caching=caches[i][0].counts.total if baselines else 0,
                 caching_strict=caches[i][1].counts.total if baselines else 0,
                 lower_bound=bounds[i].count,

@@ -1,9 +1,10 @@
 """Fig. 3 (§4.3) of Babcock & Olston 2003: cost vs the allocation parameter F_0.
 
 Workload (a) (popular documents, :func:`workloads.popular_documents`), even and proportional
-allocation of the remaining 1 − F_0 among the monitor nodes, one small and one large ε. Every
-answer is checked against the exact sums (a violation aborts). Messages counted from the first
-update; medians over seeds.
+allocation of the remaining 1 − F_0 among the monitor nodes, one small and one large ε,
+Appendix C offloading with θ = 20 (``--theta none`` disables it). Every answer is checked
+against the exact sums (a violation aborts). Messages counted from the first update; medians
+over seeds.
 
 ``python benchmarks/topk/policy.py --quick`` is a smoke run (< 30 s); CSV + PNG go to
 ``benchmarks/topk/out/``.
@@ -23,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from cost import parse_theta
 from harness import run
 from rich.console import Console
 from rich.table import Table
@@ -42,6 +44,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--requests", type=int, default=50_000, help="requests of workload (a)")
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--check-every", type=int, default=10, help="oracle check period")
+    ap.add_argument("--theta", type=parse_theta, default=20,
+                    help="Appendix C threshold θ (none: no offloading)")  # fmt: skip
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--quick", action="store_true", help="10,000 requests, F_0 ∈ {0, ½, 1}")
     args = ap.parse_args(argv)
@@ -57,7 +61,10 @@ def main(argv: list[str] | None = None) -> None:
         w = popular_documents(seed, requests=args.requests)
         for prop in (False, True):
             for f0 in f0s:
-                for r in run(w, eps, seed, Policy(f0, prop), args.check_every, baselines=False):
+                policy = Policy(f0, prop)
+                for r in run(
+                    w, eps, seed, policy, args.check_every, baselines=False, theta=args.theta
+                ):
                     max_value = r.max_value
                     rows.append(
                         {
@@ -71,6 +78,8 @@ def main(argv: list[str] | None = None) -> None:
                             "phase2": r.phase2,
                             "phase3": r.phase3,
                             "refresh": r.refresh,
+                            "offloads": r.offloads,
+                            "theta": r.theta,
                             "entries_mean": r.entries_mean,
                             "entries_max": r.entries_max,
                             "checks": r.checks,
@@ -89,8 +98,9 @@ def main(argv: list[str] | None = None) -> None:
         )  # fmt: skip
 
     table = Table(
-        title=f"workload (a), {args.requests:,} requests, max value {max_value:,}: messages vs "
-        f"F_0 (medians over {args.seeds} seeds; paper cutoff ε ≤ max/1000 = {max_value / 1000:g})"
+        title=f"workload (a), {args.requests:,} requests, max value {max_value:,}, "
+        f"θ = {args.theta}: messages vs F_0 (medians over {args.seeds} seeds; paper cutoff "
+        f"ε ≤ max/1000 = {max_value / 1000:g})"
     )
     table.add_column("F_0", justify="right")
     for e in eps:

@@ -13,19 +13,21 @@ partial values stay ≥ 0.
   permutation (every ``requests / rotations`` requests each document moves down one rank and
   the least popular one becomes the most popular: "breaking news").
 * :func:`least_loaded` — Monitoring Query 2: the least loaded of 8 servers, load = requests in
-  the last 15 minutes. The core ranks largest values only, so BOTTOM-1 is TOP-1 of
-  ``C − load`` with a constant ``C`` ≥ every load (chosen after generation: the largest window
-  load rounded up to a multiple of 100); a request is ``−1`` on its server, its expiry ``+1``.
+  the last 15 minutes, BOTTOM-1 (``Workload.bottom``: run with ``TopKNetwork(bottom=True)``);
+  a request is ``+1`` on its server, its expiry ``−1``; every server starts known at load 0.
   By default each server is its own monitor node (the paper's special case ``V_ij = V_i`` for
   ``i = j``, 0 otherwise); ``frontends=F`` instead counts each request at one of ``F``
-  front-end nodes (``C`` split evenly among them).
+  front-end nodes.
 * :func:`busiest_destination` — Monitoring Query 3: packets to 2,000 destination hosts seen
   at 4 nodes over one hour, 15-minute sliding window, Zipf(1.1) destinations with packet
   trains (a packet repeats the previous destination with probability ``burst``) and a drifting
   rank permutation; each destination is mostly seen at one "route" node.
 * :func:`tweets` — the ten NAB ``realTweets`` series (5-minute tweet counts per company),
   objects = companies, each row's count split multinomially over 4 nodes (company-specific
-  Dirichlet weights), 1-hour sliding window; ``None`` if the data directory is absent.
+  Dirichlet weights), 1-hour sliding window; ``None`` if the data directory is absent. A
+  company is its index in alphabetical order: integers hash alike in every process, so set
+  order, tie-breaks and message counts do not depend on ``PYTHONHASHSEED`` (with the names
+  as objects they did).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class Workload:
     initial: list[dict[Hashable, int]]
     updates: list[Update]
     max_value: int = 0  # largest exact value V_i over the run (filled by the harness)
+    bottom: bool = False  # bottom-k (smallest values) instead of top-k
     info: dict[str, float] = field(default_factory=dict)
 
 
@@ -121,9 +124,9 @@ def least_loaded(
     per_window: int = 4_000,
     frontends: int | None = None,
 ) -> Workload:
-    """Query 2: BOTTOM-1 load over ``servers`` as TOP-1 of ``C − load``; ``per_window`` requests
-    per 15-minute window on average; server shares follow a mean-reverting log random walk
-    (one step per simulated minute)."""
+    """Query 2: BOTTOM-1 load over ``servers``; ``per_window`` requests per 15-minute window on
+    average; server shares follow a mean-reverting log random walk (one step per simulated
+    minute)."""
     rng = np.random.default_rng(seed)
     gaps = rng.exponential(window / per_window, requests)
     times = np.cumsum(gaps)
@@ -142,32 +145,30 @@ def least_loaded(
     nodes_of = chosen + 1 if frontends is None else rng.integers(1, frontends + 1, requests)
     m = servers if frontends is None else frontends
     arrivals = [
-        (t, int(n), int(s), -1)
+        (t, int(n), int(s), 1)
         for t, n, s in zip(times.tolist(), nodes_of.tolist(), chosen.tolist(), strict=True)
     ]
     updates = _windowed(arrivals, window)
     load = [0] * servers
     peak = 0
     for _, s, d in updates:
-        load[s] -= d
+        load[s] += d
         peak = max(peak, load[s])
-    c_total = (peak // 100 + 1) * 100
     if frontends is None:
-        initial: list[dict[Hashable, int]] = [{j: c_total} for j in range(servers)]
+        initial: list[dict[Hashable, int]] = [{j: 0} for j in range(servers)]
     else:
-        share = -(-c_total // frontends)  # every front-end holds ⌈C/F⌉ per server
-        c_total = share * frontends
-        initial = [dict.fromkeys(range(servers), share) for _ in range(frontends)]
+        initial = [dict.fromkeys(range(servers), 0) for _ in range(frontends)]
     where = "each server its own node" if frontends is None else f"{frontends} front-ends"
     return Workload(
         "b",
         f"least loaded of {servers} servers: {requests:,} requests, 15-min window "
-        f"(~{per_window:,} live), {where}, TOP-1 of C − load with C = {c_total:,}",
+        f"(~{per_window:,} live), {where}, BOTTOM-1",
         m,
         1,
         initial,
         updates,
-        info={"C": c_total, "peak_load": peak},
+        bottom=True,
+        info={"peak_load": peak},
     )
 
 
@@ -243,14 +244,15 @@ def tweets(
         rows = [r for r in rows if r[0] < start + days * 86_400]
     companies = sorted({c for _, c, _ in rows})
     split = {c: rng.dirichlet(np.full(nodes, 2.0)) for c in companies}
+    index = {c: i for i, c in enumerate(companies)}
     arrivals: list[tuple[float, int, Hashable, int]] = []
     for ts, company, value in rows:
         if value <= 0:
             continue
         for j, share in enumerate(rng.multinomial(value, split[company]).tolist(), start=1):
             if share:
-                arrivals.append((ts, j, company, share))
-    initial: list[dict[Hashable, int]] = [dict.fromkeys(companies, 0)]
+                arrivals.append((ts, j, index[company], share))
+    initial: list[dict[Hashable, int]] = [dict.fromkeys(range(len(companies)), 0)]
     initial += [{} for _ in range(nodes - 1)]
     span = f"first {days:g} days" if days is not None else "all days"
     return Workload(

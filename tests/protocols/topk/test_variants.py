@@ -110,3 +110,34 @@ def test_offload_moves_a_large_decrease_to_a_quiet_node() -> None:
     assert runs[None].max_entries == 32  # a, the 30 objects and the border
     assert runs[20].offloads == runs[20].total == 4  # offload, count request, reply, shift
     assert runs[20].max_entries == 3 and runs[20].entries == 8
+
+
+def test_message_counts_do_not_depend_on_the_hash_seed() -> None:
+    # ties in the ranking were once broken in set order: a replay in another process (another
+    # PYTHONHASHSEED) could then take other decisions than the original run
+    import os
+    import subprocess
+    import sys
+
+    program = """
+import random
+from collections import deque
+from tsmon.protocols.topk import TopKNetwork
+rng = random.Random(7); net = TopKNetwork(3, 2, 0); live = deque()
+for _ in range(1500):
+    u = (rng.randint(1, 3), f"o{rng.randint(0, 9)}", 1); net.update(*u); live.append(u)
+    if len(live) > 20:
+        n, o, d = live.popleft(); net.update(n, o, -d)
+print(net.counts.total, sorted(net.answer()))
+"""
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", program],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(4)
+    }
+    assert len(outputs) == 1, outputs

@@ -230,7 +230,9 @@ class Coordinator:
         """Top-k of ``totals`` (ties keep members of the current ``T``; fewer than ``k`` while
         fewer objects are known)."""
         real = [o for o in totals if o is not PHANTOM]
-        real.sort(key=lambda o: (-totals[o], o not in self.top))
+        # ties: members of T first, then by name, so no set's hash order decides (replays in
+        # another process must agree)
+        real.sort(key=lambda o: (-totals[o], o not in self.top, type(o).__name__, repr(o)))
         return frozenset(real[: self.k])
 
     def _finish(
