@@ -361,8 +361,14 @@ def _read_text(path: Path) -> str:
 
 def _check(args: argparse.Namespace) -> int:
     from tsmon.core.timestamps import format_instant_ms
-    from tsmon.query.ast import StandingDef
-    from tsmon.query.printer import format_percent
+    from tsmon.query.ast import ApproxDef, CorrelatedDef, StandingDef, WaveletDef
+    from tsmon.query.printer import (
+        format_approx_call,
+        format_correlated_call,
+        format_percent,
+        format_points,
+        format_wavelet_call,
+    )
 
     statements = parse_queries(_read_text(args.file))
     table = Table(title=f"{args.file}: {len(statements)} statements OK")
@@ -400,6 +406,21 @@ def _check(args: argparse.Namespace) -> int:
             )
             within = f"WITHIN {eps} CONFIDENCE {statement.confidence:g}"
             table.add_row(statement.name, of, window, within)
+        elif isinstance(statement, WaveletDef):
+            within = "-" if statement.within is None else f"WITHIN {statement.within:g}"
+            window = format_points(statement.window_points)
+            table.add_row(statement.name, format_wavelet_call(statement), window, within)
+        elif isinstance(statement, ApproxDef):
+            within = f"WITHIN {format_percent(statement.eps)}%"
+            if statement.max_value is not None:
+                within += f" MAX {statement.max_value}"
+            window = format_points(statement.window_points)
+            table.add_row(statement.name, format_approx_call(statement), window, within)
+        elif isinstance(statement, CorrelatedDef):
+            window = "since START"
+            if statement.window_points is not None:
+                window = format_points(statement.window_points)
+            table.add_row(statement.name, format_correlated_call(statement), window, "-")
         else:
             query = compile_query(statement)
             table.add_row(

@@ -33,16 +33,20 @@ from tsmon.engine.points import read_batch
 from tsmon.engine.runs import regular_runs, series_groups
 from tsmon.engine.series import Plan, SeriesNode
 from tsmon.engine.standing import StandingAnswer, StandingQueries
+from tsmon.engine.summaries import SummaryAnswer, SummaryQueries
 from tsmon.protocols.filters import Answer, MessageCounts
 from tsmon.query import CompiledQuery, compile_query, parse_expr, parse_queries, query_key
 from tsmon.query.ast import (
     AggregateDef,
     AlterPrecision,
     AlterTopK,
+    ApproxDef,
+    CorrelatedDef,
     QueryDef,
     StandingDef,
     Stat,
     TopKDef,
+    WaveletDef,
 )
 from tsmon.query.patterns import is_glob, series_matches
 
@@ -135,6 +139,7 @@ class Monitor:
         tick = _millis("standing_tick", standing_tick)
         assert tick is not None
         self._standing = StandingQueries(tick)  # CONFIDENCE queries (deferred evaluation)
+        self._summaries = SummaryQueries()  # INNER/POINT/RANGE, APPROX, correlated aggregates
         self._epoch = 0
         self.now_ms: int | None = None  # the newest event time accepted, over all series
         for name in series:
@@ -208,7 +213,10 @@ class Monitor:
         compiled = [compile_query(q) for q in statements if isinstance(q, QueryDef)]
         aggregates = [s for s in statements if isinstance(s, AggregateDef)]
         standing = [s for s in statements if isinstance(s, StandingDef)]
-        for name in [q.name for q in compiled] + [a.name for a in aggregates + standing]:
+        summaries = [s for s in statements if isinstance(s, WaveletDef | ApproxDef | CorrelatedDef)]
+        for name in [q.name for q in compiled] + [
+            a.name for a in [*aggregates, *standing, *summaries]
+        ]:
             if self._defines(name):
                 raise ValueError(
                     f"query {name!r} already exists (names ignore case); use alter_query "
@@ -217,6 +225,9 @@ class Monitor:
         self._bounded.register(aggregates, self._nodes, self._newest, self.now_ms)
         for statement in standing:
             self._standing.add(statement, self._nodes)
+        for statement in summaries:
+            self._node(statement.series)  # a KeyError naming the series if it is unknown
+            self._summaries.add(statement)
         for query in compiled:
             key = query_key(query.name)
             self._queries[key] = query
@@ -271,6 +282,9 @@ class Monitor:
         if self._standing.defines(name):
             self._standing.remove(name)
             return
+        if self._summaries.defines(name):
+            self._summaries.remove(name)
+            return
         if key not in self._queries:
             raise KeyError(f"no query named {name!r}; registered: {sorted(self.queries())}")
         query = self._queries.pop(key)
@@ -280,11 +294,23 @@ class Monitor:
     def queries(self) -> dict[str, str]:
         """The registered queries: name -> text."""
         texts = {q.name: q.text for q in self._queries.values()}
-        return texts | self._bounded.texts() | self._standing.texts()
+        return texts | self._bounded.texts() | self._standing.texts() | self._summaries.texts()
 
     def _defines(self, name: str) -> bool:
         key = query_key(name)
-        return key in self._queries or self._bounded.defines(name) or self._standing.defines(name)
+        return (
+            key in self._queries
+            or self._bounded.defines(name)
+            or self._standing.defines(name)
+            or self._summaries.defines(name)
+        )
+
+    def summary_answers(self) -> dict[str, SummaryAnswer]:
+        """The answer of every summary query (``INNER``/``POINT``/``RANGE`` from a SWAT tree,
+        ``APPROX COUNT|SUM`` from an exponential histogram, ``COUNT|SUM(x > AVG)``-style
+        correlated aggregates), from the summaries' current state; see
+        :mod:`tsmon.engine.summaries`."""
+        return self._summaries.answers()
 
     def standing_answers(self) -> dict[str, StandingAnswer]:
         """The last evaluation of every ``... WITHIN ε CONFIDENCE p`` query: ``value`` at
@@ -379,6 +405,7 @@ class Monitor:
             if regular:
                 self._bounded.stage(name, seq[lo:hi], ts[lo:hi], vals[lo:hi])
                 self._standing.stage(name, ts[lo:hi], vals[lo:hi])
+                self._summaries.feed(name, vals[lo:hi])
                 views = node.append(ts[lo:hi], vals[lo:hi], self._plan(name))
                 self._evaluate(name, seq[lo:hi], ts[lo:hi], vals[lo:hi], views)
                 newest = int(ts[hi - 1])
@@ -500,6 +527,7 @@ class Monitor:
             "bounded_points": self._bounded.points,
             "standing_queries": len(self._standing.names()),
             "standing_evaluations": self._standing.counters.evaluations,
+            "summary_queries": len(self._summaries.names()),
         }
 
     def _node(self, series: str) -> SeriesNode:

@@ -18,6 +18,16 @@ Examples
 >>> idx = parse_query("QUERY idx AS AVG(a.px, b.px, c.px) WITHIN 1% CONFIDENCE 0.95")
 >>> idx.eps, idx.relative, idx.confidence, idx.extremum
 (0.01, True, 0.95, None)
+
+Queries answered from stream summaries: wavelets (``INNER``, ``POINT``, ``RANGE``), exponential
+histograms (``APPROX COUNT|SUM``) and correlated aggregates (``COUNT|SUM(x > AVG)``):
+
+>>> inner = parse_query("QUERY recent AS INNER(temp.v, [8, 4, 2, 1]) WITHIN 20")
+>>> inner.kind, inner.weights, inner.indices, inner.window_points, inner.within
+('inner', (8.0, 4.0, 2.0, 1.0), (0, 1, 2, 3), 1024, 20.0)
+>>> parse_query("QUERY slow AS SUM(calls.dur >= 0.9 * MAX)")
+CorrelatedDef(name='slow', dependent='sum', series='calls.dur', independent='max', eps=0.1,
+    window_points=None)
 """
 
 from tsmon.query.aggregate import QueryResolveError, ResolvedAggregate, resolve_aggregate
@@ -25,11 +35,14 @@ from tsmon.query.ast import (
     AggregateDef,
     AlterPrecision,
     AlterTopK,
+    ApproxDef,
+    CorrelatedDef,
     QueryDef,
     StandingDef,
     Statement,
     Term,
     TopKDef,
+    WaveletDef,
 )
 from tsmon.query.compile import ArrayBindings, Bindings, CompiledQuery, compile_query
 from tsmon.query.errors import QuerySyntaxError
@@ -40,9 +53,11 @@ __all__ = [
     "AggregateDef",
     "AlterPrecision",
     "AlterTopK",
+    "ApproxDef",
     "ArrayBindings",
     "Bindings",
     "CompiledQuery",
+    "CorrelatedDef",
     "QueryDef",
     "QueryResolveError",
     "QuerySyntaxError",
@@ -51,6 +66,7 @@ __all__ = [
     "Statement",
     "Term",
     "TopKDef",
+    "WaveletDef",
     "compile_query",
     "format_expr",
     "format_query",

@@ -469,5 +469,155 @@ class StandingDef(Node):
         return {term.series: term.coefficient for term in self.terms}
 
 
+#: Queries answered from a SWAT tree (``QUERY name AS INNER|POINT|RANGE(...)``).
+WAVELET_KINDS: tuple[str, ...] = ("inner", "point", "range")
+#: The default ``N`` of a SWAT tree (``OVER 1024 points``): the series' last N values.
+DEFAULT_SWAT_POINTS: int = 1024
+#: Aggregates answered from an exponential histogram (``QUERY name AS APPROX COUNT|SUM(...)``).
+APPROX_KINDS: tuple[str, ...] = ("count", "sum")
+#: The largest ``R`` of ``APPROX SUM(...) ... MAX R``: 2**53, the integers a float holds exactly.
+MAX_SUM_VALUE: int = 2**53
+#: Dependent aggregates of a correlated-aggregate query (``COUNT|SUM(x > AVG)``).
+DEPENDENT_AGGREGATES: tuple[str, ...] = ("count", "sum")
+#: Independent aggregates of a correlated-aggregate query -> the comparison each one takes.
+INDEPENDENT_AGGREGATES: dict[str, str] = {"avg": ">", "min": "<=", "max": ">="}
+
+
+@dataclass(frozen=True)
+class WaveletDef(Node):
+    """One ``QUERY name AS INNER|POINT|RANGE(series, ...)`` statement: a wavelet query.
+
+    It is answered from a SWAT tree (Bulut & Singh 2003, a wavelet summary of the series'
+    last ``window_points`` values, ``OVER N points``, a power of two >= 2). Positions count
+    back from the newest value: 0 is the newest, ``window_points - 1`` the oldest kept.
+
+    * ``inner``: the inner product ``Σ weights[j] · x[indices[j]]`` (``INNER(s, W [AT I])``;
+      the parser fills in ``indices`` as ``0 .. len(W) - 1`` when AT is left out);
+    * ``point``: the value ``x[position]`` (``POINT(s, i)``);
+    * ``range``: the positions ``lo .. hi`` (``span``, inclusive) whose value lies within
+      ``value ± radius`` (``RANGE(s, lo..hi, v ± r)``).
+
+    ``within`` is the precision δ > 0 an INNER or POINT answer must meet (``WITHIN δ``), None
+    for the finest the tree holds; a RANGE has none. ``text`` is the statement's source text.
+
+    Examples
+    --------
+    >>> q = WaveletDef("recent", "inner", "temp.v", weights=(8.0, 4.0), indices=(0, 1), within=20.0)
+    >>> q.window_points, q.position, q.span, q
+    (1024, None, None, WaveletDef(name='recent', kind='inner', series='temp.v', window_points=1024,
+        weights=(8.0, 4.0), indices=(0, 1), position=None, span=None, value=None, radius=None,
+        within=20.0))
+    >>> near = WaveletDef("near", "range", "temp.v", 256, span=(0, 64), value=30.0, radius=2.0)
+    >>> near == WaveletDef("near", "range", "temp.v", 256, span=(0, 64), value=30.0, radius=2.0,
+    ...                    text="QUERY near ...")
+    True
+    """
+
+    name: str
+    kind: str
+    series: str
+    window_points: int = DEFAULT_SWAT_POINTS
+    weights: tuple[float, ...] = ()
+    indices: tuple[int, ...] = ()
+    position: int | None = None
+    span: tuple[int, int] | None = None
+    value: float | None = None
+    radius: float | None = None
+    within: float | None = None
+    text: str = field(default="", compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ApproxDef(Node):
+    """One ``QUERY name AS APPROX COUNT|SUM(...) OVER N points WITHIN p%`` statement.
+
+    A basic count or sum over a sliding window of the series' last ``window_points`` values,
+    answered from an exponential histogram (Datar, Gionis, Indyk & Motwani 2002) within the
+    relative error ``eps`` (``WITHIN p%``, ``eps = p / 100``, ``0 < eps < 1``):
+
+    * ``count``: how many of the values satisfy ``value <op> threshold``
+      (``APPROX COUNT(s > 0)``; ``op`` is canonical, ``=`` -> ``==``, ``<>`` -> ``!=``);
+    * ``sum``: the sum of the values, which must be integers in ``[0, max_value]``
+      (``APPROX SUM(s) ... MAX R``).
+
+    ``text`` is the statement's source text.
+
+    Examples
+    --------
+    >>> ApproxDef("errs", "count", "errors.n", 10_000, 0.01, ">", 0.0)
+    ApproxDef(name='errs', kind='count', series='errors.n', window_points=10000, eps=0.01, op='>',
+        threshold=0.0, max_value=None)
+    >>> ApproxDef("bytes", "sum", "bytes.n", 10_000, 0.005, max_value=1500).max_value
+    1500
+    """
+
+    name: str
+    kind: str
+    series: str
+    window_points: int
+    eps: float
+    op: str | None = None
+    threshold: float | None = None
+    max_value: int | None = None
+    text: str = field(default="", compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class CorrelatedDef(Node):
+    """One ``QUERY name AS COUNT|SUM(series <cmp> AVG|MIN|MAX) [OVER N points]`` statement.
+
+    A correlated aggregate (Gehrke, Korn & Srivastava 2001): the ``dependent`` aggregate (the
+    count, or the sum, of the values) over the values selected by the ``independent`` one:
+
+    * ``avg``: the values above the average, ``x > AVG`` (``eps`` is 0);
+    * ``min``: the values within a factor of the minimum, ``x <= (1 + eps) · MIN``, written
+      ``x <= c * MIN`` with ``c = 1 + eps >= 1``;
+    * ``max``: the values within a factor of the maximum, ``x >= (1 - eps) · MAX``, written
+      ``x >= c * MAX`` with ``c = 1 - eps``, ``0 < c <= 1``.
+
+    ``window_points`` is the sliding window of ``OVER N points``, or None for a landmark
+    window, since the query started. ``text`` is the statement's source text.
+
+    Examples
+    --------
+    >>> q = CorrelatedDef("fast", "count", "calls.dur", "min", 0.1, 500)
+    >>> q.comparison, q
+    ('<=', CorrelatedDef(name='fast', dependent='count', series='calls.dur', independent='min',
+        eps=0.1, window_points=500))
+    """
+
+    name: str
+    dependent: str
+    series: str
+    independent: str
+    eps: float = 0.0
+    window_points: int | None = None
+    text: str = field(default="", compare=False, repr=False)
+
+    @property
+    def comparison(self) -> str:
+        """The comparison the independent aggregate takes: ``>`` (AVG), ``<=`` (MIN), ``>=`` (MAX).
+
+        Examples
+        --------
+        >>> CorrelatedDef("heavy", "sum", "calls.dur", "avg").comparison
+        '>'
+        """
+        return INDEPENDENT_AGGREGATES[self.independent]
+
+
+#: Queries answered from stream summaries (wavelets, exponential and correlated histograms).
+SummaryDef = WaveletDef | ApproxDef | CorrelatedDef
+
 #: Anything :func:`tsmon.query.parser.parse_queries` returns.
-Statement = QueryDef | AggregateDef | AlterPrecision | TopKDef | AlterTopK | StandingDef
+Statement = (
+    QueryDef
+    | AggregateDef
+    | AlterPrecision
+    | TopKDef
+    | AlterTopK
+    | StandingDef
+    | WaveletDef
+    | ApproxDef
+    | CorrelatedDef
+)

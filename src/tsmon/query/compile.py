@@ -230,6 +230,22 @@ def _not_a_watch_query(statement: object) -> Exception:
         what = (
             f"QUERY {statement.name} AS ... CONFIDENCE {statement.confidence:g} is a standing query"
         )
+    elif isinstance(statement, ast.WaveletDef):
+        what = (
+            f"QUERY {statement.name} AS {statement.kind.upper()}(...) is a wavelet query "
+            "(answered from a SWAT tree)"
+        )
+    elif isinstance(statement, ast.ApproxDef):
+        what = (
+            f"QUERY {statement.name} AS APPROX {statement.kind.upper()}(...) is an "
+            "approximate-aggregate query (answered from an exponential histogram)"
+        )
+    elif isinstance(statement, ast.CorrelatedDef):
+        what = (
+            f"QUERY {statement.name} AS {statement.dependent.upper()}(... "
+            f"{statement.comparison} {statement.independent.upper()}) is a correlated-aggregate "
+            "query"
+        )
     else:
         return TypeError(f"compile_query takes a QueryDef or query text, got {statement!r}")
     return QuerySyntaxError(

@@ -11,6 +11,11 @@ A file holds, in any mix (see ``grammar.lark`` for the syntax):
 ``QUERY name AS SUM|AVG(...) WITHIN e CONFIDENCE p``        :class:`~tsmon.query.ast.StandingDef`
 ``QUERY name AS MAX|MIN OVER|SINCE ... OF SUM|AVG(...)``    :class:`~tsmon.query.ast.StandingDef`
 ``WITHIN e CONFIDENCE p``
+``QUERY name AS INNER|POINT|RANGE(s, ...) [OVER N points]``  :class:`~tsmon.query.ast.WaveletDef`
+``[WITHIN d]``
+``QUERY name AS APPROX COUNT|SUM(...) OVER N points``       :class:`~tsmon.query.ast.ApproxDef`
+``WITHIN p% [MAX R]``
+``QUERY name AS COUNT|SUM(s > AVG) [OVER N points]``        :class:`~tsmon.query.ast.CorrelatedDef`
 =========================================================  ======================================
 """
 
@@ -30,6 +35,7 @@ from tsmon.query.aggregate_syntax import aggregate_def, alter_precision, finite_
 from tsmon.query.errors import QuerySyntaxError, from_lark
 from tsmon.query.printer import format_expr, format_percent
 from tsmon.query.standing_syntax import standing_def
+from tsmon.query.summary_syntax import approx_def, correlated_def, wavelet_def
 from tsmon.query.topk_syntax import alter_topk, topk_def
 from tsmon.query.window_syntax import duration_ms, window_spec
 
@@ -87,9 +93,13 @@ def parse_queries(text: str) -> list[ast.Statement]:
     an :class:`~tsmon.query.ast.AggregateDef` for each ``QUERY name AS AGG(...) WITHIN w``,
     an :class:`~tsmon.query.ast.AlterPrecision` for each ``ALTER QUERY name WITHIN w``, a
     :class:`~tsmon.query.ast.TopKDef` for each ``QUERY name AS TOP|BOTTOM k OF ...``, an
-    :class:`~tsmon.query.ast.AlterTopK` for each ``ALTER QUERY name TOP|BOTTOM k`` and a
+    :class:`~tsmon.query.ast.AlterTopK` for each ``ALTER QUERY name TOP|BOTTOM k``, a
     :class:`~tsmon.query.ast.StandingDef` for each ``QUERY name AS ... CONFIDENCE p`` (a
-    standing query: ``SUM|AVG(...)``, or ``MAX|MIN OVER|SINCE ... OF SUM|AVG(...)``).
+    standing query: ``SUM|AVG(...)``, or ``MAX|MIN OVER|SINCE ... OF SUM|AVG(...)``), and for
+    the queries answered from stream summaries a :class:`~tsmon.query.ast.WaveletDef` for each
+    ``QUERY name AS INNER|POINT|RANGE(...)``, an :class:`~tsmon.query.ast.ApproxDef` for each
+    ``QUERY name AS APPROX COUNT|SUM(...)`` and a :class:`~tsmon.query.ast.CorrelatedDef` for
+    each ``QUERY name AS COUNT|SUM(s > AVG)`` (or ``<= c * MIN``, ``>= c * MAX``).
 
     Raises :class:`QuerySyntaxError` (line, column, expected tokens) on any parse or semantic
     error. Semantic errors include:
@@ -116,7 +126,18 @@ def parse_queries(text: str) -> list[ast.Statement]:
       after SUM or AVG, MIN or MAX after OF, an OVER window that is a landmark, a SINCE that is
       neither an ISO-8601 instant nor START, a WITHIN that is neither a finite number > 0 nor
       a percentage with 0 < p < 100, a CONFIDENCE that is not a number with 0 < p < 1, and
-      the errors of aggregate terms above; ``WITHIN p%`` anywhere but in a standing query.
+      the errors of aggregate terms above; ``WITHIN p%`` anywhere but in a standing query
+      (or an APPROX one);
+    * in queries answered from stream summaries: a glob for the series; an OVER that is not a
+      whole number of points 1 .. 2**40 (for INNER, POINT and RANGE a power of two >= 2);
+      positions that are not whole numbers 0 .. N-1 (AT positions must be distinct, one per
+      weight; RANGE needs lo <= hi); a negative RANGE radius; WITHIN after RANGE or after a
+      correlated aggregate; a WITHIN that is not a finite number > 0 (INNER, POINT) or a
+      percentage 0 < p < 100 (APPROX); an APPROX COUNT without a comparison with a number, an
+      APPROX SUM with one, and a MAX R that is not a whole number 1 .. 2**53; COUNT(...)
+      without a comparison, and a correlated aggregate comparing with anything but ``> AVG``,
+      ``<= c * MIN`` (c >= 1) or ``>= c * MAX`` (0 < c <= 1); and any ALTER of these queries
+      (they cannot be altered: remove the query and define it again).
 
     Examples
     --------
@@ -143,6 +164,12 @@ def parse_queries(text: str) -> list[ast.Statement]:
     ... QUERY low AS MIN OVER 100 points OF AVG(a.px, b.px) WITHIN 1% CONFIDENCE 0.8''')
     >>> port.weights, port.eps, port.confidence, low.extremum, low.window, low.eps, low.relative
     ({'ibm.px': 0.3, 'msft.px': 0.7}, 0.5, 0.9, 'min', '100 points', 0.01, True)
+    >>> near, errs, fast = parse_queries('''
+    ... QUERY near AS RANGE(temp.v, 0..64, 30 ± 2) OVER 256 points
+    ... QUERY errs AS APPROX COUNT(errors.n > 0) OVER 10000 points WITHIN 1%
+    ... QUERY fast AS COUNT(calls.dur <= 1.1 * MIN) OVER 500 points''')
+    >>> near.span, near.value, near.radius, near.window_points, errs.op, errs.eps, fast.eps
+    ((0, 64), 30.0, 2.0, 256, '>', 0.01, 0.1)
     """
     tree = _parse(text, "start")
     try:
@@ -167,12 +194,15 @@ def _statements(tree: Tree, builder: _Builder) -> list[ast.Statement]:
     return statements
 
 
-_Definition = ast.QueryDef | ast.AggregateDef | ast.TopKDef | ast.StandingDef
+_Definition = ast.QueryDef | ast.AggregateDef | ast.TopKDef | ast.StandingDef | ast.SummaryDef
 _KINDS = {
     ast.QueryDef: "a watch query (QUERY ... ON)",
     ast.AggregateDef: "a bounded-aggregate query (QUERY ... AS AGG(...))",
     ast.TopKDef: "a top-k query (QUERY ... AS TOP|BOTTOM k)",
     ast.StandingDef: "a standing query (QUERY ... WITHIN ... CONFIDENCE p)",
+    ast.WaveletDef: "a wavelet query (QUERY ... AS INNER|POINT|RANGE(...))",
+    ast.ApproxDef: "an approximate-aggregate query (QUERY ... AS APPROX COUNT|SUM(...))",
+    ast.CorrelatedDef: "a correlated-aggregate query (QUERY ... AS COUNT|SUM(x > AVG))",
 }
 
 
@@ -189,6 +219,15 @@ def _check_name(
     the kind of query defined earlier in the file."""
     key = query_key(statement.name)
     first = defined.get(key)
+    if isinstance(statement, ast.AlterPrecision | ast.AlterTopK) and isinstance(
+        first, ast.WaveletDef | ast.ApproxDef | ast.CorrelatedDef
+    ):
+        builder.fail(
+            f"query '{first.name}' (line {first.line}:{first.column}) is {_KINDS[type(first)]},"
+            " answered from a stream summary, and cannot be altered; to change it, remove the "
+            "query and define it again",
+            statement,
+        )
     if isinstance(statement, ast.AlterPrecision):
         if isinstance(first, ast.QueryDef):
             builder.fail(
@@ -315,7 +354,7 @@ class _Builder:
     def statement(self, tree: Tree) -> ast.Statement:
         """Dispatch on the statement kind: ALTER (WITHIN / TOP|BOTTOM), or the body of QUERY
         (ON ... / AS AGG(...) / AS AGG(...) ... CONFIDENCE p / AS MAX|MIN OVER|SINCE ... /
-        AS TOP|BOTTOM k)."""
+        AS TOP|BOTTOM k / AS INNER|POINT|RANGE(...) / AS APPROX ... / AS COUNT|SUM(x > AVG))."""
         if tree.data == "alter":
             return alter_precision(tree, self.source, self.fail)
         if tree.data == "alter_topk":
@@ -329,6 +368,12 @@ class _Builder:
             return aggregate_def(tree, self.source, self.fail)
         if body.data == "topk_body":
             return topk_def(tree, self.source, self.fail)
+        if body.data in ("inner_body", "point_body", "range_body"):
+            return wavelet_def(tree, self.source, self.fail)
+        if body.data in ("approx_count", "approx_sum"):
+            return approx_def(tree, self.source, self.fail)
+        if body.data == "correlated_body":
+            return correlated_def(tree, self.source, self.fail)
         return self.watch(tree)
 
     def watch(self, tree: Tree) -> ast.QueryDef:

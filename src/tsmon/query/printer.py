@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import re
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from functools import cache
 
 from tsmon.core.timestamps import format_instant_ms
 from tsmon.core.units import format_duration_ms
 from tsmon.core.window_spec import WindowSpec
 from tsmon.query.ast import (
+    DEFAULT_SWAT_POINTS,
     AggregateDef,
     AlterPrecision,
     AlterTopK,
+    ApproxDef,
     BinOp,
     BoolOp,
     Call,
     Compare,
+    CorrelatedDef,
     Duration,
     EmitItem,
     Expr,
@@ -33,6 +36,7 @@ from tsmon.query.ast import (
     TimestampMs,
     TopKDef,
     Value,
+    WaveletDef,
 )
 
 # Binding strength, loosest first; mirrors the grammar's precedence levels.
@@ -152,6 +156,12 @@ def format_query(query: Statement) -> str:
     'QUERY p AS TOP 10 OF `doc *` BY hits OVER 1h WITHIN 0.5'
     >>> format_query(parse_query("query m as max over 60m of avg(a, b) within 1.0% confidence .9"))
     'QUERY m AS MAX OVER 1h OF AVG(a, b) WITHIN 1% CONFIDENCE 0.9'
+    >>> format_query(parse_query("query n as range(t.v, 0..64, 30.0 +- 2) over 0256 points"))
+    'QUERY n AS RANGE(t.v, 0..64, 30 ± 2) OVER 256 points'
+    >>> format_query(parse_query("query s as approx sum(b.n) over 1 points within .50% max 010"))
+    'QUERY s AS APPROX SUM(b.n) OVER 1 point WITHIN 0.5% MAX 10'
+    >>> format_query(parse_query("query f as count(c.dur <= 1.10*min) over 500 point"))
+    'QUERY f AS COUNT(c.dur <= 1.1 * MIN) OVER 500 points'
     """
     if isinstance(query, AggregateDef):
         return format_aggregate(query)
@@ -163,6 +173,12 @@ def format_query(query: Statement) -> str:
         return format_alter_topk(query)
     if isinstance(query, StandingDef):
         return format_standing(query)
+    if isinstance(query, WaveletDef):
+        return format_wavelet(query)
+    if isinstance(query, ApproxDef):
+        return format_approx(query)
+    if isinstance(query, CorrelatedDef):
+        return format_correlated(query)
     parts = [f"QUERY {query.name} ON {', '.join(query.triggers)}"]
     if query.when is not None:
         parts.append(f"WHEN {format_expr(query.when)}")
@@ -370,3 +386,153 @@ def format_standing(query: StandingDef) -> str:
         f"WITHIN {_format_tolerance(query.eps, query.relative)} "
         f"CONFIDENCE {format_number(query.confidence)}"
     )
+
+
+def format_points(n: int) -> str:
+    """``N points`` of ``OVER N points``, as windows of statistics write a count.
+
+    Examples
+    --------
+    >>> format_points(1024), format_points(1)
+    ('1024 points', '1 point')
+    """
+    return str(WindowSpec.count(n))
+
+
+def _numbers(values: tuple[float, ...] | tuple[int, ...]) -> str:
+    return (
+        "[" + ", ".join(format_number(v) if isinstance(v, float) else str(v) for v in values) + "]"
+    )
+
+
+def format_wavelet_call(query: WaveletDef) -> str:
+    """``INNER|POINT|RANGE(series, ...)`` of a wavelet query; AT is left out when the positions
+    are ``0 .. len(W) - 1``, what the parser fills in.
+
+    Examples
+    --------
+    >>> format_wavelet_call(WaveletDef("r", "inner", "temp.v", weights=(8.0, -0.5), indices=(0, 1)))
+    'INNER(temp.v, [8, -0.5])'
+    >>> format_wavelet_call(WaveletDef("r", "inner", "a-b", weights=(1.0,), indices=(7,)))
+    'INNER(a-b, [1] AT [7])'
+    >>> format_wavelet_call(WaveletDef("t", "point", "7", position=12))
+    'POINT(`7`, 12)'
+    """
+    series = format_series(query.series)
+    if query.kind == "inner":
+        args = _numbers(query.weights)
+        if query.indices != tuple(range(len(query.weights))):
+            args += f" AT {_numbers(query.indices)}"
+    elif query.kind == "point":
+        args = str(query.position)
+    else:
+        assert query.span is not None and query.value is not None and query.radius is not None
+        lo, hi = query.span
+        args = f"{lo}..{hi}, {format_number(query.value)} ± {format_number(query.radius)}"
+    return f"{query.kind.upper()}({series}, {args})"
+
+
+def format_wavelet(query: WaveletDef) -> str:
+    """Canonical text of ``QUERY name AS INNER|POINT|RANGE(...) [OVER N points] [WITHIN d]``;
+    OVER is left out for the default N (1024).
+
+    Examples
+    --------
+    >>> format_wavelet(WaveletDef("twelve", "point", "temp.v", position=12, within=0.5))
+    'QUERY twelve AS POINT(temp.v, 12) WITHIN 0.5'
+    >>> format_wavelet(WaveletDef("n", "range", "t.v", 256, span=(0, 64), value=30.0, radius=2.0))
+    'QUERY n AS RANGE(t.v, 0..64, 30 ± 2) OVER 256 points'
+    """
+    text = f"QUERY {query.name} AS {format_wavelet_call(query)}"
+    if query.window_points != DEFAULT_SWAT_POINTS:
+        text += f" OVER {format_points(query.window_points)}"
+    if query.within is not None:
+        text += f" WITHIN {format_number(query.within)}"
+    return text
+
+
+def format_approx_call(query: ApproxDef) -> str:
+    """``APPROX COUNT(series op c)`` or ``APPROX SUM(series)``.
+
+    Examples
+    --------
+    >>> format_approx_call(ApproxDef("e", "count", "errors.n", 100, 0.01, "!=", -1.5))
+    'APPROX COUNT(errors.n != -1.5)'
+    """
+    series = format_series(query.series)
+    if query.kind == "count":
+        assert query.op is not None and query.threshold is not None
+        return f"APPROX COUNT({series} {query.op} {format_number(query.threshold)})"
+    return f"APPROX SUM({series})"
+
+
+def format_approx(query: ApproxDef) -> str:
+    """Canonical text of ``QUERY name AS APPROX COUNT|SUM(...) OVER N points WITHIN p%
+    [MAX R]``.
+
+    Examples
+    --------
+    >>> format_approx(ApproxDef("bytes", "sum", "bytes.n", 10_000, 0.005, max_value=1500))
+    'QUERY bytes AS APPROX SUM(bytes.n) OVER 10000 points WITHIN 0.5% MAX 1500'
+    """
+    text = (
+        f"QUERY {query.name} AS {format_approx_call(query)} "
+        f"OVER {format_points(query.window_points)} WITHIN {format_percent(query.eps)}%"
+    )
+    return text if query.max_value is None else f"{text} MAX {query.max_value}"
+
+
+def format_coefficient(independent: str, eps: float) -> str:
+    """The ``c`` of ``<= c * MIN`` (``c = 1 + eps``) or ``>= c * MAX`` (``c = 1 - eps``): the
+    shorter of the float ``1 ± eps`` and the exact decimal ``1 ± repr(eps)`` that reads back as
+    ``eps`` (the parser computes ``c - 1`` or ``1 - c`` exactly and rounds once).
+
+    Examples
+    --------
+    >>> format_coefficient("min", 0.1), format_coefficient("max", 0.1)
+    ('1.1', '0.9')
+    >>> format_coefficient("min", 1e300), format_coefficient("max", 1e-20)
+    ('1e+300', '0.99999999999999999999')
+    """
+    from tsmon.query.summary_syntax import coefficient_eps  # it imports this module
+
+    sign = 1 if independent == "min" else -1
+    with localcontext() as context:
+        context.prec = 1000  # 1 ± repr(eps) exactly: eps has 17 digits, from 1e-324 to 1e308
+        exact = str(Decimal(1) + sign * Decimal(repr(float(eps)))).replace("E", "e")
+    short = format_number(1 + sign * eps)
+    return (
+        short if len(short) <= len(exact) and coefficient_eps(independent, short) == eps else exact
+    )
+
+
+def format_correlated_call(query: CorrelatedDef) -> str:
+    """``COUNT|SUM(series > AVG)``, ``(series <= c * MIN)`` or ``(series >= c * MAX)``; a
+    coefficient of 1 (``eps == 0``) is left out.
+
+    Examples
+    --------
+    >>> format_correlated_call(CorrelatedDef("slow", "sum", "calls.dur", "max", 0.1))
+    'SUM(calls.dur >= 0.9 * MAX)'
+    >>> format_correlated_call(CorrelatedDef("low", "count", "calls.dur", "min"))
+    'COUNT(calls.dur <= MIN)'
+    """
+    bound = query.independent.upper()
+    if query.independent != "avg" and query.eps != 0:
+        bound = f"{format_coefficient(query.independent, query.eps)} * {bound}"
+    series = format_series(query.series)
+    return f"{query.dependent.upper()}({series} {query.comparison} {bound})"
+
+
+def format_correlated(query: CorrelatedDef) -> str:
+    """Canonical text of ``QUERY name AS COUNT|SUM(series op [c *] AVG|MIN|MAX) [OVER N points]``.
+
+    Examples
+    --------
+    >>> format_correlated(CorrelatedDef("long", "count", "calls.dur", "avg", window_points=500))
+    'QUERY long AS COUNT(calls.dur > AVG) OVER 500 points'
+    """
+    text = f"QUERY {query.name} AS {format_correlated_call(query)}"
+    if query.window_points is None:
+        return text
+    return f"{text} OVER {format_points(query.window_points)}"

@@ -1,0 +1,193 @@
+"""Queries answered from stream summaries, hosted by a :class:`~tsmon.engine.monitor.Monitor`.
+
+* ``INNER`` / ``POINT`` / ``RANGE`` read a SWAT tree of the series' last N values (Bulut &
+  Singh 2003, :mod:`tsmon.core.swat`); queries over the same series and N share one tree;
+* ``APPROX COUNT(x op c)`` / ``APPROX SUM(x)`` an exponential histogram of the last N points
+  (Datar et al., :mod:`tsmon.core.exphist`): the count of points satisfying the comparison,
+  or the sum of integer values in ``[0, R]``, within relative error ε;
+* ``COUNT|SUM(x > AVG)``, ``(x <= c·MIN)``, ``(x >= c·MAX)`` a correlated aggregate with
+  piecemeal-uniform focused histograms (Gehrke, Korn & Srivastava, :mod:`tsmon.core.correlated`)
+  over a landmark (since the query started) or the last N points.
+
+Choices
+    * A summary is fed the series' in-order points from when its query is added (it is a
+      synopsis of the stream, not of stored history); late points are left out, as summaries
+      of "the last N arrivals" have no place for them.
+    * ``APPROX SUM`` takes integer values in ``[0, R]``; another value is skipped and counted
+      (``ignored`` in the answer), the point itself is stored as usual.
+    * Answers are computed when asked (:meth:`SummaryQueries.answers`), from the summaries'
+      current state; ``bound`` is the guaranteed absolute error where the summary gives one
+      (SWAT §2.6, ``ε·answer`` for the histograms), ``None`` for correlated aggregates, which
+      carry no bound.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tsmon.core.correlated import CorrelatedAggregate, CorrelatedQuery
+from tsmon.core.exphist import BasicCounting, WindowSum
+from tsmon.core.swat import SWAT
+from tsmon.query.ast import ApproxDef, CorrelatedDef, WaveletDef
+from tsmon.query.parser import query_key
+
+__all__ = ["SummaryAnswer", "SummaryQueries"]
+
+SummaryDef = WaveletDef | ApproxDef | CorrelatedDef
+_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+
+
+@dataclass(frozen=True)
+class SummaryAnswer:
+    """A summary query's answer: ``value`` (``nan`` before any point), its absolute error
+    ``bound`` when the summary guarantees one, ``positions`` for RANGE (those certainly
+    inside; ``possible`` those the bounds allow), ``points`` the points summarized so far."""
+
+    name: str
+    value: float
+    bound: float | None
+    points: int
+    positions: tuple[int, ...] = ()
+    possible: tuple[int, ...] = ()
+    ignored: int = 0
+
+
+class _Summary:
+    """One query's summary (or a shared SWAT tree) and what it has seen."""
+
+    def __init__(self, statement: SummaryDef, tree: SWAT | None) -> None:
+        self.statement, self.tree = statement, tree
+        self.points = self.ignored = 0
+        s = statement
+        if isinstance(s, ApproxDef) and s.kind == "count":
+            self.hist: Any = BasicCounting(s.window_points, s.eps)
+        elif isinstance(s, ApproxDef):
+            assert s.max_value is not None
+            self.hist = WindowSum(s.window_points, s.eps, s.max_value)
+        elif isinstance(s, CorrelatedDef):
+            query = CorrelatedQuery(s.independent, s.dependent, s.eps)
+            self.hist = CorrelatedAggregate(query, window=s.window_points)
+
+    def feed(self, values: np.ndarray) -> None:
+        s = self.statement
+        self.points += len(values)
+        if isinstance(s, WaveletDef):
+            return  # the shared tree is fed once per series
+        if isinstance(s, ApproxDef) and s.kind == "count":
+            assert s.op is not None
+            for bit in _OPS[s.op](values, s.threshold):
+                self.hist.update(int(bit))
+            return
+        if isinstance(s, ApproxDef):
+            assert s.max_value is not None
+            ok = (values >= 0) & (values <= s.max_value) & (values == np.round(values))
+            self.ignored += int((~ok).sum())
+            for v in values[ok]:
+                self.hist.update(int(v))
+            return
+        if isinstance(s, CorrelatedDef) and s.independent in ("min", "max"):
+            ok = values >= 0  # MIN/MAX predicates are relative: values must be >= 0
+            self.ignored += int((~ok).sum())
+            values = values[ok]
+        for v in values:
+            self.hist.update(float(v))
+
+    def answer(self) -> SummaryAnswer:
+        s, name = self.statement, self.statement.name
+        if self.points == 0:
+            return SummaryAnswer(name, math.nan, None, 0)
+        if isinstance(s, WaveletDef):
+            return self._wavelet(s)
+        value = float(self.hist.get())
+        bound = s.eps * value if isinstance(s, ApproxDef) else None
+        return SummaryAnswer(name, value, bound, self.points, ignored=self.ignored)
+
+    def _wavelet(self, s: WaveletDef) -> SummaryAnswer:
+        tree = self.tree
+        assert tree is not None
+        available = min(tree.count, s.window_points)
+        if s.kind == "range":
+            assert s.span is not None and s.value is not None and s.radius is not None
+            lo, hi = s.span
+            if lo >= available:
+                return SummaryAnswer(s.name, math.nan, None, self.points)
+            r = tree.range_query(s.value, s.radius, lo, min(hi, available - 1))  # inclusive
+            certain, possible = tuple(map(int, r.certain)), tuple(map(int, r.possible))
+            value = float(len(r.matches))
+            return SummaryAnswer(s.name, value, None, self.points, certain, possible)
+        indices = [s.position] if s.kind == "point" else list(s.indices)
+        weights = [1.0] if s.kind == "point" else list(s.weights)
+        if max(indices) >= available:  # not that many values yet
+            return SummaryAnswer(s.name, math.nan, None, self.points)
+        r = tree.inner_product(indices, weights, s.within)
+        return SummaryAnswer(s.name, float(r.value), float(r.bound), self.points)
+
+
+class SummaryQueries:
+    """The summary queries of one Monitor.
+
+    Examples
+    --------
+    >>> from tsmon.query import parse_query
+    >>> sq = SummaryQueries()
+    >>> sq.add(parse_query("QUERY e AS APPROX COUNT(err.n > 0) OVER 100 points WITHIN 10%"))
+    >>> sq.feed("err.n", np.array([0.0, 1.0, 2.0, 0.0, 3.0]))
+    >>> sq.answers()["e"].value
+    3.0
+    """
+
+    def __init__(self) -> None:
+        self.statements: dict[str, _Summary] = {}  # by query key
+        self.trees: dict[tuple[str, int], SWAT] = {}  # (series, N) -> shared SWAT tree
+
+    def defines(self, name: str) -> bool:
+        return query_key(name) in self.statements
+
+    def names(self) -> list[str]:
+        return [q.statement.name for q in self.statements.values()]
+
+    def texts(self) -> dict[str, str]:
+        return {q.statement.name: q.statement.text for q in self.statements.values()}
+
+    def add(self, statement: SummaryDef) -> None:
+        tree = None
+        if isinstance(statement, WaveletDef):
+            key = (statement.series, statement.window_points)
+            tree = self.trees.setdefault(key, SWAT(window=statement.window_points))
+        self.statements[query_key(statement.name)] = _Summary(statement, tree)
+
+    def remove(self, name: str) -> None:
+        gone = self.statements.pop(query_key(name))
+        if gone.tree is not None and not any(q.tree is gone.tree for q in self.statements.values()):
+            s = gone.statement
+            del self.trees[(s.series, s.window_points)]  # type: ignore[union-attr]
+
+    def tracks(self, series: str) -> bool:
+        return any(q.statement.series == series for q in self.statements.values())
+
+    def feed(self, series: str, values: np.ndarray) -> None:
+        """In-order values of ``series``."""
+        values = np.asarray(values, dtype=float)
+        for (name, _), tree in self.trees.items():
+            if name == series:
+                tree.extend(values)
+        for q in self.statements.values():
+            if q.statement.series == series:
+                q.feed(values)
+
+    def answers(self) -> dict[str, SummaryAnswer]:
+        """Every summary query's answer from the current summaries."""
+        return {q.statement.name: q.answer() for q in self.statements.values()}
