@@ -1,0 +1,154 @@
+"""A SWAT-ASR site's directory and the handlers of Fig. 8 it shares with every site (§3).
+
+Each row holds Table 1's *window segment*, *data range* and *subscription list*, plus what the
+phase-end tests need: the *interested* list (children that read the segment here without
+subscribing), the local read count, a read count per adjacent child and the write count.
+:class:`AsrSite` implements Fig. 8(a)'s update and query branches and Fig. 8(b)'s phase end;
+:class:`~tsmon.protocols.replication.source.SourceSite` and
+:class:`~tsmon.protocols.replication.client.ClientSite` add where values and queries come from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tsmon.protocols.replication.cover import Decomposition, decompose
+from tsmon.protocols.replication.messages import Answer, Decache, Insert, Message, Update
+from tsmon.protocols.replication.segments import Approx, Segment
+
+__all__ = ["AsrSite", "Reaction", "Row"]
+
+
+@dataclass
+class Row:
+    """One directory row (Table 1) with its phase counters (§3).
+
+    ``subscribed`` maps each subscribed child to the data range it was last sent (its copy);
+    ``reads`` is ``u.readCount`` (queries satisfied here with this segment, local or from a
+    child), ``child_reads[v]`` is ``v.readCount``, ``writes`` is ``S.writeCount`` (updates whose
+    range the previous one did not enclose, Fig. 8a).
+
+    Examples
+    --------
+    >>> r = Approx((30.0,), (40.0,))
+    >>> row = Row(Segment(0, "L"), r, subscribed={1: r})
+    >>> sorted(row.subscribed), row.writes
+    ([1], 0)
+    """
+
+    segment: Segment
+    approx: Approx
+    subscribed: dict[int, Approx] = field(default_factory=dict)
+    interested: set[int] = field(default_factory=set)
+    reads: int = 0
+    child_reads: dict[int, int] = field(default_factory=dict)
+    writes: int = 0
+
+
+@dataclass(frozen=True)
+class Reaction:
+    """What a handler produced: ``messages`` to send and ``answers`` delivered to this site's
+    application (answers to its own queries)."""
+
+    messages: tuple[Message, ...] = ()
+    answers: tuple[Answer, ...] = ()
+
+
+class AsrSite:
+    """Fig. 8 at one site ``u``: the directory, the query and update branches, the phase end.
+
+    ``parent`` is ``None`` at the source, which never decaches (it is always in the replication
+    scheme, so [16]'s switch test is not needed, §3).
+    """
+
+    def __init__(self, site: int, parent: int | None) -> None:
+        self.site = site
+        self.parent = parent
+        self.directory: dict[Segment, Row] = {}
+
+    def __repr__(self) -> str:
+        name, rows = type(self).__name__, len(self.directory)
+        return f"{name}(site={self.site}, parent={self.parent}, rows={rows})"
+
+    def ranges(self) -> dict[Segment, Approx]:
+        """The data range of every segment replicated here."""
+        return {seg: row.approx for seg, row in self.directory.items()}
+
+    # -- Fig. 8(a) ---------------------------------------------------------------------------
+    def _serve(
+        self,
+        positions: Sequence[int],
+        weights: Sequence[float],
+        delta: float,
+        count: int,
+        child: int | None,
+    ) -> Decomposition:
+        """Fig. 8(a) query branch: decompose; if satisfied, count the read on every segment
+        used (``child`` is the adjacent site it came from, ``None`` for a local query)."""
+        d = decompose(self.ranges(), count, positions, weights, delta)
+        if d.satisfied:
+            for seg in d.used:
+                row = self.directory[seg]
+                row.reads += 1
+                if child is not None:
+                    if child not in row.subscribed:
+                        row.interested.add(child)
+                    row.child_reads[child] = row.child_reads.get(child, 0) + 1
+        return d
+
+    def update(self, segment: Segment, approx: Approx) -> list[Message]:
+        """Fig. 8(a) update branch: adopt ``approx``; if the old range does not enclose it,
+        count a write and send it to every subscribed child."""
+        row = self.directory[segment]
+        old, row.approx = row.approx, approx
+        if old.encloses(approx):
+            return []
+        row.writes += 1
+        for child in row.subscribed:
+            row.subscribed[child] = approx
+        return [Update(self.site, child, segment, approx) for child in sorted(row.subscribed)]
+
+    def _on_replica(self, m: Update | Insert) -> list[Message]:
+        """An update or insert from the parent (an update for a dropped replica is stale)."""
+        if m.segment not in self.directory:
+            if isinstance(m, Update):
+                return []
+            self.directory[m.segment] = Row(m.segment, m.approx)
+            return []
+        return self.update(m.segment, m.approx)
+
+    def _on_decache(self, m: Decache) -> None:
+        row = self.directory.get(m.segment)
+        if row is not None:
+            row.subscribed.pop(m.sender, None)
+
+    # -- Fig. 8(b) ---------------------------------------------------------------------------
+    def end_phase(self, now_ms: int) -> Reaction:
+        """Fig. 8(b) for every segment: the contraction test at an R-fringe site, else the
+        expansion test towards each subscribed or interested child; then reset the counts.
+
+        Fig. 8(b) reads "if fringe ... else if R-neighbor"; §3's example has a fringe site
+        (``C_1``) expand, so a fringe site that keeps its replica runs the expansion test too.
+        An update that would not change a subscribed child's range is not sent.
+        """
+        out: list[Message] = []
+        for seg in sorted(self.directory, key=Segment.order):
+            row = self.directory[seg]
+            fringe = self.parent is not None and not row.subscribed
+            if fringe and row.reads < row.writes:  # contraction test
+                del self.directory[seg]
+                out.append(Decache(self.site, self.parent, seg))
+                continue
+            for child, held in sorted(row.subscribed.items()):  # subscribed, not adequate
+                if row.writes < row.child_reads.get(child, 0) and held != row.approx:
+                    row.subscribed[child] = row.approx
+                    out.append(Update(self.site, child, seg, row.approx))
+            for child in sorted(row.interested):  # expansion test
+                if row.writes < row.child_reads.get(child, 0):
+                    row.subscribed[child] = row.approx
+                    out.append(Insert(self.site, child, seg, row.approx))
+            row.interested.clear()
+            row.child_reads.clear()
+            row.reads = row.writes = 0
+        return Reaction(tuple(out))
