@@ -116,10 +116,12 @@ def test_metric_orders_late_tasks() -> None:
 def test_engine_overload_counts_misses_and_penalty() -> None:
     """Budget 2 evaluations per tick, 5 queries due every tick (ε = 0): 3 miss at once.
 
-    Each tick the 2 queries evaluated last tick are due again and on time, so they win the
-    budget; the 3 late ones wait (the paper's order: on-time EDF set first). Every miss counts.
+    With aging off (the paper's pure order), each tick the 2 queries evaluated last tick are due
+    again and on time, so they win the budget; the 3 late ones starve. Every miss counts, and
+    the counters now show the starvation while it lasts (late_pending, max_lateness_ms,
+    accrued_penalty). The engine's default aging rule is tested below.
     """
-    eng = DeferralEngine(tick_ms=1, budget=2)
+    eng = DeferralEngine(tick_ms=1, budget=2, max_wait_ms=np.inf)
     eng.models.fix(range(5), mu=[0.5] * 5, sigma=[1.0] * 5)
     for i in range(5):
         eng.add_query(StandingQuery(f"q{i}", {i: 1.0}, eps=0.0, p=0.9))
@@ -130,6 +132,45 @@ def test_engine_overload_counts_misses_and_penalty() -> None:
     assert eng.counters.missed_deadlines == 3 and not any(a.late for a in answers)
     assert eng.scheduler.n_pending == 3
     assert eng.scheduler.pending_penalty(19) == pytest.approx(3 * (0.5 * 19 + np.sqrt(19)))
+    c = eng.counters
+    assert c.late_pending == 3 and c.max_lateness_ms == 19.0 and c.aged == 0
+    assert c.accrued_penalty == pytest.approx(3 * (0.5 * 19 + np.sqrt(19)))
+
+
+def test_engine_overload_aging_answers_every_query() -> None:
+    """Same overload with the default aging rule: no query starves, and the misses it causes
+    (on-time tasks displaced by aged ones) are all counted, with their Eq. 18 penalties."""
+    eng = DeferralEngine(tick_ms=1, budget=2, max_wait_ms=3)
+    eng.models.fix(range(5), mu=[0.5] * 5, sigma=[1.0] * 5)
+    for i in range(5):
+        eng.add_query(StandingQuery(f"q{i}", {i: 1.0}, eps=0.0, p=0.9))
+    last: dict[str, int] = {}
+    answers = []
+    for t in range(40):
+        for a in eng.tick(t, list(range(5)), [t] * 5, [float(t)] * 5):
+            answers.append(a)
+            last[a.name] = t
+        assert eng.counters.max_lateness_ms <= 3 + 5  # aged within max_wait + backlog drain
+    c = eng.counters
+    assert c.evaluations == len(answers) == 80
+    assert sorted(last) == [f"q{i}" for i in range(5)] and min(last.values()) >= 40 - 5
+    late = [a for a in answers if a.late]
+    assert c.aged > 0 and len(late) > 3
+    # every late completion was counted as a miss, and so was every task still waiting late
+    assert c.missed_deadlines == len(late) + c.late_pending
+    assert c.penalty > 0 and c.missed_deadlines == eng.scheduler.n_missed
+
+
+def test_scheduler_aging_runs_old_tasks_first() -> None:
+    s = EdfScheduler(ms_per_unit=0.0, max_wait_ms=5.0)
+    s.submit([0, 1, 2], deadline_ms=[-10.0, 1.0, -2.0])
+    assert s.pending(0) and not s.pending(7)
+    assert s.n_overdue(0.0) == 2 and s.max_lateness(0.0) == 10.0
+    done = s.run(now_ms=0.0, budget=1)  # task 0 is past max_wait: it beats on-time task 1
+    assert done.keys.tolist() == [0] and s.n_aged == 1 and not s.pending(0)
+    assert s.n_missed == 2 and s.n_overdue(0.0) == 1
+    done = s.run(now_ms=1.0, budget=1)  # task 2 is late by 3 < 5: on-time task 1 first
+    assert done.keys.tolist() == [1] and s.n_aged == 1
 
 
 def test_engine_backlog_drains_by_penalty_metric() -> None:

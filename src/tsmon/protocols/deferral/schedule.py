@@ -6,6 +6,12 @@ are preemptible: a task cut off by the end of the budget keeps its remaining cos
 
 At every ``run(now_ms, budget)``:
 
+0. **Anti-starvation (aging).** Tasks late by more than ``max_wait_ms`` (``d_i < now -
+   max_wait_ms``) run first, earliest deadline first. Without this rule (``max_wait_ms = inf``,
+   the default here and the paper's order) a late task can wait forever under sustained
+   overload, because step 1 always prefers the freshly released on-time tasks. With it, no task
+   waits much longer than ``max_wait_ms`` plus the time to drain the aged backlog; the price is
+   that on-time tasks it displaces become late (and are counted).
 1. **EDF while feasible.** The largest set of pending tasks that can all meet their deadlines
    (processing back to back from ``now``) is found by Moore-Hodgson (EDF order, dropping the
    longest task whenever one would be late; optimal for the number of missed deadlines) and
@@ -17,9 +23,13 @@ At every ``run(now_ms, budget)``:
 3. Tasks run in that order until ``budget`` cost units are spent. A task completing at
    ``C_i > d_i`` costs ``P_i = |μ_A|(C_i - d_i) + σ_A √(C_i - d_i)`` (Eq. 18), charged at
    completion. A missed deadline is counted once per task, as soon as it is seen: when the task
-   is still pending at a ``run`` after its deadline, or completes after it. Under sustained
-   overload late tasks may wait indefinitely (the concave Eq. 18 favours finishing others);
-   they are counted as missed and :meth:`EdfScheduler.pending_penalty` shows what they accrue.
+   is still pending at a ``run`` after its deadline, or completes after it. Tasks still waiting
+   are reported by :meth:`EdfScheduler.n_overdue`, :meth:`EdfScheduler.max_lateness` and
+   :meth:`EdfScheduler.pending_penalty` (Eq. 18 accrued so far, not yet charged), so starvation
+   is visible while it happens rather than only when (if ever) the task completes.
+
+``pending(key)`` is a set lookup (O(1)); a ``run`` is O(P log P) NumPy work over the P pending
+tasks, plus a Python Moore-Hodgson pass only when EDF cannot meet every deadline.
 """
 
 from __future__ import annotations
@@ -108,6 +118,8 @@ class EdfScheduler:
         Processing time of one cost unit, ms (``0``: evaluations take no time).
     slack_floor_ms : float
         Floor on ``|s_i|`` in the Eq. 18 metric (avoids ``σ / √0``).
+    max_wait_ms : float
+        Aging limit of step 0 (``inf``: off).
 
     Examples
     --------
@@ -121,11 +133,22 @@ class EdfScheduler:
     ([1], [False], 0)
     """
 
-    def __init__(self, ms_per_unit: float = 1.0, *, slack_floor_ms: float = 1e-6) -> None:
+    def __init__(
+        self,
+        ms_per_unit: float = 1.0,
+        *,
+        slack_floor_ms: float = 1e-6,
+        max_wait_ms: float = np.inf,
+    ) -> None:
         if ms_per_unit < 0:
             raise ValueError(f"ms_per_unit must be >= 0 ms, got {ms_per_unit}")
+        if not max_wait_ms >= 0:
+            raise ValueError(f"max_wait_ms must be >= 0 ms, got {max_wait_ms}")
         self.ms_per_unit = ms_per_unit
         self.slack_floor_ms = slack_floor_ms
+        self.max_wait_ms = max_wait_ms
+        self._keyset: set[int] = set()
+        self.n_aged = 0  # tasks run ahead of the on-time set by step 0
         self.keys = np.empty(0, dtype=np.int64)
         self.deadline_ms = np.empty(0)
         self.remaining = np.empty(0)
@@ -160,7 +183,8 @@ class EdfScheduler:
             np.broadcast_to(np.asarray(x, dtype=np.float64), k.shape).copy()
             for x in (deadline_ms, cost, mu_a, sigma_a)
         )
-        if len(np.unique(k)) != len(k) or np.isin(k, self.keys).any():
+        new = set(k.tolist())
+        if len(new) != len(k) or not self._keyset.isdisjoint(new):
             raise ValueError("task keys must be unique and not already pending; cancel first")
         if (c <= 0).any() or np.isnan(d).any():
             raise ValueError(
@@ -173,16 +197,26 @@ class EdfScheduler:
         self.mu_a = np.r_[self.mu_a, np.nan_to_num(m)]
         self.sigma_a = np.r_[self.sigma_a, np.nan_to_num(s)]
         self.missed = np.r_[self.missed, np.zeros(len(k), dtype=bool)]
+        self._keyset |= new
 
     def cancel(self, keys: ArrayLike) -> int:
         """Drop pending tasks by key (unknown keys ignored); return how many were dropped."""
         drop = np.isin(self.keys, np.asarray(keys, dtype=np.int64))
+        self._keyset.difference_update(self.keys[drop].tolist())
         self._keep(~drop)
         return int(drop.sum())
 
     def pending(self, key: int) -> bool:
-        """Whether a task with ``key`` waits to run."""
-        return bool((self.keys == key).any())
+        """Whether a task with ``key`` waits to run (a set lookup)."""
+        return int(key) in self._keyset
+
+    def n_overdue(self, now_ms: float) -> int:
+        """Pending tasks whose deadline is before ``now_ms`` (they have missed it)."""
+        return int((self.deadline_ms < now_ms).sum())
+
+    def max_lateness(self, now_ms: float) -> float:
+        """How long the most overdue pending task is past its deadline at ``now_ms`` (ms)."""
+        return float(max(now_ms - self.deadline_ms.min(), 0.0)) if self.n_pending else 0.0
 
     def pending_penalty(self, now_ms: float) -> float:
         """Eq. 18 of the pending tasks if they completed at ``now_ms`` (accrued, not charged)."""
@@ -193,19 +227,27 @@ class EdfScheduler:
             setattr(self, name, getattr(self, name)[mask])
 
     def order(self, now_ms: float, budget: float = np.inf) -> NDArray[np.int64]:
-        """Execution order (indices into the pending arrays) at ``now_ms``: steps 1-2 above."""
+        """Execution order (indices into the pending arrays) at ``now_ms``: steps 0-2 above."""
         u = self.ms_per_unit
-        on_time = moore_hodgson(self.deadline_ms, self.remaining, now_ms, u, budget)
-        first = np.flatnonzero(on_time)
+        aged = self.deadline_ms < now_ms - self.max_wait_ms
+        rest = np.flatnonzero(~aged)
+        aged = np.flatnonzero(aged)
+        aged = aged[np.argsort(self.deadline_ms[aged], kind="stable")]  # oldest first
+        aged_cost = float(self.remaining[aged].sum())
+        start = now_ms + aged_cost * u
+        on_time = moore_hodgson(
+            self.deadline_ms[rest], self.remaining[rest], start, u, max(budget - aged_cost, 0.0)
+        )
+        first = rest[on_time]
         first = first[np.argsort(self.deadline_ms[first], kind="stable")]  # EDF
-        late = np.flatnonzero(~on_time)
-        t = now_ms + self.remaining[first].sum() * u
+        late = rest[~on_time]
+        t = start + self.remaining[first].sum() * u
         p = self.remaining[late]
         slack = np.abs(self.deadline_ms[late] - (t + p * u))  # s_i = d_i - (t + p_i)
         slack = np.maximum(slack, self.slack_floor_ms)
         metric = (np.abs(self.mu_a[late]) + self.sigma_a[late] / np.sqrt(slack)) / p  # §5
         late = late[np.argsort(-metric, kind="stable")]  # non-increasing metric
-        return np.r_[first, late].astype(np.int64)
+        return np.r_[aged, first, late].astype(np.int64)
 
     def run(self, now_ms: float, budget: float = np.inf) -> Completed:
         """Spend up to ``budget`` cost units from ``now_ms``; return the tasks that completed."""
@@ -222,6 +264,8 @@ class EdfScheduler:
             spent = cum[n_done - 1] if n_done else 0.0
             self.remaining[seq[n_done]] -= budget - spent
         fin = seq[:n_done]
+        self.n_aged += int((self.deadline_ms[fin] < now_ms - self.max_wait_ms).sum())
+        self._keyset.difference_update(self.keys[fin].tolist())
         completion = now_ms + cum[:n_done] * self.ms_per_unit
         dl = self.deadline_ms[fin]
         late = completion > dl
