@@ -290,7 +290,8 @@ class TopKCoordinator:
 
     def alter_eps(self, name: str, eps: float) -> None:
         """``ALTER QUERY name WITHIN eps`` on a top-k query."""
-        old = self._get(name).pending_alter or self._get(name).statement
+        running = self._get(name)
+        old = running.pending_alter or running.statement
         self.alter(AlterTopK(old.name, old.bottom, old.k, eps))
 
     def remove(self, name: str) -> str:
@@ -332,7 +333,7 @@ class TopKCoordinator:
         key = query_key(running.statement.name)
         if source not in running.node_of:
             joined = running.resolver.add_node()
-            j = joined[0].node
+            j = running.resolver.coordinator.m  # the newest node
             running.node_of[source], running.source_of[j] = j, source
             self._send(key, running, joined)
         message = dataclasses.replace(message, node=running.node_of[source])

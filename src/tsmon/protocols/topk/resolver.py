@@ -19,6 +19,7 @@ the same way: messages in, messages out.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 
 from tsmon.protocols.topk.coordinator import Coordinator
@@ -26,6 +27,7 @@ from tsmon.protocols.topk.messages import (
     CountReply,
     CountRequest,
     Install,
+    Obj,
     Offload,
     ResolutionRequest,
     Shift,
@@ -58,6 +60,9 @@ class Resolver:
         self.coordinator = coordinator
         self.queue: deque[ResolutionRequest | Offload] = deque()
         self.sent = [0] * (coordinator.m + 1)  # installs and shifts sent to each node
+        # bottom-k: the objects each node was given an entry for (every node needs one for
+        # every known object, as there is no phantom to stand for the others)
+        self.holds: list[set[Obj]] = [set() for _ in range(coordinator.m + 1)]
         self.stale = 0  # requests dropped (Appendix A)
         self.resolutions = 0  # requests taken up
         self._phase: str | None = None  # "gather", "phase3", "count" or None (idle)
@@ -79,8 +84,9 @@ class Resolver:
         """Take in a new node (all partial values 0): it gets ``T`` in a first install."""
         c = self.coordinator
         j = c.add_node()
-        self.sent.append(1)
-        return [Install(j, {}, top=c.top, epoch=c.epoch)]
+        self.sent.append(0)
+        self.holds.append(set())
+        return self._installs([Install(j, {}, top=c.top, epoch=c.epoch)])
 
     def _gather(self) -> list[ToNode]:
         requests = self.coordinator.full_request()
@@ -113,9 +119,30 @@ class Resolver:
                 for j in range(1, c.m + 1)
                 if j not in covered
             ]
+        if c.bottom:
+            installs = self._with_known(installs)
         for m in installs:
             self.sent[m.node] += 1
+            self.holds[m.node].update(m.deltas)
         return list(installs)
+
+    def _with_known(self, installs: list[Install]) -> list[Install]:
+        """Bottom-k: give every node an entry (``δ_ij = 0``, what the coordinator assumes of a
+        node that never held the object) for each known object it lacks; a node that joined
+        after an object was resolved could not see it beat a member of ``T`` otherwise."""
+        c = self.coordinator
+        by_node = {m.node: m for m in installs}
+        for j in range(1, c.m + 1):
+            m = by_node.get(j)
+            missing = c.known - self.holds[j] - set(m.deltas if m is not None else ())
+            if not missing:
+                continue
+            zeros = dict.fromkeys(sorted(missing, key=repr), 0)
+            if m is None:
+                by_node[j] = Install(j, zeros, epoch=c.epoch)
+            else:
+                by_node[j] = dataclasses.replace(m, deltas={**zeros, **m.deltas})
+        return [by_node[j] for j in sorted(by_node)]
 
     def on_message(self, message: ToCoordinator) -> list[ToNode]:
         """Take one message from a node; return what the coordinator sends in answer."""
