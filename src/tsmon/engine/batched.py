@@ -591,7 +591,9 @@ class CoordinatorNode:
                 f"batch {batch_id} is older than the last applied batch {self.last_batch_id}; "
                 f"restore the snapshot taken after batch {batch_id - 1} to replay it"
             )
-        updates, now_of, seen, topk_rows = self._parse(outputs)
+        updates, now_of, seen, topk_rows, ignored = self._parse(outputs)
+        for source, counts in ignored.items():
+            self.topk.note_ignored(source, counts)
         for source, now in now_of.items():
             if now is not None:
                 self.source_now[source] = max(now, self.source_now.get(source, now))
@@ -638,9 +640,12 @@ class CoordinatorNode:
 
     def _parse(
         self, outputs: Sequence[Mapping[str, Any]]
-    ) -> tuple[list[StreamedUpdate], dict[str, int | None], dict[str, str], list[Row]]:
+    ) -> tuple[
+        list[StreamedUpdate], dict[str, int | None], dict[str, str], list[Row], dict[str, Any]
+    ]:
         """Validate every row; returns updates in canonical order, each source's newest
-        ``now_ms``, series → source as the rows show it, and the top-k rows.
+        ``now_ms``, series → source as the rows show it, the top-k rows and each source's counts
+        of points its top-k queries ignored.
 
         A series may come from several sources (a top-k metric summed over them): such a
         series is *shared*; a bounded query over it fails, as its filter has one source."""
@@ -648,6 +653,7 @@ class CoordinatorNode:
         now_of: dict[str, int | None] = {}
         seen: dict[str, str] = {}
         topk: list[Row] = []
+        ignored: dict[str, Any] = {}
         bounded = self.bounded_series()
 
         def locate(series: str, source: str, where: str, *, strict: bool) -> None:
@@ -693,7 +699,8 @@ class CoordinatorNode:
                     raise ValueError(f"{where}: bad heartbeat payload {payload!r}")
                 for s in series:
                     locate(s, source, where, strict=False)
-                self.topk.note_ignored(source, payload.get("topk_ignored", {}))
+                if payload.get("topk_ignored"):
+                    ignored[source] = payload["topk_ignored"]
                 old = now_of.get(source)
                 if old is None or (now is not None and now > old):
                     now_of[source] = now
@@ -703,7 +710,7 @@ class CoordinatorNode:
                     f"got {kind!r}"
                 )
         updates.sort(key=lambda u: (u.ts_ms, u.object_id, u.seq))
-        return updates, dict(sorted(now_of.items())), dict(sorted(seen.items())), topk
+        return updates, dict(sorted(now_of.items())), dict(sorted(seen.items())), topk, ignored
 
     # ----------------------------------------------------------------- state and answers
 

@@ -27,15 +27,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
+from typing import NoReturn
 
 import numpy as np
+from lark import Token
 
-from tsmon.core.units import parse_duration_ms
+from tsmon.core.window_spec import WindowKind
 from tsmon.protocols.deferral import DeferralEngine, StandingQuery
 from tsmon.protocols.deferral.engine import Answer, Counters
 from tsmon.query.ast import StandingDef
 from tsmon.query.parser import query_key
 from tsmon.query.patterns import is_glob, series_matches
+from tsmon.query.window_syntax import window_spec
 
 __all__ = ["StandingAnswer", "StandingQueries"]
 
@@ -197,6 +200,9 @@ class StandingQueries:
 
 def _duration_ms(window: str) -> int | None:
     """Milliseconds of a duration window (``"30m"``), ``None`` for a count (``"100 points"``)."""
-    if window.strip().endswith(("point", "points")):
-        return None
-    return parse_duration_ms(window)
+
+    def fail(detail: str, where: object) -> NoReturn:
+        raise ValueError(detail)
+
+    spec = window_spec(Token("WINDOW", window), fail)
+    return spec.size if spec.kind is WindowKind.TIME else None

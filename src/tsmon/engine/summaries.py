@@ -24,8 +24,6 @@ Choices
 from __future__ import annotations
 
 import math
-import operator
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,19 +33,12 @@ from tsmon.core.correlated import CorrelatedAggregate, CorrelatedQuery
 from tsmon.core.exphist import BasicCounting, WindowSum
 from tsmon.core.swat import SWAT
 from tsmon.query.ast import ApproxDef, CorrelatedDef, WaveletDef
+from tsmon.query.compile import COMPARISONS
 from tsmon.query.parser import query_key
 
 __all__ = ["SummaryAnswer", "SummaryQueries"]
 
 SummaryDef = WaveletDef | ApproxDef | CorrelatedDef
-_OPS: dict[str, Callable[[Any, Any], Any]] = {
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-    "==": operator.eq,
-    "!=": operator.ne,
-}
 
 
 @dataclass(frozen=True)
@@ -88,7 +79,7 @@ class _Summary:
             return  # the shared tree is fed once per series
         if isinstance(s, ApproxDef) and s.kind == "count":
             assert s.op is not None
-            for bit in _OPS[s.op](values, s.threshold):
+            for bit in COMPARISONS[s.op](values, np.full(len(values), s.threshold)):
                 self.hist.update(int(bit))
             return
         if isinstance(s, ApproxDef):

@@ -88,7 +88,7 @@ def _not_equal(left: np.ndarray, right: np.ndarray) -> np.ndarray:
 
 
 _ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "%": np.mod}
-_COMPARE = {
+COMPARISONS = {
     "<": np.less,
     "<=": np.less_equal,
     ">": np.greater,
@@ -136,7 +136,7 @@ def _build(expr: ast.Expr) -> Evaluator:
         arith = _ARITH[expr.op]
         return lambda b: arith(_num(left(b)), _num(right(b)))
     if isinstance(expr, ast.Compare):
-        compare = _COMPARE[expr.op]
+        compare = COMPARISONS[expr.op]
         return lambda b: compare(_num(left(b)), _num(right(b)))
     if isinstance(expr, ast.BoolOp):
         both = np.logical_and if expr.op == "and" else np.logical_or
