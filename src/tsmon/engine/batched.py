@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
 import numbers
 import pickle
@@ -57,6 +58,16 @@ from typing import Any
 import numpy as np
 
 from tsmon.engine.bounded import to_query
+from tsmon.engine.deferred import (
+    PARTITION_PREFIX,
+    StandingCoordinator,
+    StandingPartition,
+    StandingSettings,
+    StandingSource,
+    is_partition,
+    standing_series,
+)
+from tsmon.engine.standing import StandingAnswer
 from tsmon.engine.topk import TOPK_OPS, TopKAnswer, TopKCoordinator, TopKSource
 from tsmon.engine.watch import WATCH_OPS, LocalQueries, RegisterSettings, WatchLog, event_order
 from tsmon.protocols.filters.codec import from_dict, to_dict
@@ -71,11 +82,11 @@ from tsmon.protocols.filters.messages import (
 from tsmon.protocols.filters.queries import Query, check_delta
 from tsmon.protocols.filters.source import SourceFilter
 from tsmon.query.aggregate import resolve_aggregate
-from tsmon.query.ast import AggregateDef, AlterTopK, TopKDef
+from tsmon.query.ast import AggregateDef, AlterTopK, StandingDef, TopKDef
 from tsmon.query.parser import query_key
 from tsmon.query.patterns import series_matches
 
-__all__ = ["BatchCounts", "BatchedRuntime", "CoordinatorNode", "SourceNode"]
+__all__ = ["BatchCounts", "BatchedRuntime", "CoordinatorNode", "SourceNode", "new_node"]
 
 Row = dict[str, Any]
 
@@ -117,10 +128,14 @@ def _parse_data(rows: Sequence[Mapping[str, Any]], source: str) -> list[_Point]:
 
 def _parse_control(
     rows: Sequence[Mapping[str, Any]], source: str
-) -> tuple[list[dict[str, str]], list[Mapping[str, Any]], list[tuple[int, WidthMessage]]]:
-    """Validate control rows; returns the watch-query changes, the top-k control payloads
-    and the ``(seq, width message)`` pairs, each in order."""
+) -> tuple[
+    list[dict[str, str]], list[Mapping[str, Any]], list[str], list[tuple[int, WidthMessage]]
+]:
+    """Validate control rows; returns the watch-query changes, the top-k control payloads,
+    the series to model for standing queries and the ``(seq, width message)`` pairs, each in
+    order."""
     watch: list[tuple[int, dict[str, str]]] = []
+    tracked: list[tuple[int, list[str]]] = []
     topk: list[tuple[int, Mapping[str, Any]]] = []
     out = []
     for n, row in enumerate(rows):
@@ -132,6 +147,14 @@ def _parse_control(
             if payload.get("op") not in (*TOPK_OPS, "msg") or not _is_int(payload.get("gen")):
                 raise ValueError(f"{where}: bad top-k control {payload!r}")
             topk.append((int(row["seq"]), payload))
+            continue
+        if isinstance(payload, Mapping) and payload.get("type") == "standing":
+            series = payload.get("series")
+            if payload.get("op") != "track" or not (
+                isinstance(series, list) and all(isinstance(x, str) for x in series)
+            ):
+                raise ValueError(f"{where}: bad standing control {payload!r}")
+            tracked.append((int(row["seq"]), series))
             continue
         if isinstance(payload, Mapping) and payload.get("type") == "watch":
             op, text = payload.get("op"), payload.get("text")
@@ -150,7 +173,8 @@ def _parse_control(
     # logged top-k changes first (by log index), then protocol messages (by send order)
     topk.sort(key=lambda x: (x[1]["op"] == "msg", x[0]))
     widths = [(s, m) for s, _, m in sorted(out, key=lambda x: x[:2])]
-    return changes, [p for _, p in topk], widths
+    series = [x for _, names in sorted(tracked, key=lambda x: x[0]) for x in names]
+    return changes, [p for _, p in topk], series, widths
 
 
 class SourceNode:
@@ -184,6 +208,8 @@ class SourceNode:
         registers: RegisterSettings | None = None,
         watch: str = "",
         topk: str = "",
+        standing: str = "",
+        standing_settings: StandingSettings | None = None,
     ) -> None:
         if not isinstance(source, str):
             raise TypeError(f"source must be a str, got {source!r}")
@@ -196,6 +222,9 @@ class SourceNode:
         self.keep_first = registers is not None and registers.duplicates == "keep_first"
         self.source = source
         self.topk = TopKSource(topk)  # its monitor nodes of top-k queries
+        # the stream models of standing queries' series (engine.deferred)
+        settings = standing_settings or StandingSettings()
+        self.standing = StandingSource(standing_series(standing), settings)
         self.period_ms = int(period_ms)
         self.shrink = float(shrink)
         self.filters: dict[str, SourceFilter] = {}
@@ -218,12 +247,13 @@ class SourceNode:
 
         All rows are validated first: a bad one raises ``ValueError`` and changes nothing.
         """
-        changes, topk, messages = _parse_control(control, self.source)
+        changes, topk, tracked, messages = _parse_control(control, self.source)
         points = _parse_data(data, self.source)
         if changes and self.local is None:
             raise ValueError(f"source {self.source!r}: watch queries need registers")
         for change in changes:
             self.local.change(change["op"], change["text"])  # type: ignore[union-attr]
+        self.standing.track(tracked)
         topk_rows: list[Row] = []
         for payload in topk:
             if payload["op"] == "msg":
@@ -264,7 +294,7 @@ class SourceNode:
         self.held = []
         applied = stale = 0
         new: list[str] = []
-        topk: list[Row] = []
+        protocol: list[Row] = []  # top-k and stream-model rows
         for p in points:
             newest = self.newest_ts.get(p.series)
             if newest is None:
@@ -277,13 +307,15 @@ class SourceNode:
             self.now_ms = max(self.now_ms, p.ts)
             self.newest_ts[p.series] = p.ts
             out += self._filter(p.series).observe(self.now_ms, p.value)
-            topk += self.topk.observe(p.ts, p.series, p.value, self.now_ms)
+            protocol += self.topk.observe(p.ts, p.series, p.value, self.now_ms)
+            self.standing.observe(p.series, p.ts, p.value)
             applied += 1
         if until_ms is not None:
             self.now_ms = max(self.now_ms, until_ms)
         for f in self.filters.values():  # every boundary up to now_ms, for every series (§3.1)
             out += f.advance(self.now_ms)
-        topk += self.topk.advance(self.now_ms)
+        protocol += self.topk.advance(self.now_ms)
+        protocol += self.standing.report(self.now_ms)
         self.points += applied
         self.stale += stale
         if self.local is not None:
@@ -292,7 +324,7 @@ class SourceNode:
             )
         rows: list[Row] = [{"kind": "msg", "payload": to_dict(u)} for u in out]
         heartbeat = self._heartbeat(applied, stale, sorted(set(new)))
-        return [*rows, *topk, *self._local_outputs(), heartbeat]
+        return [*rows, *protocol, *self._local_outputs(), heartbeat]
 
     def _local_outputs(self) -> list[Row]:
         return [] if self.local is None else self.local.outputs()
@@ -351,9 +383,13 @@ class CoordinatorNode:
         source_of: Mapping[str, str] | None = None,
         watch: str = "",
         topk: str = "",
+        standing: str = "",
+        standing_settings: StandingSettings | None = None,
     ) -> None:
         self.watch = WatchLog(watch)  # the job's watch queries and their live changes
         self.topk = TopKCoordinator(topk)  # the job's top-k queries, live changes, protocol
+        # standing queries: stream table, interruptions, query partitions (engine.deferred)
+        self.standing = StandingCoordinator(standing, standing_settings)
         self.shared: set[str] = set()  # series seen at several sources (fine for top-k)
         self.globbed: dict[str, AggregateDef] = {}  # bounded queries over globs, by name
         self.dropped: dict[str, str] = {}  # glob queries that cannot be evaluated, and why
@@ -404,7 +440,13 @@ class CoordinatorNode:
         watch queries, once every deferred change is made."""
         return list(
             dict.fromkeys(
-                [*self._planned(), *self.globbed, *self.watch.names(), *self.topk.names()]
+                [
+                    *self._planned(),
+                    *self.globbed,
+                    *self.watch.names(),
+                    *self.topk.names(),
+                    *self.standing.names(),
+                ]
             )
         )
 
@@ -465,6 +507,16 @@ class CoordinatorNode:
         each source counts from when it gets it (:mod:`tsmon.engine.topk`)."""
         self._free(statement.name)
         self.topk.add(statement)
+
+    def add_standing(self, statement: StandingDef) -> None:
+        """Start a standing query (deferred evaluation) at its query partition; globs expand
+        over the series known now (:mod:`tsmon.engine.deferred`)."""
+        self._free(statement.name)
+        self.standing.add(statement, sorted({*self.learned, *self.declared}))
+
+    def standing_answers(self) -> dict[str, StandingAnswer]:
+        """The last evaluation of every standing query."""
+        return self.standing.answers()
 
     def alter_topk(self, change: AlterTopK) -> None:
         """New ``k`` (and ε) for a top-k query, once no resolution of it is under way."""
@@ -531,6 +583,9 @@ class CoordinatorNode:
         if self.topk.defines(name):
             self.topk.alter_eps(name, delta)
             return
+        if self.standing.defines(name):
+            self.standing.alter(name, delta, sorted({*self.learned, *self.declared}))
+            return
         if name in self.globbed:
             statement = self.globbed[name]
             check_delta(name, delta)
@@ -552,6 +607,9 @@ class CoordinatorNode:
             return
         if self.topk.defines(name):
             self.topk.remove(name)
+            return
+        if self.standing.defines(name):
+            self.standing.remove(name)
             return
         if self.globbed.pop(name, None) is not None and name not in self._planned():
             return  # it matched no series yet
@@ -591,7 +649,8 @@ class CoordinatorNode:
                 f"batch {batch_id} is older than the last applied batch {self.last_batch_id}; "
                 f"restore the snapshot taken after batch {batch_id - 1} to replay it"
             )
-        updates, now_of, seen, topk_rows, ignored = self._parse(outputs)
+        updates, now_of, seen, topk_rows, standing_rows, ignored = self._parse(outputs)
+        self.standing.receive(standing_rows)
         for source, counts in ignored.items():
             self.topk.note_ignored(source, counts)
         for source, now in now_of.items():
@@ -619,6 +678,12 @@ class CoordinatorNode:
         control = self.watch.control_for(self.sources)
         for source, rows in self.topk.step(topk_rows, self.sources).items():
             control.setdefault(source, []).extend(rows)
+        job_now = max(self.source_now.values()) if self.source_now else None
+        for key, rows in self.standing.control_for(self.sources, job_now).items():
+            seq = len(control.get(key, []))
+            control.setdefault(key, []).extend(
+                {"seq": seq + n, **row} for n, row in enumerate(rows)
+            )
         self.counts.control_rows += sum(len(rows) for rows in control.values())
         decided = sorted(out, key=lambda m: m.seq)
         for m in decided:
@@ -641,11 +706,17 @@ class CoordinatorNode:
     def _parse(
         self, outputs: Sequence[Mapping[str, Any]]
     ) -> tuple[
-        list[StreamedUpdate], dict[str, int | None], dict[str, str], list[Row], dict[str, Any]
+        list[StreamedUpdate],
+        dict[str, int | None],
+        dict[str, str],
+        list[Row],
+        list[Row],
+        dict[str, Any],
     ]:
         """Validate every row; returns updates in canonical order, each source's newest
-        ``now_ms``, series → source as the rows show it, the top-k rows and each source's counts
-        of points its top-k queries ignored.
+        ``now_ms``, series → source as the rows show it, the top-k rows, the standing-query
+        rows (stream models, partitions' answers) and each source's counts of points its
+        top-k queries ignored.
 
         A series may come from several sources (a top-k metric summed over them): such a
         series is *shared*; a bounded query over it fails, as its filter has one source."""
@@ -653,6 +724,7 @@ class CoordinatorNode:
         now_of: dict[str, int | None] = {}
         seen: dict[str, str] = {}
         topk: list[Row] = []
+        standing: list[Row] = []
         ignored: dict[str, Any] = {}
         bounded = self.bounded_series()
 
@@ -692,6 +764,10 @@ class CoordinatorNode:
                 ):
                     raise ValueError(f"{where}: bad top-k payload {payload!r}")
                 topk.append({"source": source, "payload": payload})
+            elif kind in ("streams", "standing"):
+                if not isinstance(payload, Mapping) or (kind == "standing") != is_partition(source):
+                    raise ValueError(f"{where}: bad {kind} row from {source!r}: {payload!r}")
+                standing.append({"source": source, "kind": kind, "payload": payload})
             elif kind == "heartbeat":
                 now = payload.get("now_ms") if isinstance(payload, Mapping) else None
                 series = payload.get("series", []) if isinstance(payload, Mapping) else None
@@ -706,11 +782,13 @@ class CoordinatorNode:
                     now_of[source] = now
             else:
                 raise ValueError(
-                    f"{where}: kind must be 'msg', 'heartbeat', 'event', 'dead' or 'topk', "
-                    f"got {kind!r}"
+                    f"{where}: kind must be 'msg', 'heartbeat', 'event', 'dead', 'topk', "
+                    f"'streams' or 'standing', got {kind!r}"
                 )
         updates.sort(key=lambda u: (u.ts_ms, u.object_id, u.seq))
-        return updates, dict(sorted(now_of.items())), dict(sorted(seen.items())), topk, ignored
+        standing.sort(key=lambda r: (r["kind"], r["source"]))  # any arrival order: one result
+        now_of = dict(sorted(now_of.items()))
+        return updates, now_of, dict(sorted(seen.items())), topk, standing, ignored
 
     # ----------------------------------------------------------------- state and answers
 
@@ -728,6 +806,25 @@ class CoordinatorNode:
         if not isinstance(state, CoordinatorNode):
             raise TypeError(f"not a CoordinatorNode snapshot: {type(state).__name__}")
         self.__dict__ = state.__dict__
+
+
+def new_node(
+    key: str,
+    *,
+    period_ms: int,
+    shrink: float,
+    registers: RegisterSettings | None = None,
+    watch: str = "",
+    topk: str = "",
+    standing: str = "",
+    standing_settings: StandingSettings | None = None,
+) -> SourceNode | StandingPartition:
+    """The node of ``key``: a query partition for :data:`PARTITION_PREFIX` keys, else a source
+    node with the job's settings and initial queries."""
+    settings = standing_settings or StandingSettings()
+    if is_partition(key):
+        return StandingPartition(key, settings)
+    return SourceNode(key, period_ms, shrink, registers, watch, topk, standing, settings)
 
 
 class BatchedRuntime:
@@ -761,16 +858,25 @@ class BatchedRuntime:
         registers: RegisterSettings | None = None,
         watch: str = "",
         topk: str = "",
+        standing: str = "",
+        standing_settings: StandingSettings | None = None,
     ) -> None:
         if watch.strip() and registers is None:
             raise ValueError("watch queries need registers: pass registers=RegisterSettings()")
-        self.period_ms = int(period_ms)
-        self.shrink = float(shrink)
-        self.registers = registers
-        self.watch = watch
-        self.topk = topk
-        self.coordinator = CoordinatorNode(period_ms, shrink, seed, growth, source_of, watch, topk)
-        self.nodes: dict[str, SourceNode] = {}
+        self.coordinator = CoordinatorNode(
+            period_ms, shrink, seed, growth, source_of, watch, topk, standing, standing_settings
+        )
+        self.new_node = functools.partial(
+            new_node,
+            period_ms=int(period_ms),
+            shrink=float(shrink),
+            registers=registers,
+            watch=watch,
+            topk=topk,
+            standing=standing,
+            standing_settings=standing_settings,
+        )
+        self.nodes: dict[str, SourceNode | StandingPartition] = {}
         self.control: dict[str, list[Row]] = {}  # written by the last batch, for the next
         self.batch_id = -1
         self.last_outputs: list[Row] = []  # the node rows of the last batch
@@ -801,8 +907,11 @@ class BatchedRuntime:
             if not (isinstance(point, tuple | list) and len(point) == 4):
                 raise ValueError(f"point {n}: expected (source, series, ts, value), got {point!r}")
             source, series, ts, value = point
-            if not isinstance(source, str):
-                raise ValueError(f"point {n}: source must be a str, got {source!r}")
+            if not isinstance(source, str) or is_partition(source):
+                raise ValueError(
+                    f"point {n}: source must be a str not starting with {PARTITION_PREFIX!r} "
+                    f"(query partitions), got {source!r}"
+                )
             known = located.setdefault(series, self.coordinator.source_of(series) or source)
             if known != source and series in bounded:
                 raise ValueError(
@@ -818,9 +927,7 @@ class BatchedRuntime:
         outputs: list[Row] = []
         for source in sorted(set(groups) | set(self.control)):
             if source not in self.nodes:
-                self.nodes[source] = SourceNode(
-                    source, self.period_ms, self.shrink, self.registers, self.watch, self.topk
-                )
+                self.nodes[source] = self.new_node(source)
             rows = self.nodes[source].step(self.control.get(source, []), groups.get(source, []))
             outputs += [{**row, "source": source} for row in rows]
         self.last_outputs = outputs
@@ -834,6 +941,10 @@ class BatchedRuntime:
     def topk_answers(self) -> dict[str, TopKAnswer]:
         """The current set of every top-k query (see :class:`~tsmon.engine.topk.TopKAnswer`)."""
         return self.coordinator.topk_answers()
+
+    def standing_answers(self) -> dict[str, StandingAnswer]:
+        """The last evaluation of every standing query (one batch behind the snapshot)."""
+        return self.coordinator.standing_answers()
 
     def events(self) -> list[Mapping[str, Any]]:
         """The ``event`` rows of the last batch, in :func:`~tsmon.engine.watch.event_order`."""

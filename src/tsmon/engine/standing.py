@@ -34,13 +34,19 @@ from lark import Token
 
 from tsmon.core.window_spec import WindowKind
 from tsmon.protocols.deferral import DeferralEngine, StandingQuery
-from tsmon.protocols.deferral.engine import Answer, Counters
+from tsmon.protocols.deferral.partition import Answer, Counters
 from tsmon.query.ast import StandingDef
 from tsmon.query.parser import query_key
 from tsmon.query.patterns import is_glob, series_matches
 from tsmon.query.window_syntax import window_spec
 
-__all__ = ["StandingAnswer", "StandingQueries"]
+__all__ = [
+    "StandingAnswer",
+    "StandingQueries",
+    "check_window",
+    "series_weights",
+    "standing_query",
+]
 
 StandingAnswer = Answer
 
@@ -86,55 +92,16 @@ class StandingQueries:
 
     def add(self, statement: StandingDef, series: Iterable[str]) -> None:
         """Register ``statement`` over the existing ``series`` (globs expanded now)."""
-        if statement.window is not None and not _duration_ms(statement.window):
-            raise ValueError(
-                f"query {statement.name!r}: MAX/MIN OVER {statement.window} counts points; the "
-                "deferral model is in time, so give a duration (e.g. OVER 30m)"
-            )
-        weights = self._weights(statement, list(series))
+        check_window(statement)
+        weights = {self._stream(s): w for s, w in series_weights(statement, series).items()}
         self.statements[query_key(statement.name)] = statement
         if statement.since_start and self._tick is None:  # its landmark is the first tick
-            self._pending[statement.name] = self._spec(statement, weights, landmark_ms=0)
+            self._pending[statement.name] = standing_query(statement, weights, landmark_ms=0)
             return
-        self.engine.add_query(self._spec(statement, weights, self._tick))
-
-    def _weights(self, statement: StandingDef, series: list[str]) -> dict[int, float]:
-        pooled: dict[str, float] = {}
-        for term in statement.terms:
-            names = (
-                [s for s in series if series_matches(s, [term.series])]
-                if is_glob(term.series)
-                else [term.series]
-            )
-            if not names:
-                raise ValueError(
-                    f"query {statement.name!r}: {term.series!r} matches no series; add the "
-                    "series first (globs expand when the query is added)"
-                )
-            for name in names:
-                pooled[name] = pooled.get(name, 0.0) + term.coefficient
-        pooled = {s: w for s, w in pooled.items() if w != 0.0}
-        if not pooled:
-            raise ValueError(f"query {statement.name!r}: the weights sum to 0 for every series")
-        scale = 1.0 / len(pooled) if statement.aggregate == "avg" else 1.0  # AVG over |S|
-        return {self._stream(s): w * scale for s, w in pooled.items()}
+        self.engine.add_query(standing_query(statement, weights, self._tick))
 
     def _stream(self, series: str) -> int:
         return self.stream_of.setdefault(series, len(self.stream_of))
-
-    @staticmethod
-    def _spec(s: StandingDef, weights: dict[int, float], landmark_ms: int | None) -> StandingQuery:
-        landmark = landmark_ms if s.since_start else s.landmark_ms
-        return StandingQuery(
-            s.name,
-            weights,
-            s.eps,
-            s.confidence,
-            kind=s.extremum or "linear",  # type: ignore[arg-type]
-            window_ms=None if s.window is None else _duration_ms(s.window),
-            landmark_ms=landmark,
-            relative=s.relative,
-        )
 
     def alter(self, name: str, eps: float, series: Iterable[str]) -> None:
         """A new tolerance: the query is registered again (stream models are kept)."""
@@ -196,6 +163,58 @@ class StandingQueries:
     def counters(self) -> Counters:
         """Evaluations, missed deadlines, penalty and estimations so far."""
         return self.engine.counters
+
+
+def check_window(statement: StandingDef) -> None:
+    """Refuse a MAX/MIN window counted in points: the deferral model is in time."""
+    if statement.window is not None and not _duration_ms(statement.window):
+        raise ValueError(
+            f"query {statement.name!r}: MAX/MIN OVER {statement.window} counts points; the "
+            "deferral model is in time, so give a duration (e.g. OVER 30m)"
+        )
+
+
+def series_weights(statement: StandingDef, series: Iterable[str]) -> dict[str, float]:
+    """The weight ``a_i`` of each series in the aggregate (Eq. 2): globs expanded over
+    ``series``, repeated series pooled, zero weights left out, AVG divided by ``|S|``."""
+    known = list(series)
+    pooled: dict[str, float] = {}
+    for term in statement.terms:
+        names = (
+            [s for s in known if series_matches(s, [term.series])]
+            if is_glob(term.series)
+            else [term.series]
+        )
+        if not names:
+            raise ValueError(
+                f"query {statement.name!r}: {term.series!r} matches no series; add the "
+                "series first (globs expand when the query is added)"
+            )
+        for name in names:
+            pooled[name] = pooled.get(name, 0.0) + term.coefficient
+    pooled = {s: w for s, w in pooled.items() if w != 0.0}
+    if not pooled:
+        raise ValueError(f"query {statement.name!r}: the weights sum to 0 for every series")
+    scale = 1.0 / len(pooled) if statement.aggregate == "avg" else 1.0  # AVG over |S|
+    return {s: w * scale for s, w in pooled.items()}
+
+
+def standing_query(
+    s: StandingDef, weights: dict[int, float], landmark_ms: int | None
+) -> StandingQuery:
+    """The protocol query of ``s`` over stream ids; ``landmark_ms`` is its first tick when it
+    runs ``SINCE START``."""
+    landmark = landmark_ms if s.since_start else s.landmark_ms
+    return StandingQuery(
+        s.name,
+        weights,
+        s.eps,
+        s.confidence,
+        kind=s.extremum or "linear",  # type: ignore[arg-type]
+        window_ms=None if s.window is None else _duration_ms(s.window),
+        landmark_ms=landmark,
+        relative=s.relative,
+    )
 
 
 def _duration_ms(window: str) -> int | None:

@@ -44,7 +44,14 @@ from tsmon.engine.batched import CoordinatorNode
 from tsmon.engine.bounded import to_query
 from tsmon.query import QuerySyntaxError, compile_query, parse_queries
 from tsmon.query.aggregate import resolve_aggregate
-from tsmon.query.ast import AggregateDef, AlterPrecision, AlterTopK, QueryDef, TopKDef
+from tsmon.query.ast import (
+    AggregateDef,
+    AlterPrecision,
+    AlterTopK,
+    QueryDef,
+    StandingDef,
+    TopKDef,
+)
 from tsmon.query.patterns import is_glob
 from tsmon.spark.files import atomic_write
 
@@ -161,10 +168,10 @@ def check(
                 f"{_kind(statement)}; to define a query use add"
             )
         return statement
-    if not isinstance(statement, AggregateDef | QueryDef | TopKDef):
+    if not isinstance(statement, AggregateDef | QueryDef | TopKDef | StandingDef):
         raise CommandError(
-            "add takes QUERY name AS AGG(...) WITHIN δ, QUERY name AS TOP|BOTTOM k OF ... or "
-            "QUERY name ON ..."
+            "add takes QUERY name AS AGG(...) WITHIN δ, QUERY name AS AGG(...) WITHIN ε "
+            "CONFIDENCE p, QUERY name AS TOP|BOTTOM k OF ... or QUERY name ON ..."
         )
     return runnable(statement)
 
@@ -372,6 +379,12 @@ def _apply_one(node: CoordinatorNode, command: Command, source_of: SourceOf) -> 
         node.add_topk(what)
         word = "BOTTOM" if what.bottom else "TOP"
         return f"added {what.name!r}: {word} {what.k} of {what.objects} by {what.metric}"
+    if isinstance(what, StandingDef):
+        node.add_standing(what)
+        within = f"{100 * what.eps:g}%" if what.relative else f"{what.eps:g}"
+        return (
+            f"added standing query {what.name!r} within {within} at confidence {what.confidence:g}"
+        )
     if isinstance(what, AlterTopK):
         node.alter_topk(what)
         return f"altered {what.name!r} to {'BOTTOM' if what.bottom else 'TOP'} {what.k}"

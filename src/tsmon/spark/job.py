@@ -40,6 +40,11 @@ before any Spark work starts::
     shrink = 0.05
     growth = "capped"
 
+    [standing]                     # standing queries (... CONFIDENCE p): deferred evaluation
+    tick = "1s"                    # event time a micro-batch is expected to span
+    partitions = 2                 # query partitions (stateful keys spread over executors)
+    k = 100                        # items per stream behind each estimate of mu, sigma
+
     [[sinks]]
     kind = "parquet"
     path = "out/"
@@ -56,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from tsmon.core.units import UnitError, parse_duration_ms
+from tsmon.engine.deferred import StandingSettings
 from tsmon.engine.watch import RegisterSettings
 from tsmon.query import QuerySyntaxError, parse_queries
 from tsmon.sim.generator import STREAM_METRICS, STREAM_START_MS
@@ -162,6 +168,7 @@ class Job:
     queries: str
     sinks: tuple[SinkSpec, ...]
     registers: RegisterSettings = field(default_factory=RegisterSettings)
+    standing: StandingSettings = field(default_factory=StandingSettings)
 
 
 def load_job(path: str | Path) -> Job:
@@ -192,7 +199,10 @@ def load_job(path: str | Path) -> Job:
 
 def parse_job(raw: Mapping[str, Any], base: Path, where: str = "job") -> Job:
     """Check a parsed job table (see :func:`load_job`)."""
-    known = {"job", "input", "sources", "filters", "registers", "queries", "query_file", "sinks"}
+    known = {
+        "job", "input", "sources", "filters", "registers", "standing", "queries", "query_file",
+        "sinks",
+    }  # fmt: skip
     _no_unknown(raw, known, where, "top level")
     job = _table(raw, "job", where)
     _no_unknown(job, {"name", "checkpoint", "trigger", "master", "spark_conf"}, where, "[job]")
@@ -209,6 +219,7 @@ def parse_job(raw: Mapping[str, Any], base: Path, where: str = "job") -> Job:
         sources={str(k): str(v) for k, v in _table(raw, "sources", where).items()},
         filters=_filters(_table(raw, "filters", where), where),
         registers=_registers(_table(raw, "registers", where), where),
+        standing=_standing(_table(raw, "standing", where), where),
         queries=_queries(raw, base, where),
         sinks=tuple(_sink(s, base, where) for s in _sinks(raw, where)),
     )
@@ -338,6 +349,19 @@ def _filters(t: Mapping[str, Any], where: str) -> FilterSpec:
         shrink=float(shrink),
         growth=_choice(t, "growth", GROWTH, where, "[filters]", default="capped"),
     )
+
+
+def _standing(t: Mapping[str, Any], where: str) -> StandingSettings:
+    _no_unknown(t, {"tick", "partitions", "k"}, where, "[standing]")
+    partitions, k = t.get("partitions", 2), t.get("k", 100)
+    if not (_is_int(partitions) and partitions >= 1):
+        raise JobError(f"{where}: [standing] partitions must be an int >= 1, got {partitions!r}")
+    if not (_is_int(k) and k >= 3):
+        raise JobError(f"{where}: [standing] k must be an int >= 3 (items), got {k!r}")
+    tick = _duration(t, "tick", where, "[standing]", default="1s")
+    if tick <= 0:
+        raise JobError(f"{where}: [standing] tick must be > 0, got {t.get('tick')!r}")
+    return StandingSettings(tick_ms=tick, partitions=int(partitions), k=int(k))
 
 
 def _queries(raw: Mapping[str, Any], base: Path, where: str) -> str:

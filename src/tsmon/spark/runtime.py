@@ -46,14 +46,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tsmon.engine.batched import CoordinatorNode, SourceNode
+from tsmon.engine.batched import CoordinatorNode, new_node
 from tsmon.engine.bounded import to_query
+from tsmon.engine.deferred import PARTITION_PREFIX
+from tsmon.engine.standing import StandingAnswer, check_window, series_weights
 from tsmon.engine.topk import TopKAnswer
 from tsmon.engine.watch import event_order
 from tsmon.protocols.filters import Answer, Query
 from tsmon.query import parse_queries
 from tsmon.query.aggregate import resolve_aggregate
-from tsmon.query.ast import AggregateDef, QueryDef, TopKDef
+from tsmon.query.ast import AggregateDef, QueryDef, StandingDef, TopKDef
 from tsmon.query.patterns import is_glob, series_matches
 from tsmon.spark.commands import CommandLog, apply, runnable
 from tsmon.spark.control import ControlChannel
@@ -63,7 +65,7 @@ from tsmon.spark.job import Job, JobError
 from tsmon.spark.sinks import DEAD_LETTER_COLUMNS, BatchOutput, Callback, Sinks
 
 #: Dead-letter reasons of input rows (the ``reason`` column of the dead-letter sink).
-REASONS = ("bad_series", "unreadable_ts", "not_numeric", "nan", "infinite")
+REASONS = ("bad_source", "bad_series", "unreadable_ts", "not_numeric", "nan", "infinite")
 
 
 @dataclass(frozen=True)
@@ -75,12 +77,13 @@ class JobQueries:
     globbed: list[AggregateDef]
     watch: str
     topk: str = ""
+    standing: str = ""
 
     @classmethod
     def of(cls, job: Job) -> JobQueries:
         """Parse and check ``job``'s queries (a :class:`JobError` for one that a running job
         cannot register, or that cannot be evaluated, e.g. weights summing to 0)."""
-        literal, globbed, watch, topk = [], [], [], []
+        literal, globbed, watch, topk, standing = [], [], [], [], []
         for s in parse_queries(job.queries):
             try:
                 runnable(s)
@@ -88,13 +91,22 @@ class JobQueries:
                     watch.append(s.text)
                 elif isinstance(s, TopKDef):
                     topk.append(s.text)
+                elif isinstance(s, StandingDef):
+                    check_window(s)
+                    series_weights(s, [])  # a glob matches no series before the job runs
+                    standing.append(s.text)
                 elif isinstance(s, AggregateDef) and any(is_glob(t.series) for t in s.terms):
                     globbed.append(s)
                 elif isinstance(s, AggregateDef):
                     literal.append(to_query(resolve_aggregate(s, [t.series for t in s.terms])))
+                else:
+                    raise ValueError(
+                        f"line {s.line}: {type(s).__name__} statements do not run in a Spark "
+                        "job; give them to a Monitor (tsmon watch) or submit them as commands"
+                    )
             except ValueError as e:  # QuerySyntaxError is one
                 raise JobError(str(e)) from None
-        return cls(literal, globbed, "\n".join(watch), "\n".join(topk))
+        return cls(literal, globbed, "\n".join(watch), "\n".join(topk), "\n".join(standing))
 
     def register(self, node: CoordinatorNode, job: Job) -> None:
         """Register the bounded aggregates at a fresh coordinator."""
@@ -143,6 +155,8 @@ class Coordinator:
             growth=f.growth,
             watch=self.queries.watch,
             topk=self.queries.topk,
+            standing=self.queries.standing,
+            standing_settings=self.job.standing,
         )
         self.queries.register(node, self.job)
         return node
@@ -209,6 +223,7 @@ class JobRunner:
         self.channel = ControlChannel(job.checkpoint / "control")
         self.answers: dict[str, Answer] = {}
         self.topk: dict[str, TopKAnswer] = {}  # the top-k sets after the last batch
+        self.standing: dict[str, StandingAnswer] = {}  # standing queries' last evaluations
         self.dead_letters = 0
         self._query: Any = None  # the StreamingQuery, once started
         self._dropped_shown: set[str] = set()
@@ -237,7 +252,8 @@ class JobRunner:
         )
         value = text["value"].try_cast("double")
         reason = (
-            F.when(series.isNull() | (series == ""), "bad_series")
+            F.when(source.startswith(PARTITION_PREFIX), "bad_source")
+            .when(series.isNull() | (series == ""), "bad_series")
             .when(ts.isNull(), "unreadable_ts")
             .when(value.isNull(), "not_numeric")
             .when(F.isnan(value), "nan")
@@ -307,12 +323,14 @@ class JobRunner:
             data,
             self.channel.read_stream(self.spark),
             partial(
-                SourceNode,
+                new_node,
                 period_ms=f.period_ms,
                 shrink=f.shrink,
                 registers=self.job.registers,
                 watch=self.queries.watch,
                 topk=self.queries.topk,
+                standing=self.queries.standing,
+                standing_settings=self.job.standing,
             ),
         )
         trigger = {"processingTime": f"{self.job.trigger_ms} milliseconds"}
@@ -374,6 +392,7 @@ class JobRunner:
         )
         self.answers = node.answers()
         self.topk = node.topk_answers()
+        self.standing = node.standing_answers()
         events = [r["payload"] for r in event_order(rows)]
         rejected = [_unreadable(p) for p in unreadable] + [
             _rejected(r["source"], r["payload"]) for r in rows if r["kind"] == "dead"
@@ -396,10 +415,20 @@ class JobRunner:
             "watermark": node.coordinator.settled_ms,
             "droppedQueries": dict(node.dropped),
             "topk": {q: {"epoch": t.epoch, "settled": t.settled} for q, t in self.topk.items()},
+            "standing": node.standing.totals(),
             "previousBatchDurationMs": self.spark_progress.last_duration_ms,
             "driverMs": round(1000 * (time.perf_counter() - started), 3),
         }
-        output = BatchOutput(batch_id, self.answers, events, rejected, progress, self.topk)
+        output = BatchOutput(
+            batch_id,
+            self.answers,
+            events,
+            rejected,
+            progress,
+            self.topk,
+            self.standing,
+            list(node.standing.arrived),
+        )
         self.sinks.emit(output)
         _append_progress(self.job.checkpoint / "progress.jsonl", progress, self._progress_last)
         self._progress_last = batch_id

@@ -14,6 +14,9 @@ of adding to them::
                                               reason, detail
     <path>/topk/batch-<N>.parquet             batch_id, query, members (JSON list), k, eps,
                                               bottom, epoch, settled, nodes, messages, ignored
+    <path>/standing/batch-<N>.parquet         batch_id, query, ts_ms, value, mu_a, eps,
+                                              interrupted, eps_intr, next_due_ms, late
+                                              (evaluations received in the batch)
 
 Dead letters are input rows that could not be read (``bad_series``, ``unreadable_ts``,
 ``not_numeric``, ``nan``, ``infinite``; ``ts``/``value`` null when unreadable) and points the
@@ -39,6 +42,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from tsmon.engine.standing import StandingAnswer
 from tsmon.engine.topk import TopKAnswer
 from tsmon.protocols.filters import Answer
 from tsmon.report import format_value
@@ -61,6 +65,9 @@ class BatchOutput:
     rejected: Sequence[Mapping[str, Any]]  # dead letters, keyed by DEAD_LETTER_COLUMNS
     progress: Mapping[str, Any]
     topk: Mapping[str, TopKAnswer] = field(default_factory=dict)  # top-k sets, by query
+    # standing queries: the last evaluation of each, and those that arrived in this batch
+    standing: Mapping[str, StandingAnswer] = field(default_factory=dict)
+    evaluated: Sequence[StandingAnswer] = ()
 
 
 #: ``callback(output)`` is called on the driver after every batch (the ``callback`` sink).
@@ -142,6 +149,11 @@ def _write_batch(path: Path, out: BatchOutput) -> None:
         frame = pd.DataFrame(rows, columns=["batch_id", *columns]).rename(columns={"name": "query"})
         frame["members"] = frame["members"].map(lambda m: json.dumps(list(m)))
         _write(path / "topk" / f"batch-{n:09d}.parquet", frame)
+    if out.evaluated:
+        columns = [f.name for f in fields(StandingAnswer)]
+        rows = [(n, *astuple(a)) for a in out.evaluated]
+        frame = pd.DataFrame(rows, columns=["batch_id", *columns]).rename(columns={"name": "query"})
+        _write(path / "standing" / f"batch-{n:09d}.parquet", frame)
 
 
 class ConsoleView:
@@ -191,6 +203,8 @@ class ConsoleView:
             )
         for name, t in out.topk.items():
             self.console.print(f"  {name}: {_topk_line(t)}", markup=False)
+        for name, a in out.standing.items():
+            self.console.print(f"  {name}: {_standing_line(a)}", markup=False)
 
     def render(self, out: BatchOutput) -> Group:
         """The table of answers, the newest events and a progress line."""
@@ -215,6 +229,13 @@ class ConsoleView:
                 cells = (_topk_line(t), str(t.epoch), str(t.nodes), str(t.messages))
                 topk.add_row(Text(name), *map(Text, cells))
             parts.append(topk)
+        if out.standing:
+            standing = Table(title="standing queries (deferred)", title_justify="left")
+            for column in ("query", "answer"):
+                standing.add_column(column)
+            for name, a in out.standing.items():
+                standing.add_row(Text(name), Text(_standing_line(a)))
+            parts.append(standing)
         p = out.progress
         line = (
             f"points {p.get('numInputRows', 0)} · rows to coordinator "
@@ -231,6 +252,15 @@ def _topk_line(t: TopKAnswer) -> str:
     word = "BOTTOM" if t.bottom else "TOP"
     line = f"{word} {t.k} within {format_value(t.eps)}: {', '.join(t.members) or '(none yet)'}"
     return line if t.settled else f"{line} (resolving)"
+
+
+def _standing_line(a: StandingAnswer) -> str:
+    """``12.5 ±0.5 at 1000 ms, next 1800 ms`` (and the interruption error if any)."""
+    line = (
+        f"{format_value(a.value)} ±{format_value(a.eps)} at {a.ts_ms} ms, "
+        f"next {format_value(a.next_due_ms)} ms"
+    )
+    return f"{line} (interrupted: ±{format_value(a.eps_intr)})" if a.interrupted else line
 
 
 def _short(value: Any) -> str:

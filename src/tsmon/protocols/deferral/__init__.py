@@ -11,7 +11,10 @@ its model says ``|A(t + Δt) - A(t)| ≤ ε`` no longer holds with probability `
   MAX/MIN).
 - :mod:`~tsmon.protocols.deferral.interrupt`: §4.5, Eq. 13, Algorithm 1 (interrupted streams).
 - :mod:`~tsmon.protocols.deferral.schedule`: §5, Eq. 18 (EDF under a CPU budget, penalties).
-- :mod:`~tsmon.protocols.deferral.engine`: :class:`DeferralEngine` combining them per tick.
+- :mod:`~tsmon.protocols.deferral.partition`: :class:`QueryPartition`, the query side: due
+  queries evaluated on a :class:`StreamSnapshot` per tick (a runtime may host many apart).
+- :mod:`~tsmon.protocols.deferral.engine`: :class:`DeferralEngine`, a partition that also keeps
+  the stream models, combining them per tick.
 
 Pure code: time is an argument in integer milliseconds (``μ`` per ms, ``σ`` per √ms), no clock
 reads or I/O, and every evaluation, missed deadline and penalty is counted.
@@ -25,7 +28,7 @@ from tsmon.protocols.deferral.deferral import (
     upper_exceed_interval,
     within_bound_probability,
 )
-from tsmon.protocols.deferral.engine import Answer, Counters, DeferralEngine
+from tsmon.protocols.deferral.engine import DeferralEngine, snapshot_of
 from tsmon.protocols.deferral.extrema import (
     ExtremumAnswer,
     LandmarkExtrema,
@@ -45,6 +48,12 @@ from tsmon.protocols.deferral.model import (
     aggregate_values,
     estimate_params,
 )
+from tsmon.protocols.deferral.partition import (
+    Answer,
+    Counters,
+    QueryPartition,
+    StreamSnapshot,
+)
 from tsmon.protocols.deferral.schedule import Completed, EdfScheduler, moore_hodgson, penalty
 
 __all__ = [
@@ -56,8 +65,10 @@ __all__ = [
     "ExtremumAnswer",
     "InterruptMonitor",
     "LandmarkExtrema",
+    "QueryPartition",
     "StandingQuery",
     "StreamModels",
+    "StreamSnapshot",
     "WindowSeries",
     "aggregate_params",
     "aggregate_values",
@@ -72,6 +83,7 @@ __all__ = [
     "relative_eps",
     "sliding_extremum",
     "sliding_phi1",
+    "snapshot_of",
     "upper_exceed_interval",
     "within_bound_probability",
 ]
