@@ -99,6 +99,8 @@ def test_make_demo_runs_the_main_job_on_spark() -> None:
     table = out[out.index("bounded answers vs exact") :]
     verdicts = re.findall(r"│\s+(yes|NO)\s+│", table)
     assert verdicts and set(verdicts) == {"yes"}, table
+    deferred = out[out.index("standing and summary answers vs exact") :]
+    assert len(re.findall(r"│\s+yes\s+│", deferred)) == 2, deferred  # evaluated and summarised
     to_coordinator = int(
         re.search(r"rows to the coordinator ([\d,]+)", out).group(1).replace(",", "")
     )

@@ -8,8 +8,6 @@ aggregate over the window's ticks. Live changes and bad input are checked by wha
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from hypothesis import given, settings

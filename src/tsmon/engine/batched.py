@@ -67,7 +67,9 @@ from tsmon.engine.deferred import (
     is_partition,
     standing_series,
 )
+from tsmon.engine.replicas import DEFAULT_PHASE_MS, ReplicaHost
 from tsmon.engine.standing import StandingAnswer
+from tsmon.engine.summaries import SummaryAnswer
 from tsmon.engine.topk import TOPK_OPS, TopKAnswer, TopKCoordinator, TopKSource
 from tsmon.engine.watch import WATCH_OPS, LocalQueries, RegisterSettings, WatchLog, event_order
 from tsmon.protocols.filters.codec import from_dict, to_dict
@@ -126,16 +128,22 @@ def _parse_data(rows: Sequence[Mapping[str, Any]], source: str) -> list[_Point]:
     return sorted(points, key=lambda p: (p.ts, p.seq))
 
 
-def _parse_control(
-    rows: Sequence[Mapping[str, Any]], source: str
-) -> tuple[
-    list[dict[str, str]], list[Mapping[str, Any]], list[str], list[tuple[int, WidthMessage]]
-]:
-    """Validate control rows; returns the watch-query changes, the top-k control payloads,
-    the series to model for standing queries and the ``(seq, width message)`` pairs, each in
-    order."""
+@dataclass(frozen=True)
+class _Control:
+    """A node's control rows of one batch, validated, each kind in order."""
+
+    changes: list[dict[str, str]]  # watch- and summary-query changes
+    topk: list[Mapping[str, Any]]  # top-k control payloads
+    tracked: list[str]  # series to model for standing queries
+    replica: list[Mapping[str, Any]]  # summary readers' requests (SWAT-ASR)
+    widths: list[tuple[int, WidthMessage]]  # (seq, width message)
+
+
+def _parse_control(rows: Sequence[Mapping[str, Any]], source: str) -> _Control:
+    """Validate control rows (a ``ValueError`` naming the row for a bad one)."""
     watch: list[tuple[int, dict[str, str]]] = []
     tracked: list[tuple[int, list[str]]] = []
+    replica: list[tuple[int, Mapping[str, Any]]] = []
     topk: list[tuple[int, Mapping[str, Any]]] = []
     out = []
     for n, row in enumerate(rows):
@@ -156,6 +164,11 @@ def _parse_control(
                 raise ValueError(f"{where}: bad standing control {payload!r}")
             tracked.append((int(row["seq"]), series))
             continue
+        if isinstance(payload, Mapping) and payload.get("type") == "replica":
+            if not isinstance(payload.get("request"), Mapping):
+                raise ValueError(f"{where}: bad replica request {payload!r}")
+            replica.append((int(row["seq"]), payload["request"]))
+            continue
         if isinstance(payload, Mapping) and payload.get("type") == "watch":
             op, text = payload.get("op"), payload.get("text")
             if op not in WATCH_OPS or not isinstance(text, str):
@@ -174,7 +187,8 @@ def _parse_control(
     topk.sort(key=lambda x: (x[1]["op"] == "msg", x[0]))
     widths = [(s, m) for s, _, m in sorted(out, key=lambda x: x[:2])]
     series = [x for _, names in sorted(tracked, key=lambda x: x[0]) for x in names]
-    return changes, [p for _, p in topk], series, widths
+    requests = [r for _, r in sorted(replica, key=lambda x: x[0])]
+    return _Control(changes, [p for _, p in topk], series, requests, widths)
 
 
 class SourceNode:
@@ -210,13 +224,12 @@ class SourceNode:
         topk: str = "",
         standing: str = "",
         standing_settings: StandingSettings | None = None,
+        replica_phase_ms: int = DEFAULT_PHASE_MS,
     ) -> None:
         if not isinstance(source, str):
             raise TypeError(f"source must be a str, got {source!r}")
         SourceFilter(source, period_ms, shrink)  # refuses a bad T or S with the reason
-        if watch.strip() and registers is None:
-            raise ValueError("watch queries need registers: pass registers=RegisterSettings()")
-        self.local = None if registers is None else LocalQueries(registers, watch)
+        self.local = LocalQueries(registers, watch)  # watch and summary queries
         # the filters track each series' current value as the registers do: the newest point;
         # under keep_first a repeated timestamp keeps the first value
         self.keep_first = registers is not None and registers.duplicates == "keep_first"
@@ -225,6 +238,8 @@ class SourceNode:
         # the stream models of standing queries' series (engine.deferred)
         settings = standing_settings or StandingSettings()
         self.standing = StandingSource(standing_series(standing), settings)
+        self.replicas = ReplicaHost(replica_phase_ms)  # SWAT-ASR source sites for readers
+        self.requests: list[Mapping[str, Any]] = []  # readers' requests not served yet
         self.period_ms = int(period_ms)
         self.shrink = float(shrink)
         self.filters: dict[str, SourceFilter] = {}
@@ -247,20 +262,19 @@ class SourceNode:
 
         All rows are validated first: a bad one raises ``ValueError`` and changes nothing.
         """
-        changes, topk, tracked, messages = _parse_control(control, self.source)
+        c = _parse_control(control, self.source)
         points = _parse_data(data, self.source)
-        if changes and self.local is None:
-            raise ValueError(f"source {self.source!r}: watch queries need registers")
-        for change in changes:
-            self.local.change(change["op"], change["text"])  # type: ignore[union-attr]
-        self.standing.track(tracked)
+        for change in c.changes:
+            self.local.change(change["op"], change["text"])
+        self.standing.track(c.tracked)
+        self.requests += c.replica  # served once the node has a time
         topk_rows: list[Row] = []
-        for payload in topk:
+        for payload in c.topk:
             if payload["op"] == "msg":
                 topk_rows += self.topk.deliver(payload["query"], payload["gen"], payload["msg"])
             else:
                 self.topk.change(payload["op"], payload["text"], payload["gen"])
-        return [*topk_rows, *self._run(messages, points, None)]
+        return [*topk_rows, *self._run(c.widths, points, None)]
 
     def advance(self, now_ms: int) -> list[Row]:
         """Move the node's time to ``now_ms`` without data (an event-time watermark: the host
@@ -294,6 +308,7 @@ class SourceNode:
         self.held = []
         applied = stale = 0
         new: list[str] = []
+        in_order: list[_Point] = []  # the points applied, for the summaries and replicas
         protocol: list[Row] = []  # top-k and stream-model rows
         for p in points:
             newest = self.newest_ts.get(p.series)
@@ -309,6 +324,7 @@ class SourceNode:
             out += self._filter(p.series).observe(self.now_ms, p.value)
             protocol += self.topk.observe(p.ts, p.series, p.value, self.now_ms)
             self.standing.observe(p.series, p.ts, p.value)
+            in_order.append(p)
             applied += 1
         if until_ms is not None:
             self.now_ms = max(self.now_ms, until_ms)
@@ -318,16 +334,37 @@ class SourceNode:
         protocol += self.standing.report(self.now_ms)
         self.points += applied
         self.stale += stale
-        if self.local is not None:
-            self.local.ingest(
-                [p.series for p in points], [p.ts for p in points], [p.value for p in points]
-            )
+        self.local.ingest(
+            [p.series for p in points], [p.ts for p in points], [p.value for p in points]
+        )
+        self.local.summarize([p.series for p in in_order], [p.value for p in in_order])
+        protocol += self._replicate(in_order)
         rows: list[Row] = [{"kind": "msg", "payload": to_dict(u)} for u in out]
         heartbeat = self._heartbeat(applied, stale, sorted(set(new)))
         return [*rows, *protocol, *self._local_outputs(), heartbeat]
 
+    def _replicate(self, points: list[_Point]) -> list[Row]:
+        """SWAT-ASR at this node (:mod:`tsmon.engine.replicas`): readers' requests, then the
+        batch's in-order values; the messages for the readers and the keys' arrival counts."""
+        requests, self.requests = self.requests, []
+        if not (requests or self.replicas.sites):
+            return []
+        assert self.now_ms is not None
+        values: dict[str, list[float]] = {}
+        for p in points:
+            values.setdefault(p.series, []).append(p.value)
+        rows: list[Row] = [
+            {"kind": "replica", "payload": m}
+            for m in self.replicas.step(self.now_ms, requests, values)
+        ]
+        counts = [[*key, n] for key, n in sorted(self.replicas.counts().items())]
+        rows.append(
+            {"kind": "replica_counts", "payload": {"now_ms": self.now_ms, "counts": counts}}
+        )
+        return rows
+
     def _local_outputs(self) -> list[Row]:
-        return [] if self.local is None else self.local.outputs()
+        return self.local.outputs()
 
     def _heartbeat(self, points: int, stale: int, series: list[str]) -> Row:
         payload = {"now_ms": self.now_ms, "points": points, "stale": stale, "series": series}
@@ -395,6 +432,11 @@ class CoordinatorNode:
         self.dropped: dict[str, str] = {}  # glob queries that cannot be evaluated, and why
         self._globs_expanded_over = -1  # how many series the glob queries were expanded over
         self.sources: set[str] = set()  # every source that sent a heartbeat
+        self.summaries: dict[str, SummaryAnswer] = {}  # summary queries' newest answers
+        self.summaries_arrived: list[SummaryAnswer] = []  # those that came in the last step
+        self.replica_waiting: list[dict[str, Any]] = []  # readers' requests to send
+        self.replica_out: list[Row] = []  # the last step's messages for readers
+        self.replica_clock: dict[tuple[str, int, int], tuple[int, int]] = {}  # key -> count, ms
         self.coordinator = Coordinator(
             period_ms, shrink, np.random.default_rng(seed), latency_ms=0, growth=growth
         )
@@ -649,8 +691,10 @@ class CoordinatorNode:
                 f"batch {batch_id} is older than the last applied batch {self.last_batch_id}; "
                 f"restore the snapshot taken after batch {batch_id - 1} to replay it"
             )
-        updates, now_of, seen, topk_rows, standing_rows, ignored = self._parse(outputs)
+        updates, now_of, seen, topk_rows, standing_rows, summaries, ignored = self._parse(outputs)
         self.standing.receive(standing_rows)
+        self._summaries_in([r for r in summaries if r["kind"] == "summary"])
+        self._replicas_in([r for r in summaries if r["kind"] != "summary"])
         for source, counts in ignored.items():
             self.topk.note_ignored(source, counts)
         for source, now in now_of.items():
@@ -677,6 +721,8 @@ class CoordinatorNode:
             out += self._expand_globs()
         control = self.watch.control_for(self.sources)
         for source, rows in self.topk.step(topk_rows, self.sources).items():
+            control.setdefault(source, []).extend(rows)
+        for source, rows in self._replica_control().items():
             control.setdefault(source, []).extend(rows)
         job_now = max(self.source_now.values()) if self.source_now else None
         for key, rows in self.standing.control_for(self.sources, job_now).items():
@@ -711,12 +757,13 @@ class CoordinatorNode:
         dict[str, str],
         list[Row],
         list[Row],
+        list[Row],
         dict[str, Any],
     ]:
         """Validate every row; returns updates in canonical order, each source's newest
         ``now_ms``, series → source as the rows show it, the top-k rows, the standing-query
-        rows (stream models, partitions' answers) and each source's counts of points its
-        top-k queries ignored.
+        rows (stream models, partitions' answers), the summary answers and each source's
+        counts of points its top-k queries ignored.
 
         A series may come from several sources (a top-k metric summed over them): such a
         series is *shared*; a bounded query over it fails, as its filter has one source."""
@@ -725,6 +772,8 @@ class CoordinatorNode:
         seen: dict[str, str] = {}
         topk: list[Row] = []
         standing: list[Row] = []
+        summaries: list[Row] = []
+        replicas: list[Row] = []
         ignored: dict[str, Any] = {}
         bounded = self.bounded_series()
 
@@ -758,6 +807,14 @@ class CoordinatorNode:
                 updates.append(update)
             elif kind in ("event", "dead"):
                 continue  # watch-query outputs: for the sinks, not the protocol
+            elif kind in ("replica", "replica_counts"):
+                if not isinstance(payload, Mapping):
+                    raise ValueError(f"{where}: bad {kind} payload {payload!r}")
+                replicas.append({"source": source, "kind": kind, "payload": payload})
+            elif kind == "summary":
+                if not isinstance(payload, Mapping) or not isinstance(payload.get("name"), str):
+                    raise ValueError(f"{where}: bad summary payload {payload!r}")
+                summaries.append({"source": source, "kind": kind, "payload": payload})
             elif kind == "topk":
                 if not isinstance(payload, Mapping) or not {"query", "gen", "n", "msg"} <= set(
                     payload
@@ -783,14 +840,69 @@ class CoordinatorNode:
             else:
                 raise ValueError(
                     f"{where}: kind must be 'msg', 'heartbeat', 'event', 'dead', 'topk', "
-                    f"'streams' or 'standing', got {kind!r}"
+                    f"'streams', 'standing', 'summary', 'replica' or 'replica_counts', "
+                    f"got {kind!r}"
                 )
         updates.sort(key=lambda u: (u.ts_ms, u.object_id, u.seq))
         standing.sort(key=lambda r: (r["kind"], r["source"]))  # any arrival order: one result
         now_of = dict(sorted(now_of.items()))
-        return updates, now_of, dict(sorted(seen.items())), topk, standing, ignored
+        summaries += replicas  # summary answers and readers' messages: for the sinks
+        return updates, now_of, dict(sorted(seen.items())), topk, standing, summaries, ignored
 
     # ----------------------------------------------------------------- state and answers
+
+    def _summaries_in(self, rows: list[Row]) -> None:
+        """Keep the newest answer of each summary query (a series at several sources: the
+        first source in name order)."""
+        self.summaries_arrived = []
+        seen: set[str] = set()
+        for row in sorted(rows, key=lambda r: (r["source"], r["payload"]["name"])):
+            p = row["payload"]
+            if p["name"] in seen or not self.watch.defines(p["name"]):
+                continue
+            seen.add(p["name"])
+            fields = {**p, "positions": tuple(p["positions"]), "possible": tuple(p["possible"])}
+            answer = SummaryAnswer(**fields)
+            self.summaries[answer.name] = answer
+            self.summaries_arrived.append(answer)
+
+    def replica_request(self, request: Mapping[str, Any]) -> None:
+        """Send a summary reader's request (:class:`~tsmon.engine.replicas.SummaryReader`)
+        to the source node of its series with the next control (held until a row shows
+        where the series lives)."""
+        if not isinstance(request, Mapping) or not isinstance(request.get("series"), str):
+            raise ValueError(f"a reader's request names its series, got {request!r}")
+        if not isinstance(request.get("reader"), str):
+            raise ValueError(f"a reader's request names its reader, got {request!r}")
+        self.replica_waiting.append(dict(request))
+
+    def _replica_control(self) -> dict[str, list[Row]]:
+        out: dict[str, list[Row]] = {}
+        waiting, self.replica_waiting = self.replica_waiting, []
+        for request in waiting:
+            source = self.source_of(request["series"])
+            if source is None:
+                self.replica_waiting.append(request)
+                continue
+            rows = out.setdefault(source, [])
+            rows.append({"seq": len(rows), "payload": {"type": "replica", "request": request}})
+        return out
+
+    def _replicas_in(self, rows: list[Row]) -> None:
+        """Keep the batch's messages for readers (in a fixed order) and the keys' clocks."""
+        self.replica_out = []
+        for row in sorted(rows, key=lambda r: (r["source"], r["kind"])):
+            p = row["payload"]
+            if row["kind"] == "replica":
+                self.replica_out.append(dict(p))
+            else:
+                for series, window, k, count in p["counts"]:
+                    self.replica_clock[(series, window, k)] = (count, p["now_ms"])
+        self.replica_out.sort(key=lambda m: (m["reader"], m["series"], m["window"], m["k"], m["n"]))
+
+    def summary_answers(self) -> dict[str, SummaryAnswer]:
+        """The newest answer of every summary query (from the source node of its series)."""
+        return {n: a for n, a in self.summaries.items() if self.watch.defines(n)}
 
     def answers(self) -> dict[str, Answer]:
         """Bounded answer of every query, as of the coordinator's time (``as_of_ms``)."""
@@ -818,13 +930,16 @@ def new_node(
     topk: str = "",
     standing: str = "",
     standing_settings: StandingSettings | None = None,
+    replica_phase_ms: int = DEFAULT_PHASE_MS,
 ) -> SourceNode | StandingPartition:
     """The node of ``key``: a query partition for :data:`PARTITION_PREFIX` keys, else a source
     node with the job's settings and initial queries."""
     settings = standing_settings or StandingSettings()
     if is_partition(key):
         return StandingPartition(key, settings)
-    return SourceNode(key, period_ms, shrink, registers, watch, topk, standing, settings)
+    return SourceNode(
+        key, period_ms, shrink, registers, watch, topk, standing, settings, replica_phase_ms
+    )
 
 
 class BatchedRuntime:
@@ -860,9 +975,9 @@ class BatchedRuntime:
         topk: str = "",
         standing: str = "",
         standing_settings: StandingSettings | None = None,
+        replica_phase_ms: int = DEFAULT_PHASE_MS,
     ) -> None:
-        if watch.strip() and registers is None:
-            raise ValueError("watch queries need registers: pass registers=RegisterSettings()")
+        LocalQueries(registers, watch)  # refuses watch queries without registers, now
         self.coordinator = CoordinatorNode(
             period_ms, shrink, seed, growth, source_of, watch, topk, standing, standing_settings
         )
@@ -875,6 +990,7 @@ class BatchedRuntime:
             topk=topk,
             standing=standing,
             standing_settings=standing_settings,
+            replica_phase_ms=replica_phase_ms,
         )
         self.nodes: dict[str, SourceNode | StandingPartition] = {}
         self.control: dict[str, list[Row]] = {}  # written by the last batch, for the next
@@ -945,6 +1061,10 @@ class BatchedRuntime:
     def standing_answers(self) -> dict[str, StandingAnswer]:
         """The last evaluation of every standing query (one batch behind the snapshot)."""
         return self.coordinator.standing_answers()
+
+    def summary_answers(self) -> dict[str, SummaryAnswer]:
+        """The newest answer of every summary query, computed at its series' source node."""
+        return self.coordinator.summary_answers()
 
     def events(self) -> list[Mapping[str, Any]]:
         """The ``event`` rows of the last batch, in :func:`~tsmon.engine.watch.event_order`."""

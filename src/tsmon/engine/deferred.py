@@ -46,7 +46,12 @@ from typing import Any
 
 import numpy as np
 
-from tsmon.engine.standing import check_window, series_weights, standing_query
+from tsmon.engine.standing import (
+    StandingRegistry,
+    check_window,
+    series_weights,
+    standing_query,
+)
 from tsmon.protocols.deferral import (
     Answer,
     Counters,
@@ -277,7 +282,7 @@ class StandingPartition:
 # ---------------------------------------------------------------------------- coordinator
 
 
-class StandingCoordinator:
+class StandingCoordinator(StandingRegistry):
     """The coordinator's share: statements, the stream table, interruptions and snapshots.
 
     Examples
@@ -288,8 +293,8 @@ class StandingCoordinator:
     """
 
     def __init__(self, initial: str = "", settings: StandingSettings | None = None) -> None:
+        super().__init__()
         self.settings = settings or StandingSettings()
-        self.statements: dict[str, StandingDef] = {}  # by query key
         self.stream_of: dict[str, int] = {}  # series -> stream id in the table
         self.table = {f: np.empty(0) for f in _TABLE}
         self.table["last_ts"] = np.empty(0, np.int64)
@@ -299,7 +304,6 @@ class StandingCoordinator:
         self.ops: dict[int, list[dict[str, Any]]] = {}  # partition -> adds/removes to send
         self.live: set[int] = set()  # partitions that hold queries
         self.last_tick_ms: int | None = None  # time of the last snapshot sent
-        self.latest: dict[str, Answer] = {}
         self.arrived: list[Answer] = []  # the evaluations received by the last receive
         self.counters: dict[int, Counters] = {}  # by partition, as last reported
         self.estimations: dict[str, int] = {}  # by source
@@ -308,12 +312,6 @@ class StandingCoordinator:
             self.add(statement, [])
 
     # -- queries ----------------------------------------------------------------------------
-
-    def names(self) -> list[str]:
-        return [s.name for s in self.statements.values()]
-
-    def defines(self, name: str) -> bool:
-        return query_key(name) in self.statements
 
     def add(self, statement: StandingDef, known: Iterable[str]) -> None:
         """Register ``statement``; globs expand over ``known`` series (a ``ValueError`` if a
@@ -331,15 +329,7 @@ class StandingCoordinator:
         self.ops.setdefault(part, []).append(op)
         self.live.add(part)
 
-    def alter(self, name: str, eps: float, known: Iterable[str]) -> None:
-        """A new tolerance: the query is registered again at its partition."""
-        statement = self.statements[query_key(name)]
-        self.remove(name)
-        self.add(dataclasses.replace(statement, eps=float(eps)), known)
-
-    def remove(self, name: str) -> None:
-        statement = self.statements.pop(query_key(name))
-        self.latest.pop(statement.name, None)
+    def _drop(self, statement: StandingDef) -> None:
         part = partition_of(statement.name, self.settings.partitions)
         self.ops.setdefault(part, []).append(
             {"type": "standing", "op": "remove", "name": statement.name}
@@ -413,11 +403,6 @@ class StandingCoordinator:
         }
 
     # -- answers ----------------------------------------------------------------------------
-
-    def answers(self) -> dict[str, Answer]:
-        """The last evaluation of every query (those not evaluated yet are left out)."""
-        names = [s.name for s in self.statements.values()]
-        return {n: self.latest[n] for n in names if n in self.latest}
 
     def totals(self) -> dict[str, float]:
         """Work over all partitions and sources: evaluations, misses, penalty, estimations."""

@@ -43,6 +43,7 @@ from tsmon.query.window_syntax import window_spec
 __all__ = [
     "StandingAnswer",
     "StandingQueries",
+    "StandingRegistry",
     "check_window",
     "series_weights",
     "standing_query",
@@ -51,7 +52,47 @@ __all__ = [
 StandingAnswer = Answer
 
 
-class StandingQueries:
+class StandingRegistry:
+    """Standing statements by query key and their last evaluations; where the queries run
+    is the subclass's business (:meth:`add`, :meth:`_drop`)."""
+
+    def __init__(self) -> None:
+        self.statements: dict[str, StandingDef] = {}  # by query key
+        self.latest: dict[str, Answer] = {}  # by name: the last evaluation
+
+    def defines(self, name: str) -> bool:
+        return query_key(name) in self.statements
+
+    def names(self) -> list[str]:
+        return [s.name for s in self.statements.values()]
+
+    def texts(self) -> dict[str, str]:
+        return {s.name: s.text for s in self.statements.values()}
+
+    def add(self, statement: StandingDef, series: Iterable[str]) -> None:
+        raise NotImplementedError
+
+    def _drop(self, statement: StandingDef) -> None:
+        raise NotImplementedError
+
+    def alter(self, name: str, eps: float, series: Iterable[str]) -> None:
+        """A new tolerance: the query is registered again (stream models are kept)."""
+        statement = self.statements[query_key(name)]
+        self.remove(name)
+        self.add(dataclasses.replace(statement, eps=float(eps)), series)
+
+    def remove(self, name: str) -> None:
+        statement = self.statements.pop(query_key(name))
+        self.latest.pop(statement.name, None)
+        self._drop(statement)
+
+    def answers(self) -> dict[str, Answer]:
+        """The last evaluation of every query (queries not evaluated yet are left out)."""
+        names = [s.name for s in self.statements.values()]
+        return {n: self.latest[n] for n in names if n in self.latest}
+
+
+class StandingQueries(StandingRegistry):
     """The standing queries of one Monitor: statements, stream ids and the deferral engine.
 
     Examples
@@ -70,25 +111,15 @@ class StandingQueries:
     def __init__(self, tick_ms: int = 1_000, **engine_options: object) -> None:
         if tick_ms <= 0:
             raise ValueError(f"standing_tick must be > 0 ms, got {tick_ms}")
+        super().__init__()
         self.tick_ms = int(tick_ms)
         self.engine = DeferralEngine(tick_ms=self.tick_ms, **engine_options)  # type: ignore[arg-type]
         self.stream_of: dict[str, int] = {}  # series -> stream id
-        self.statements: dict[str, StandingDef] = {}  # by query key
-        self.latest: dict[str, Answer] = {}  # by name: the last evaluation
         self._staged: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (ids, ts, values)
         self._tick: int | None = None  # the last boundary fed
         self._pending: dict[str, StandingQuery] = {}  # SINCE START: added at the first tick
 
     # -- queries -------------------------------------------------------------------------
-
-    def defines(self, name: str) -> bool:
-        return query_key(name) in self.statements
-
-    def names(self) -> list[str]:
-        return [s.name for s in self.statements.values()]
-
-    def texts(self) -> dict[str, str]:
-        return {s.name: s.text for s in self.statements.values()}
 
     def add(self, statement: StandingDef, series: Iterable[str]) -> None:
         """Register ``statement`` over the existing ``series`` (globs expanded now)."""
@@ -103,15 +134,7 @@ class StandingQueries:
     def _stream(self, series: str) -> int:
         return self.stream_of.setdefault(series, len(self.stream_of))
 
-    def alter(self, name: str, eps: float, series: Iterable[str]) -> None:
-        """A new tolerance: the query is registered again (stream models are kept)."""
-        statement = self.statements[query_key(name)]
-        self.remove(name)
-        self.add(dataclasses.replace(statement, eps=float(eps)), series)
-
-    def remove(self, name: str) -> None:
-        statement = self.statements.pop(query_key(name))
-        self.latest.pop(statement.name, None)
+    def _drop(self, statement: StandingDef) -> None:
         if self._pending.pop(statement.name, None) is None:
             self.engine.remove_query(statement.name)
 
@@ -151,13 +174,6 @@ class StandingQueries:
         self._pending = {}
         for answer in self.engine.tick(now, ids, ts, values):
             self.latest[answer.name] = answer
-
-    # -- answers -------------------------------------------------------------------------
-
-    def answers(self) -> dict[str, Answer]:
-        """The last evaluation of every query (queries not evaluated yet are left out)."""
-        names = [s.name for s in self.statements.values()]
-        return {n: self.latest[n] for n in names if n in self.latest}
 
     @property
     def counters(self) -> Counters:

@@ -1,4 +1,5 @@
-"""Watch queries at source nodes: local registers and windows, changed live by the coordinator.
+"""Local queries at source nodes: watch queries over registers and windows, and summary queries,
+changed live by the coordinator.
 
 A watch query (``QUERY q ON host*.cpu WHEN ... EMIT ...``) reads the windows of one series at a
 time, so it runs where the series' points are: at the series' source node (ARCHITECTURE: "Local
@@ -6,6 +7,13 @@ persistent queries run at that node"). Each node holds a :class:`LocalQueries`, 
 :class:`~tsmon.engine.monitor.Monitor` accepting every series it is sent, with the job's
 register settings; only its events and rejected points leave the node, as ``event`` and
 ``dead`` output rows.
+
+Summary queries (``INNER``/``POINT``/``RANGE`` over a SWAT tree, ``APPROX COUNT|SUM`` over an
+exponential histogram, correlated aggregates; :mod:`tsmon.engine.summaries`) read one series
+too, so they also run at its source node: the summary is kept there, fed the node's in-order
+points from when the query reaches the node, and only the answers leave it — a ``summary`` row
+per query whose series got points in the batch. A summary query cannot be altered (its summary
+is shaped by the statement): remove it and add it again.
 
 Live changes travel as control rows. The coordinator keeps a :class:`WatchLog`, the changes
 since the job started, in order; every source node receives each change once, with the next
@@ -23,16 +31,28 @@ leave a batch, since Spark delivers rows of different nodes in no fixed order.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from tsmon.engine.events import Event
 from tsmon.engine.monitor import Monitor
+from tsmon.engine.summaries import SummaryDef, SummaryQueries
 from tsmon.query import compile_query, parse_queries, query_key
-from tsmon.query.ast import QueryDef
+from tsmon.query.ast import ApproxDef, CorrelatedDef, QueryDef, WaveletDef
 
-__all__ = ["WATCH_OPS", "LocalQueries", "RegisterSettings", "WatchLog", "event_order"]
+__all__ = [
+    "LOCAL_KINDS",
+    "WATCH_OPS",
+    "LocalQueries",
+    "RegisterSettings",
+    "WatchLog",
+    "event_order",
+    "local_statements",
+]
 
 Row = dict[str, Any]
 
@@ -61,14 +81,23 @@ class RegisterSettings:
         )
 
 
-def watch_statements(text: str) -> list[QueryDef]:
-    """The watch queries of ``text``, each compiled once to check it; anything else in it is
-    a ``ValueError`` (a :class:`~tsmon.query.QuerySyntaxError` for bad syntax)."""
-    out = []
+LOCAL_KINDS = (QueryDef, WaveletDef, ApproxDef, CorrelatedDef)
+"""Statements that run at source nodes: watch queries and summary queries."""
+
+
+def local_statements(text: str) -> list[QueryDef | SummaryDef]:
+    """The local queries of ``text`` (watch queries, each compiled once to check it, and
+    summary queries); anything else in it is a ``ValueError`` (a
+    :class:`~tsmon.query.QuerySyntaxError` for bad syntax)."""
+    out: list[QueryDef | SummaryDef] = []
     for statement in parse_queries(text):
-        if not isinstance(statement, QueryDef):
-            raise ValueError(f"{statement.name!r} is not a watch query (QUERY name ON ...)")
-        compile_query(statement)
+        if not isinstance(statement, LOCAL_KINDS):
+            raise ValueError(
+                f"{statement.name!r} is not a watch query (QUERY name ON ...) or a summary "
+                "query (INNER, POINT, RANGE, APPROX, COUNT|SUM(x op AVG|MIN|MAX))"
+            )
+        if isinstance(statement, QueryDef):
+            compile_query(statement)
         out.append(statement)
     return out
 
@@ -96,7 +125,9 @@ def event_order(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 
 class LocalQueries:
-    """A node's registers, windows and watch queries.
+    """A node's registers, windows, watch queries and summary queries.
+
+    ``settings`` may be None when there are no watch queries (summaries need no registers).
 
     Examples
     --------
@@ -108,33 +139,64 @@ class LocalQueries:
     >>> local.ingest(["a.cpu"], [1_500], [0.99])  # older than the newest point: rejected
     >>> [(r["kind"], r["payload"]["reason"]) for r in local.outputs()]
     [('dead', 'too_late')]
+    >>> local.change("add", "QUERY n AS APPROX COUNT(a.cpu > 0.9) OVER 8 points WITHIN 10%")
+    >>> local.summarize(["a.cpu", "a.cpu"], [0.95, 0.5])
+    >>> [(r["kind"], r["payload"]["value"]) for r in local.outputs()]
+    [('summary', 1.0)]
     """
 
-    def __init__(self, settings: RegisterSettings, text: str = "") -> None:
-        self.monitor = settings.monitor()
+    def __init__(self, settings: RegisterSettings | None, text: str = "") -> None:
+        self.monitor = None if settings is None else settings.monitor()
+        self.summaries = SummaryQueries()
+        self._summarized: set[str] = set()  # series fed to summaries since the last outputs
         if text.strip():
-            self.monitor.add_query(text)
+            self.change("add", text)
+
+    def _monitor(self) -> Monitor:
+        if self.monitor is None:
+            raise ValueError("watch queries need registers: pass registers=RegisterSettings()")
+        return self.monitor
 
     def change(self, op: str, text: str) -> None:
         """Apply one logged change: ``add``/``alter`` take statements, ``remove`` a name."""
-        if op == "add":
-            self.monitor.add_query(text)
-        elif op == "alter":
-            self.monitor.alter_query(text)
-        elif op == "remove":
-            self.monitor.remove_query(text)
-        else:
+        if op not in WATCH_OPS:
             raise ValueError(f"watch change op must be one of {WATCH_OPS}, got {op!r}")
+        if op == "remove":
+            if self.summaries.defines(text):
+                self.summaries.remove(text)
+            else:
+                self._monitor().remove_query(text)
+            return
+        statements = parse_queries(text)
+        summaries = [s for s in statements if not isinstance(s, QueryDef)]
+        if op == "alter" and summaries:
+            raise ValueError(f"summary query {summaries[0].name!r}: remove it and add it again")
+        for statement in summaries:
+            self.summaries.add(statement)  # type: ignore[arg-type]
+        watch = "\n".join(s.text for s in statements if isinstance(s, QueryDef))
+        if watch.strip():
+            (self._monitor().add_query if op == "add" else self._monitor().alter_query)(watch)
 
     def ingest(self, series: Sequence[str], ts: Sequence[int], values: Sequence[float]) -> None:
         """Store points (in the order given) and run the watch queries they trigger."""
-        if len(series):
+        if len(series) and self.monitor is not None:
             self.monitor.ingest(list(series), list(ts), list(values))
 
+    def summarize(self, series: Sequence[str], values: Sequence[float]) -> None:
+        """Feed in-order points (in arrival order) to the summaries of their series."""
+        by_series: dict[str, list[float]] = {}
+        for name, value in zip(series, values, strict=True):
+            if self.summaries.tracks(name):
+                by_series.setdefault(name, []).append(value)
+        for name, vals in by_series.items():
+            self.summaries.feed(name, np.asarray(vals, dtype=float))
+        self._summarized.update(by_series)
+
     def outputs(self) -> list[Row]:
-        """The events and rejected points since the last call, as output rows."""
-        rows = [_event_row(e) for e in self.monitor.events()]
-        if not self.monitor.rejected_pending:
+        """The events, summary answers and rejected points since the last call, as rows."""
+        rows = [] if self.monitor is None else [_event_row(e) for e in self.monitor.events()]
+        rows += self._summary_rows()
+        if self.monitor is None or not self.monitor.rejected_pending:
             return rows
         dead = self.monitor.take_dead_letters()
         for r in dead.itertuples(index=False):
@@ -147,6 +209,18 @@ class LocalQueries:
                 "detail": r.detail,
             }
             rows.append({"kind": "dead", "payload": payload})
+        return rows
+
+    def _summary_rows(self) -> list[Row]:
+        fed, self._summarized = self._summarized, set()
+        if not fed:
+            return []
+        answers = self.summaries.answers()
+        rows = []
+        for q in self.summaries.statements.values():
+            if q.statement.series in fed:
+                payload = dataclasses.asdict(answers[q.statement.name])
+                rows.append({"kind": "summary", "payload": payload})
         return rows
 
 
@@ -175,7 +249,7 @@ class WatchLog:
     _names: dict[str, str] = field(default_factory=dict)  # query key -> name
 
     def __post_init__(self) -> None:
-        self._names = {query_key(q.name): q.name for q in watch_statements(self.initial)}
+        self._names = {query_key(q.name): q.name for q in local_statements(self.initial)}
 
     def names(self) -> list[str]:
         """The watch queries once every logged change is applied, in registration order."""
@@ -187,7 +261,7 @@ class WatchLog:
 
     def add(self, text: str, taken: Iterable[str]) -> list[str]:
         """Log new watch queries; ``taken`` are the other queries' names (bounded ones)."""
-        statements = watch_statements(text)
+        statements = local_statements(text)
         used = set(self._names) | {query_key(n) for n in taken}
         for q in statements:
             if query_key(q.name) in used:
@@ -199,10 +273,12 @@ class WatchLog:
 
     def alter(self, text: str) -> list[str]:
         """Log redefinitions of existing watch queries (kept in place, windows kept)."""
-        statements = watch_statements(text)
+        statements = local_statements(text)
         for q in statements:
             if not self.defines(q.name):
                 raise ValueError(f"no watch query {q.name!r}; add it first")
+            if not isinstance(q, QueryDef):
+                raise ValueError(f"summary query {q.name!r}: remove it and add it again")
         self._log("alter", text)
         return [q.name for q in statements]
 

@@ -25,7 +25,12 @@ globs cover the matching series as the rows show them, see
 :meth:`~tsmon.engine.batched.CoordinatorNode.add_glob_query`) and of watch queries (``QUERY q
 ON host*.cpu WHEN ...``, sent to every source node, whose windows are first filled from the
 node's stored history); ``alter`` (``ALTER QUERY q WITHIN 0.1 [IMMEDIATELY]``, or a watch
-query redefined in place); ``remove`` by name.
+query redefined in place); ``remove`` by name. Standing (``... CONFIDENCE p``), top-k and
+summary queries are added the same way.
+
+``replica`` carries a summary reader's request (:class:`tsmon.spark.readers.JobReader`, JSON
+text): the coordinator sends it to the source node of its series (SWAT-ASR, §3 of Bulut &
+Singh); readers submit these themselves.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from typing import Any
 
 from tsmon.engine.batched import CoordinatorNode
 from tsmon.engine.bounded import to_query
+from tsmon.engine.watch import LOCAL_KINDS
 from tsmon.query import QuerySyntaxError, compile_query, parse_queries
 from tsmon.query.aggregate import resolve_aggregate
 from tsmon.query.ast import (
@@ -58,7 +64,7 @@ from tsmon.spark.files import atomic_write
 __all__ = ["OPS", "Command", "CommandError", "CommandLog", "apply", "check", "job_directory"]
 
 #: The operations a command can ask for.
-OPS = ("add", "alter", "remove")
+OPS = ("add", "alter", "remove", "replica")
 
 #: ``source_of(series) -> {series: source}``: where the series of a new query come from.
 SourceOf = Callable[[list[str]], Mapping[str, str]]
@@ -125,7 +131,7 @@ def job_directory(path: str | os.PathLike[str]) -> Path:
 
 def check(
     op: str, text: str
-) -> AggregateDef | AlterPrecision | QueryDef | TopKDef | AlterTopK | str:
+) -> AggregateDef | AlterPrecision | QueryDef | TopKDef | AlterTopK | str | dict[str, Any]:
     """The statement (``add``, ``alter``) or query name (``remove``) of a command.
 
     Checks what can be checked without the job: the syntax (a :class:`QuerySyntaxError` with
@@ -147,6 +153,8 @@ def check(
     """
     if op not in OPS:
         raise CommandError(f"unknown op {op!r}; use one of {', '.join(OPS)}")
+    if op == "replica":
+        return _replica_request(text)
     if op == "remove":
         name = text.strip()
         if not name or any(ch.isspace() for ch in name):
@@ -168,12 +176,28 @@ def check(
                 f"{_kind(statement)}; to define a query use add"
             )
         return statement
-    if not isinstance(statement, AggregateDef | QueryDef | TopKDef | StandingDef):
+    if not isinstance(statement, (AggregateDef, TopKDef, StandingDef, *LOCAL_KINDS)):
         raise CommandError(
             "add takes QUERY name AS AGG(...) WITHIN δ, QUERY name AS AGG(...) WITHIN ε "
-            "CONFIDENCE p, QUERY name AS TOP|BOTTOM k OF ... or QUERY name ON ..."
+            "CONFIDENCE p, QUERY name AS TOP|BOTTOM k OF ..., a summary query (INNER, POINT, "
+            "RANGE, APPROX, COUNT|SUM(x op AVG)) or QUERY name ON ..."
         )
     return runnable(statement)
+
+
+def _replica_request(text: str) -> dict[str, Any]:
+    """A reader's request: a JSON object naming its ``reader`` and ``series``."""
+    try:
+        request = json.loads(text)
+    except ValueError as e:
+        raise CommandError(f"replica takes a reader's request as JSON: {e}") from None
+    if not (
+        isinstance(request, dict)
+        and isinstance(request.get("reader"), str)
+        and isinstance(request.get("series"), str)
+    ):
+        raise CommandError(f"a replica request names its reader and series, got {text!r}")
+    return request
 
 
 def runnable(statement: Any) -> Any:
@@ -369,6 +393,12 @@ def _apply_one(node: CoordinatorNode, command: Command, source_of: SourceOf) -> 
         what = check(command.op, command.text)
     except QuerySyntaxError as e:
         raise CommandError(f"not a valid statement: {e}") from None
+    if command.op == "replica":
+        node.replica_request(what)
+        return f"reader {what['reader']!r}: request sent to the source of {what['series']!r}"
+    if isinstance(what, LOCAL_KINDS) and not isinstance(what, QueryDef):
+        node.add_watch(what.text)
+        return f"added summary query {what.name!r} at the source node of {what.series!r}"
     if isinstance(what, QueryDef):
         if command.op == "add":
             node.add_watch(what.text)

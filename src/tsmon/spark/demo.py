@@ -3,7 +3,9 @@
 A fleet of ``hosts`` sources × ``metrics`` series (random walks with daily cycles and bursts,
 :class:`~tsmon.sim.generator.FleetStream`) streams one point per series every ``step`` of
 event time into the same pipeline ``tsmon run`` runs: watch queries at the source nodes,
-bounded aggregates (with globs) at the coordinator from adaptive filters. While it runs, the
+bounded aggregates (with globs) at the coordinator from adaptive filters, a standing aggregate
+evaluated when its Brownian model says it is due (query partitions), and a SWAT summary kept at
+its series' node. While it runs, the
 demo changes queries through the command log, as ``tsmon query ... --job DIR`` would: a third
 of the way in it adds a watch query with ``SINCE`` (first evaluated over the nodes' stored
 history) and tightens a precision ``IMMEDIATELY``; two thirds in it adds a glob aggregate and
@@ -47,7 +49,11 @@ QUERY fleet_latency AS AVG(host*.latency_ms) WITHIN 2
 QUERY cpu_gap AS SUM(host000.cpu - host001.cpu) WITHIN 0.05
 QUERY coolest AS MIN(host00*.temp_c) WITHIN 0.5
 QUERY busiest AS MAX(host00*.requests) WITHIN 40
+QUERY cpu_trio AS AVG(host000.cpu, host001.cpu, host002.cpu) WITHIN 0.05 CONFIDENCE 0.9
+QUERY recent_latency AS INNER(host000.latency_ms, [4, 3, 2, 1]) OVER 64 points
 """
+STANDING = {"cpu_trio": {"host000.cpu": 1 / 3, "host001.cpu": 1 / 3, "host002.cpu": 1 / 3}}
+SUMMARY = {"recent_latency": ("host000.latency_ms", [4.0, 3.0, 2.0, 1.0])}
 
 #: (fraction of the ticks done, op, text): the live changes the demo submits.
 LIVE_CHANGES = (
@@ -106,6 +112,7 @@ def demo_job(settings: DemoSettings, directory: Path) -> Job:
         },
         "registers": {"retention": "3h"},
         "filters": {"period": f"{10 * step_ms}ms", "shrink": 0.05, "growth": "capped"},
+        "standing": {"tick": f"{settings.ticks_per_batch * step_ms}ms", "partitions": 2},
         "sinks": [{"kind": "console"}, {"kind": "parquet", "path": "out"}],
     }
     return parse_job(raw, directory, "demo job")
@@ -207,6 +214,7 @@ def _summary(
     assert last is not None
     queries = runner.coordinator.node_for(last.batch_id + 1).coordinator.queries
     console.print(_answers_table(last.answers, queries, job, s))
+    console.print(_deferred_table(last, job, s))
     lines = [json.loads(x) for x in (job.checkpoint / "progress.jsonl").read_text().splitlines()]
     points = sum(p["numInputRows"] for p in lines)
     to_coordinator = sum(p["rowsToCoordinator"] for p in lines)
@@ -252,6 +260,39 @@ def _answers_table(
             "yes" if inside else "NO",
             str(tick),
         )
+    return table
+
+
+def _deferred_table(last: BatchOutput, job: Job, s: DemoSettings) -> Table:
+    """The standing query's last evaluation beside the exact aggregate at its time, and the
+    summary's answer beside the exact inner product over the last values."""
+    spec = job.input
+    fleet = FleetStream(s.hosts, s.metrics, spec.step_ms, spec.start_ms, spec.seed)
+    values = fleet.values(0, s.ticks)
+    column = {name: i for i, name in enumerate(fleet.series())}
+    table = Table(title="standing and summary answers vs exact", title_justify="left")
+    for name in ("query", "value", "±", "exact", "inside", "as of tick"):
+        table.add_column(name, justify="left" if name == "query" else "right")
+    for name, weights in STANDING.items():
+        a = last.standing.get(name)
+        if a is None:
+            table.add_row(Text(name), "-", "-", "-", "no value yet", "-")
+            continue
+        tick = (a.ts_ms - spec.start_ms) // spec.step_ms
+        exact = sum(w * float(values[tick, column[n]]) for n, w in weights.items())
+        inside = "yes" if abs(a.value - exact) <= 1e-9 else "NO"
+        cells = (a.value, a.eps, exact)
+        table.add_row(Text(name), *map(format_value, cells), inside, str(tick))
+    for name, (series, weights) in SUMMARY.items():
+        answer = last.summaries.get(name)
+        if answer is None or answer.bound is None:
+            table.add_row(Text(name), "-", "-", "-", "no value yet", "-")
+            continue
+        newest = values[: answer.points, column[series]][::-1]
+        exact = float(np.dot(weights, newest[: len(weights)]))
+        inside = "yes" if abs(answer.value - exact) <= answer.bound + 1e-9 else "NO"
+        cells = (answer.value, answer.bound, exact)
+        table.add_row(Text(name), *map(format_value, cells), inside, str(answer.points - 1))
     return table
 
 

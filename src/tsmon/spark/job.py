@@ -45,6 +45,9 @@ before any Spark work starts::
     partitions = 2                 # query partitions (stateful keys spread over executors)
     k = 100                        # items per stream behind each estimate of mu, sigma
 
+    [replication]                  # summary readers (SWAT-ASR), tsmon.spark.readers
+    phase = "10s"                  # event time between expansion/contraction tests
+
     [[sinks]]
     kind = "parquet"
     path = "out/"
@@ -62,6 +65,7 @@ from typing import Any
 
 from tsmon.core.units import UnitError, parse_duration_ms
 from tsmon.engine.deferred import StandingSettings
+from tsmon.engine.replicas import DEFAULT_PHASE_MS
 from tsmon.engine.watch import RegisterSettings
 from tsmon.query import QuerySyntaxError, parse_queries
 from tsmon.sim.generator import STREAM_METRICS, STREAM_START_MS
@@ -169,6 +173,7 @@ class Job:
     sinks: tuple[SinkSpec, ...]
     registers: RegisterSettings = field(default_factory=RegisterSettings)
     standing: StandingSettings = field(default_factory=StandingSettings)
+    replica_phase_ms: int = DEFAULT_PHASE_MS
 
 
 def load_job(path: str | Path) -> Job:
@@ -200,8 +205,8 @@ def load_job(path: str | Path) -> Job:
 def parse_job(raw: Mapping[str, Any], base: Path, where: str = "job") -> Job:
     """Check a parsed job table (see :func:`load_job`)."""
     known = {
-        "job", "input", "sources", "filters", "registers", "standing", "queries", "query_file",
-        "sinks",
+        "job", "input", "sources", "filters", "registers", "standing", "replication",
+        "queries", "query_file", "sinks",
     }  # fmt: skip
     _no_unknown(raw, known, where, "top level")
     job = _table(raw, "job", where)
@@ -220,6 +225,7 @@ def parse_job(raw: Mapping[str, Any], base: Path, where: str = "job") -> Job:
         filters=_filters(_table(raw, "filters", where), where),
         registers=_registers(_table(raw, "registers", where), where),
         standing=_standing(_table(raw, "standing", where), where),
+        replica_phase_ms=_phase(_table(raw, "replication", where), where),
         queries=_queries(raw, base, where),
         sinks=tuple(_sink(s, base, where) for s in _sinks(raw, where)),
     )
@@ -362,6 +368,14 @@ def _standing(t: Mapping[str, Any], where: str) -> StandingSettings:
     if tick <= 0:
         raise JobError(f"{where}: [standing] tick must be > 0, got {t.get('tick')!r}")
     return StandingSettings(tick_ms=tick, partitions=int(partitions), k=int(k))
+
+
+def _phase(t: Mapping[str, Any], where: str) -> int:
+    _no_unknown(t, {"phase"}, where, "[replication]")
+    phase = _duration(t, "phase", where, "[replication]", default=f"{DEFAULT_PHASE_MS}ms")
+    if phase <= 0:
+        raise JobError(f"{where}: [replication] phase must be > 0, got {t.get('phase')!r}")
+    return phase
 
 
 def _queries(raw: Mapping[str, Any], base: Path, where: str) -> str:

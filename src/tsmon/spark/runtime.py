@@ -50,22 +50,26 @@ from tsmon.engine.batched import CoordinatorNode, new_node
 from tsmon.engine.bounded import to_query
 from tsmon.engine.deferred import PARTITION_PREFIX
 from tsmon.engine.standing import StandingAnswer, check_window, series_weights
+from tsmon.engine.summaries import SummaryAnswer
 from tsmon.engine.topk import TopKAnswer
-from tsmon.engine.watch import event_order
+from tsmon.engine.watch import LOCAL_KINDS, event_order
 from tsmon.protocols.filters import Answer, Query
 from tsmon.query import parse_queries
 from tsmon.query.aggregate import resolve_aggregate
-from tsmon.query.ast import AggregateDef, QueryDef, StandingDef, TopKDef
+from tsmon.query.ast import AggregateDef, StandingDef, TopKDef
 from tsmon.query.patterns import is_glob, series_matches
 from tsmon.spark.commands import CommandLog, apply, runnable
 from tsmon.spark.control import ControlChannel
 from tsmon.spark.files import atomic_write
 from tsmon.spark.host import PASS, node_stream
 from tsmon.spark.job import Job, JobError
+from tsmon.spark.readers import write_replicas
 from tsmon.spark.sinks import DEAD_LETTER_COLUMNS, BatchOutput, Callback, Sinks
 
-#: Dead-letter reasons of input rows (the ``reason`` column of the dead-letter sink).
-REASONS = ("bad_source", "bad_series", "unreadable_ts", "not_numeric", "nan", "infinite")
+#: Dead-letter reasons of unreadable input rows (the ``reason`` column of the dead-letter sink).
+REASONS = ("bad_series", "unreadable_ts", "not_numeric", "nan", "infinite")
+#: Dead-letter reason of a row whose source is a reserved node key (a query partition's).
+BAD_SOURCE = "bad_source"
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,7 @@ class JobQueries:
         for s in parse_queries(job.queries):
             try:
                 runnable(s)
-                if isinstance(s, QueryDef):
+                if isinstance(s, LOCAL_KINDS):  # watch and summary queries: at the nodes
                     watch.append(s.text)
                 elif isinstance(s, TopKDef):
                     topk.append(s.text)
@@ -224,6 +228,7 @@ class JobRunner:
         self.answers: dict[str, Answer] = {}
         self.topk: dict[str, TopKAnswer] = {}  # the top-k sets after the last batch
         self.standing: dict[str, StandingAnswer] = {}  # standing queries' last evaluations
+        self.summaries: dict[str, SummaryAnswer] = {}  # summary queries' newest answers
         self.dead_letters = 0
         self._query: Any = None  # the StreamingQuery, once started
         self._dropped_shown: set[str] = set()
@@ -252,7 +257,7 @@ class JobRunner:
         )
         value = text["value"].try_cast("double")
         reason = (
-            F.when(source.startswith(PARTITION_PREFIX), "bad_source")
+            F.when(source.startswith(PARTITION_PREFIX), BAD_SOURCE)
             .when(series.isNull() | (series == ""), "bad_series")
             .when(ts.isNull(), "unreadable_ts")
             .when(value.isNull(), "not_numeric")
@@ -331,6 +336,7 @@ class JobRunner:
                 topk=self.queries.topk,
                 standing=self.queries.standing,
                 standing_settings=self.job.standing,
+                replica_phase_ms=self.job.replica_phase_ms,
             ),
         )
         trigger = {"processingTime": f"{self.job.trigger_ms} milliseconds"}
@@ -393,6 +399,7 @@ class JobRunner:
         self.answers = node.answers()
         self.topk = node.topk_answers()
         self.standing = node.standing_answers()
+        self.summaries = node.summary_answers()
         events = [r["payload"] for r in event_order(rows)]
         rejected = [_unreadable(p) for p in unreadable] + [
             _rejected(r["source"], r["payload"]) for r in rows if r["kind"] == "dead"
@@ -400,6 +407,8 @@ class JobRunner:
         # rows of several nodes arrive in no fixed order: sort, so a replay writes the same file
         rejected.sort(key=lambda d: tuple(str(d[c]) for c in DEAD_LETTER_COLUMNS))
         self.dead_letters += len(rejected)
+        if node.replica_clock:  # summary readers follow these files (tsmon.spark.readers)
+            write_replicas(self.job.checkpoint, batch_id, node)
         heartbeats = [r["payload"] for r in rows if r["kind"] == "heartbeat"]
         progress = {
             "batchId": batch_id,
@@ -428,6 +437,8 @@ class JobRunner:
             self.topk,
             self.standing,
             list(node.standing.arrived),
+            self.summaries,
+            list(node.summaries_arrived),
         )
         self.sinks.emit(output)
         _append_progress(self.job.checkpoint / "progress.jsonl", progress, self._progress_last)

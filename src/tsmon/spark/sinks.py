@@ -17,8 +17,11 @@ of adding to them::
     <path>/standing/batch-<N>.parquet         batch_id, query, ts_ms, value, mu_a, eps,
                                               interrupted, eps_intr, next_due_ms, late
                                               (evaluations received in the batch)
+    <path>/summaries/batch-<N>.parquet        batch_id, query, value, bound, points, positions,
+                                              possible (JSON lists), ignored (answers received)
 
-Dead letters are input rows that could not be read (``bad_series``, ``unreadable_ts``,
+Dead letters are input rows that could not be read (``bad_source`` for a source named like a
+query partition, ``bad_series``, ``unreadable_ts``,
 ``not_numeric``, ``nan``, ``infinite``; ``ts``/``value`` null when unreadable) and points the
 source nodes rejected (``too_late``, ``duplicate`` under ``keep_first``, with a ``detail``).
 The console sink is a live table (rich) of the answers with their bounds, the newest events and
@@ -43,6 +46,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tsmon.engine.standing import StandingAnswer
+from tsmon.engine.summaries import SummaryAnswer
 from tsmon.engine.topk import TopKAnswer
 from tsmon.protocols.filters import Answer
 from tsmon.report import format_value
@@ -68,6 +72,9 @@ class BatchOutput:
     # standing queries: the last evaluation of each, and those that arrived in this batch
     standing: Mapping[str, StandingAnswer] = field(default_factory=dict)
     evaluated: Sequence[StandingAnswer] = ()
+    # summary queries: the newest answer of each, and those that arrived in this batch
+    summaries: Mapping[str, SummaryAnswer] = field(default_factory=dict)
+    summarized: Sequence[SummaryAnswer] = ()
 
 
 #: ``callback(output)`` is called on the driver after every batch (the ``callback`` sink).
@@ -154,6 +161,13 @@ def _write_batch(path: Path, out: BatchOutput) -> None:
         rows = [(n, *astuple(a)) for a in out.evaluated]
         frame = pd.DataFrame(rows, columns=["batch_id", *columns]).rename(columns={"name": "query"})
         _write(path / "standing" / f"batch-{n:09d}.parquet", frame)
+    if out.summarized:
+        columns = [f.name for f in fields(SummaryAnswer)]
+        rows = [(n, *astuple(a)) for a in out.summarized]
+        frame = pd.DataFrame(rows, columns=["batch_id", *columns]).rename(columns={"name": "query"})
+        for column in ("positions", "possible"):
+            frame[column] = frame[column].map(lambda m: json.dumps(list(m)))
+        _write(path / "summaries" / f"batch-{n:09d}.parquet", frame)
 
 
 class ConsoleView:
@@ -205,6 +219,8 @@ class ConsoleView:
             self.console.print(f"  {name}: {_topk_line(t)}", markup=False)
         for name, a in out.standing.items():
             self.console.print(f"  {name}: {_standing_line(a)}", markup=False)
+        for name, a in out.summaries.items():
+            self.console.print(f"  {name}: {_summary_line(a)}", markup=False)
 
     def render(self, out: BatchOutput) -> Group:
         """The table of answers, the newest events and a progress line."""
@@ -230,12 +246,11 @@ class ConsoleView:
                 topk.add_row(Text(name), *map(Text, cells))
             parts.append(topk)
         if out.standing:
-            standing = Table(title="standing queries (deferred)", title_justify="left")
-            for column in ("query", "answer"):
-                standing.add_column(column)
-            for name, a in out.standing.items():
-                standing.add_row(Text(name), Text(_standing_line(a)))
-            parts.append(standing)
+            lines = {name: _standing_line(a) for name, a in out.standing.items()}
+            parts.append(_answer_table("standing queries (deferred)", lines))
+        if out.summaries:
+            lines = {name: _summary_line(a) for name, a in out.summaries.items()}
+            parts.append(_answer_table("summary queries", lines))
         p = out.progress
         line = (
             f"points {p.get('numInputRows', 0)} · rows to coordinator "
@@ -254,6 +269,16 @@ def _topk_line(t: TopKAnswer) -> str:
     return line if t.settled else f"{line} (resolving)"
 
 
+def _answer_table(title: str, lines: Mapping[str, str]) -> Table:
+    """A two-column table: each query and its answer as one line."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("query")
+    table.add_column("answer")
+    for name, line in lines.items():
+        table.add_row(Text(name), Text(line))
+    return table
+
+
 def _standing_line(a: StandingAnswer) -> str:
     """``12.5 ±0.5 at 1000 ms, next 1800 ms`` (and the interruption error if any)."""
     line = (
@@ -261,6 +286,12 @@ def _standing_line(a: StandingAnswer) -> str:
         f"next {format_value(a.next_due_ms)} ms"
     )
     return f"{line} (interrupted: ±{format_value(a.eps_intr)})" if a.interrupted else line
+
+
+def _summary_line(a: SummaryAnswer) -> str:
+    """``41.5 ±0.8 over 1024 points`` (no ``±`` when the summary gives no bound)."""
+    bound = "" if a.bound is None else f" ±{format_value(a.bound)}"
+    return f"{format_value(a.value)}{bound} over {a.points} points"
 
 
 def _short(value: Any) -> str:

@@ -11,7 +11,8 @@ Setting widths. Pure classes: values, messages and phase ends in; messages and a
 **Supported**: window mode (``N`` a power of two), ``k`` blocks per segment (``k = 1`` is §3's
 single range), any tree, queries ``(I, W, delta)`` with any weights.
 **Not supported**: message latency or reordering (sites assume every update reached them
-before the next query, as in a zero-latency simulation); whole-stream SWAT (``window=None``)
+before the next query, as in a zero-latency simulation; :mod:`tsmon.engine.replicas` hosts the
+protocol one micro-batch wide, requests applied before the batch's values); whole-stream SWAT (``window=None``)
 and §2.5's reduced levels; [16]'s switch test (the source always holds every segment, §3).
 Interpretations: answers are the midpoint of a range, off by at most its *half* width (the
 paper compares the full width with ``delta``); a fringe site that keeps its replica also runs
