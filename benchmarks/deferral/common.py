@@ -185,6 +185,7 @@ def make_engine(
     tick_ms: int = 1,
     known: tuple[np.ndarray, np.ndarray] | None = None,
     budget: float = np.inf,
+    drift_z: float | None = None,
 ) -> DeferralEngine:
     """Engine with k-item buffers and Algorithm 2 every ≤ ``t_max`` ticks (first after t_max).
 
@@ -193,7 +194,7 @@ def make_engine(
     """
     models = StreamModels(
         k, t_max_ms=t_max * tick_ms, initial_interval_ms=t_max * tick_ms,
-        t_interrupt_ms=t_interrupt * tick_ms,
+        t_interrupt_ms=t_interrupt * tick_ms, drift_z=drift_z,
     )  # fmt: skip
     eng = DeferralEngine(
         k=k, tick_ms=tick_ms, budget=budget, max_dt_ms=max_dt * tick_ms,
@@ -214,10 +215,11 @@ def run_engine(
     known: bool,
     a_true: np.ndarray,
     k: int = 100,
+    drift_z: float | None = None,
 ) -> Run:
     """Feed every stream every tick; return evaluation ticks per query, values checked."""
     t_len, n = ds.xs.shape
-    eng = make_engine(n, k=k, known=(ds.mu, ds.sigma) if known else None)
+    eng = make_engine(n, k=k, known=(ds.mu, ds.sigma) if known else None, drift_z=drift_z)
     for q in queries:
         cols = np.flatnonzero(w[q.base])
         eng.add_query(StandingQuery(q.name, dict(zip(cols.tolist(), w[q.base, cols].tolist(),
@@ -350,6 +352,7 @@ def simulate(
     cs: Iterable[float] = CS,
     ps: Iterable[float] = PS,
     k: int = 100,
+    drift_z: float | None = None,
 ) -> Sim | None:
     """One engine run of every ``(c, p)`` query of variant ``label`` (None: data absent)."""
     name, known = VARIANTS[label]
@@ -360,7 +363,7 @@ def simulate(
     a_true = ds.xs @ w.T
     scale = increment_scale(a_true)
     queries = make_queries(w, scale, cs, ps)
-    run = run_engine(ds, w, queries, known=known, a_true=a_true, k=k)
+    run = run_engine(ds, w, queries, known=known, a_true=a_true, k=k, drift_z=drift_z)
     return Sim(label, ds, w, a_true, scale, queries, run)
 
 

@@ -242,6 +242,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--nab-ticks", type=int, default=0, help="0: whole NAB series")
     ap.add_argument("--nab", type=Path, default=NAB, help="NAB data directory")
     ap.add_argument("--k", type=int, default=100, help="buffer size k of the estimator")
+    ap.add_argument(
+        "--drift-z",
+        type=float,
+        default=None,
+        help="drift test of the stream models (StreamModels.drift_z); default: none, the paper's",
+    )
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--name", default="fidelity", help="output file prefix")
@@ -269,6 +275,7 @@ def main(argv: list[str] | None = None) -> None:
             cs=cs,
             ps=ps,
             k=args.k,
+            drift_z=args.drift_z,
         )
         if sim is None:
             console.print(f"[yellow]{label} skipped: no data under {args.nab}[/yellow]")

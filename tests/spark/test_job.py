@@ -215,3 +215,31 @@ def test_input_mistakes_name_the_key_and_what_was_expected(
 ) -> None:
     with pytest.raises(JobError, match=re.escape(message)):
         load_job(with_input(tmp_path, table))
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('[standing]\ntick = "0s"', "[standing] tick: duration must be > 0"),
+        ("[standing]\npartitions = 0", "partitions must be an int >= 1"),
+        ("[standing]\nk = 2", "k must be an int >= 3"),
+        ('[standing]\ndrift_test = "yes"', "drift_test must be a z-score >= 0 or false"),
+        ("[standing]\nticks = 3", "unknown key 'ticks' in [standing]"),
+        ('[replication]\nphase = "0s"', "[replication] phase: duration must be > 0"),
+        ('[replication]\nperiod = "1s"', "unknown key 'period' in [replication]"),
+    ],
+)
+def test_standing_and_replication_mistakes_are_named(
+    tmp_path: Path, table: str, message: str
+) -> None:
+    with pytest.raises(JobError, match=re.escape(message)):
+        load_job(write(tmp_path, GOOD + "\n" + table + "\n"))
+
+
+def test_standing_and_replication_settings_load(tmp_path: Path) -> None:
+    text = GOOD + '\n[standing]\ntick = "5s"\npartitions = 4\nk = 50\ndrift_test = false\n'
+    job = load_job(write(tmp_path, text + '[replication]\nphase = "30s"\n'))
+    s = job.standing
+    assert (s.tick_ms, s.partitions, s.k, s.drift_z) == (5_000, 4, 50, None)
+    assert job.replica_phase_ms == 30_000
+    assert load_job(write(tmp_path, GOOD)).standing.drift_z == 2.0

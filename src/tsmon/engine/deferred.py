@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from tsmon.engine.standing import (
+    DEFAULT_DRIFT_Z,
     StandingRegistry,
     check_window,
     series_weights,
@@ -98,6 +99,7 @@ class StandingSettings:
     t_interrupt_ms: int = 1_000
     interrupt_factor: float = 3.0
     budget: float = math.inf
+    drift_z: float | None = DEFAULT_DRIFT_Z  # the models' drift test (engine.standing)
 
     def __post_init__(self) -> None:
         if self.tick_ms <= 0 or self.partitions < 1 or self.k < 3:
@@ -152,6 +154,7 @@ class StandingSource:
             settings.k,
             t_max_ms=settings.max_dt_ms,
             t_interrupt_ms=settings.t_interrupt_ms,
+            drift_z=settings.drift_z,
         )
         self.ids: dict[str, int] = {}  # tracked series -> local stream id
         self.skipped = 0  # points not newer than their stream's last item
@@ -205,16 +208,25 @@ class StandingSource:
 # ---------------------------------------------------------------------------- partitions
 
 
+def _fields(a: Answer) -> list[Any]:
+    """An answer's fields in order (``dataclasses.astuple`` deep-copies: 15× slower)."""
+    return [
+        a.name, a.ts_ms, a.value, a.mu_a, a.eps, a.interrupted, a.eps_intr, a.next_due_ms, a.late
+    ]  # fmt: skip
+
+
 def _encode_query(q: StandingQuery, since_start: bool) -> dict[str, Any]:
-    d = dataclasses.asdict(q)
+    d = {f.name: getattr(q, f.name) for f in _QUERY_FIELDS}  # asdict deep-copies: slower
     d["weights"] = [[int(i), float(w)] for i, w in q.weights.items()]
     d["since_start"] = since_start
     return d
 
 
+_QUERY_FIELDS = dataclasses.fields(StandingQuery)
+
+
 def _decode_query(d: Mapping[str, Any]) -> tuple[StandingQuery, bool]:
-    fields = {f.name for f in dataclasses.fields(StandingQuery)}
-    args = {k: v for k, v in d.items() if k in fields}
+    args = {f.name: d[f.name] for f in _QUERY_FIELDS if f.name in d}
     args["weights"] = {int(i): float(w) for i, w in d["weights"]}
     return StandingQuery(**args), bool(d.get("since_start"))
 
@@ -274,7 +286,7 @@ class StandingPartition:
             np.array(s["last_ts"], dtype=np.int64),
             np.array(s["interrupted"], dtype=bool),
         )
-        answers = [list(dataclasses.astuple(a)) for a in self.engine.run(snap)]
+        answers = [_fields(a) for a in self.engine.run(snap)]
         counters = dataclasses.asdict(self.engine.counters)
         return {"kind": "standing", "payload": {"answers": answers, "counters": counters}}
 
@@ -300,6 +312,7 @@ class StandingCoordinator(StandingRegistry):
         self.table["last_ts"] = np.empty(0, np.int64)
         self.monitor = InterruptMonitor(self.settings.interrupt_factor)
         self.tracked: list[str] = []  # series the sources model, in the order named
+        self._tracked: set[str] = set()  # the same, for membership
         self.sent: dict[str, int] = {}  # source -> how many of ``tracked`` it was sent
         self.ops: dict[int, list[dict[str, Any]]] = {}  # partition -> adds/removes to send
         self.live: set[int] = set()  # partitions that hold queries
@@ -322,7 +335,8 @@ class StandingCoordinator(StandingRegistry):
         query = standing_query(statement, ids, landmark_ms=0)  # SINCE START: set at its tick
         self.statements[query_key(statement.name)] = statement
         for s in weights:
-            if s not in self.tracked:
+            if s not in self._tracked:
+                self._tracked.add(s)
                 self.tracked.append(s)
         part = partition_of(statement.name, self.settings.partitions)
         op = {"type": "standing", "op": "add", "query": _encode_query(query, statement.since_start)}

@@ -44,6 +44,7 @@ before any Spark work starts::
     tick = "1s"                    # event time a micro-batch is expected to span
     partitions = 2                 # query partitions (stateful keys spread over executors)
     k = 100                        # items per stream behind each estimate of mu, sigma
+    drift_test = 2.0               # use a drift only when |mu| >= 2 standard errors; false: always
 
     [replication]                  # summary readers (SWAT-ASR), tsmon.spark.readers
     phase = "10s"                  # event time between expansion/contraction tests
@@ -66,6 +67,7 @@ from typing import Any
 from tsmon.core.units import UnitError, parse_duration_ms
 from tsmon.engine.deferred import StandingSettings
 from tsmon.engine.replicas import DEFAULT_PHASE_MS
+from tsmon.engine.standing import DEFAULT_DRIFT_Z
 from tsmon.engine.watch import RegisterSettings
 from tsmon.query import QuerySyntaxError, parse_queries
 from tsmon.sim.generator import STREAM_METRICS, STREAM_START_MS
@@ -358,24 +360,30 @@ def _filters(t: Mapping[str, Any], where: str) -> FilterSpec:
 
 
 def _standing(t: Mapping[str, Any], where: str) -> StandingSettings:
-    _no_unknown(t, {"tick", "partitions", "k"}, where, "[standing]")
+    _no_unknown(t, {"tick", "partitions", "k", "drift_test"}, where, "[standing]")
     partitions, k = t.get("partitions", 2), t.get("k", 100)
     if not (_is_int(partitions) and partitions >= 1):
         raise JobError(f"{where}: [standing] partitions must be an int >= 1, got {partitions!r}")
     if not (_is_int(k) and k >= 3):
         raise JobError(f"{where}: [standing] k must be an int >= 3 (items), got {k!r}")
     tick = _duration(t, "tick", where, "[standing]", default="1s")
-    if tick <= 0:
-        raise JobError(f"{where}: [standing] tick must be > 0, got {t.get('tick')!r}")
-    return StandingSettings(tick_ms=tick, partitions=int(partitions), k=int(k))
+    drift = t.get("drift_test", DEFAULT_DRIFT_Z)
+    number = isinstance(drift, int | float) and not isinstance(drift, bool) and drift >= 0
+    if drift is not False and not number:
+        raise JobError(
+            f"{where}: [standing] drift_test must be a z-score >= 0 or false, got {drift!r}"
+        )
+    return StandingSettings(
+        tick_ms=tick,
+        partitions=int(partitions),
+        k=int(k),
+        drift_z=None if drift is False else float(drift),
+    )
 
 
 def _phase(t: Mapping[str, Any], where: str) -> int:
     _no_unknown(t, {"phase"}, where, "[replication]")
-    phase = _duration(t, "phase", where, "[replication]", default=f"{DEFAULT_PHASE_MS}ms")
-    if phase <= 0:
-        raise JobError(f"{where}: [replication] phase must be > 0, got {t.get('phase')!r}")
-    return phase
+    return _duration(t, "phase", where, "[replication]", default=f"{DEFAULT_PHASE_MS}ms")
 
 
 def _queries(raw: Mapping[str, Any], base: Path, where: str) -> str:

@@ -211,3 +211,37 @@ def test_unknown_sigma_only_poisons_its_queries() -> None:
     w = sp.csr_array([[1.0, 0.0], [0.0, 1.0]])
     _, sigma_a = aggregate_params(w, [0.0, 0.0], [np.nan, 2.0])
     assert np.isnan(sigma_a[0]) and sigma_a[1] == 2.0
+
+
+@pytest.mark.parametrize("z", [1.0, 2.0])
+def test_drift_test_zeroes_insignificant_drift_at_its_level(z: float) -> None:
+    """With ``μ = 0`` the test statistic ``μ̂ √span / σ̂`` is about standard normal (a t with
+    k − 2 degrees of freedom), so a fraction near ``P(|T| ≥ z)`` keeps its estimate."""
+    from scipy.stats import t as student
+
+    rng = np.random.default_rng(5)
+    n, k = 4_000, 50
+    ts, vals = simulate_dbm(rng, n, k, mu=0.0, sigma=1.0, irregular=True)
+    models = StreamModels(k, t_max_ms=10**6, drift_z=z)
+    order = np.argsort(ts[0])
+    for j in order:
+        models.observe(np.arange(n), ts[:, j], vals[:, j])
+    models.reestimate(int(ts.max()))
+    kept = float((models.mu != 0).mean())
+    want = 2 * student.sf(z, k - 2)
+    assert abs(kept - want) <= 4 * np.sqrt(want * (1 - want) / n)
+
+
+def test_drift_test_keeps_real_drift_and_sigma() -> None:
+    rng = np.random.default_rng(6)
+    ts, vals = simulate_dbm(rng, 200, 100, mu=0.05, sigma=0.3, irregular=False)
+    plain, tested = StreamModels(100, t_max_ms=10**6), StreamModels(100, t_max_ms=10**6, drift_z=2)
+    for m in (plain, tested):
+        for j in range(100):
+            m.observe(np.arange(200), ts[:, j], vals[:, j])
+        m.reestimate(int(ts.max()))
+    # a drift of 0.05 per ms over 990 ms is ~5 standard errors: the test keeps it
+    assert (tested.mu == plain.mu).mean() > 0.99
+    np.testing.assert_array_equal(tested.sigma, plain.sigma)
+    with pytest.raises(ValueError, match="drift_z"):
+        StreamModels(10, drift_z=-1.0)

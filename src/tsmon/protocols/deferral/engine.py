@@ -57,6 +57,8 @@ class DeferralEngine(QueryPartition):
         Silence longer than this many expected periods marks a stream interrupted.
     models : StreamModels, optional
         Stream models to use (default ``StreamModels(k, t_max_ms=max_dt_ms, ...)``).
+    drift_z : float, optional
+        The default models' drift test (:class:`StreamModels`); ``None``: the paper's.
 
     Examples
     --------
@@ -85,6 +87,7 @@ class DeferralEngine(QueryPartition):
         combine: Literal["linear", "rss"] = "linear",
         models: StreamModels | None = None,
         max_wait_ms: float | None = None,
+        drift_z: float | None = None,
     ) -> None:
         super().__init__(
             tick_ms=tick_ms,
@@ -95,7 +98,10 @@ class DeferralEngine(QueryPartition):
             max_wait_ms=max_wait_ms,
         )
         self.models = models or StreamModels(
-            k, t_max_ms=int(min(max_dt_ms, 2**62)), t_interrupt_ms=t_interrupt_ms
+            k,
+            t_max_ms=int(min(max_dt_ms, 2**62)),
+            t_interrupt_ms=t_interrupt_ms,
+            drift_z=drift_z,
         )
         self.monitor = InterruptMonitor(interrupt_factor)
 

@@ -195,7 +195,7 @@ class QueryPartition:
         self.counters = Counters()
         self.now_ms: int | None = None
         self.n_streams = 0  # stream ids 0 .. n_streams − 1 appear in some query
-        self._names: dict[str, int] = {}  # name -> qid, in registration (= row) order
+        self._names: dict[str, int] | None = {}  # see _by_name
         # Compact state (a host may pickle the partition every batch): names by row, the
         # specs of MAX/MIN queries only, and the weights of rows not yet in ``_w``.
         self._row_names: list[str] = []  # by row
@@ -214,34 +214,46 @@ class QueryPartition:
         self._interrupted = np.zeros(0, dtype=bool)  # by stream, at the last tick
 
     def __getstate__(self) -> dict[str, object]:
-        """Pickled without ``|a_i|`` and ``a_i²``, which :meth:`__setstate__` derives again
-        (a host may store the partition every batch)."""
+        """Compact for a host that stores the partition every batch: without ``|a_i|`` and
+        ``a_i²`` (derived again) and with the names as one string, not a dict and a list."""
         state = dict(self.__dict__)
         state["_w2"] = state["_wabs"] = None
+        state["_names"] = None  # rebuilt from the rows' names and qids when needed
+        state["_row_names"] = "\x00".join(self._row_names)
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
+        joined = state["_row_names"]
+        self._row_names = joined.split("\x00") if joined else []  # type: ignore[union-attr]
         if self._w is not None:
-            self._w2, self._wabs = self._w.multiply(self._w).tocsr(), abs(self._w)
+            self._w2, self._wabs = _derived(self._w)
+
+    @property
+    def _by_name(self) -> dict[str, int]:
+        """Query name -> qid, in registration (= row) order (rebuilt after unpickling)."""
+        if self._names is None:
+            qids = self._a["qid"][: self._n].tolist()
+            self._names = dict(zip(self._row_names, qids, strict=True))
+        return self._names
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(queries={self._n}, counters={self.counters})"
 
     @property
     def query_names(self) -> list[str]:
-        return list(self._names)
+        return list(self._row_names)
 
     def _col(self, f: str) -> np.ndarray:
         return self._a[f][: self._n]
 
     def next_due_ms(self, name: str) -> float:
         """Deadline of the next evaluation of query ``name``."""
-        return float(self._a["deadline"][self._row_of[self._names[name]]])
+        return float(self._a["deadline"][self._row_of[self._by_name[name]]])
 
     def add_query(self, query: StandingQuery) -> None:
         """Register a standing query; it is evaluated at the next tick."""
-        if query.name in self._names:
+        if query.name in self._by_name:
             raise ValueError(f"query {query.name!r} exists; remove it first or pick a new name")
         self.n_streams = max(self.n_streams, max(query.weights) + 1)
         if self._n == self._cap:  # amortised growth: registering Q queries is O(Q)
@@ -267,7 +279,7 @@ class QueryPartition:
             self._a[f][r] = v
         self._row_of[qid] = r
         self._n += 1
-        self._names[query.name] = qid
+        self._by_name[query.name] = qid
         self._row_names.append(query.name)
         if query.kind != "linear":
             self._extrema[qid] = query
@@ -279,7 +291,7 @@ class QueryPartition:
 
     def remove_query(self, name: str) -> None:
         """Drop a standing query and any evaluation of it still pending."""
-        qid = self._names.pop(name)  # KeyError names the unknown query
+        qid = self._by_name.pop(name)  # KeyError names the unknown query
         r = int(self._row_of[qid])
         self.scheduler.cancel([qid])
         n = self._n
@@ -325,7 +337,7 @@ class QueryPartition:
             block.sum_duplicates()
             w = block if self._w is None else sp.vstack([self._w, block], format="csr")
             self._w = sp.csr_array(w)
-            self._w2, self._wabs = self._w.multiply(self._w).tocsr(), abs(self._w)
+            self._w2, self._wabs = _derived(self._w)
             self._n_built = self._n
         assert self._w is not None
         return self._w
@@ -459,3 +471,12 @@ class QueryPartition:
         self.counters.evaluations += len(rows)
         self.counters.interrupted_answers += int(q_intr.sum())
         return answers
+
+
+def _derived(w: sp.csr_array) -> tuple[sp.csr_array, sp.csr_array]:
+    """``a_i²`` (for Eq. 6) and ``|a_i|`` of a weight matrix, on its own sparsity pattern."""
+    shape = w.shape
+    return (
+        sp.csr_array((w.data**2, w.indices, w.indptr), shape=shape),
+        sp.csr_array((np.abs(w.data), w.indices, w.indptr), shape=shape),
+    )

@@ -12,8 +12,9 @@ Setting widths. Pure classes: values, messages and phase ends in; messages and a
 single range), any tree, queries ``(I, W, delta)`` with any weights.
 **Not supported**: message latency or reordering (sites assume every update reached them
 before the next query, as in a zero-latency simulation; :mod:`tsmon.engine.replicas` hosts the
-protocol one micro-batch wide, requests applied before the batch's values); whole-stream SWAT (``window=None``)
-and §2.5's reduced levels; [16]'s switch test (the source always holds every segment, §3).
+protocol one micro-batch wide, requests applied before the batch's values); whole-stream SWAT
+(``window=None``) and §2.5's reduced levels; [16]'s switch test (the source always holds every
+segment, §3).
 Interpretations: answers are the midpoint of a range, off by at most its *half* width (the
 paper compares the full width with ``delta``); a fringe site that keeps its replica also runs
 the expansion test (§3's example, where Fig. 8b reads "else if"); a dropped replica is
