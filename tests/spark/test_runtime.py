@@ -16,7 +16,7 @@ import pytest
 
 from tsmon.engine.batched import BatchedRuntime
 from tsmon.spark.job import Job, load_job
-from tsmon.spark.runtime import REASONS, JobRunner, job_watch, register_queries
+from tsmon.spark.runtime import REASONS, JobQueries, JobRunner, job_watch, register_queries
 from tsmon.spark.sinks import BatchOutput
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -88,6 +88,34 @@ def drop(directory: Path, name: str, rows: list[dict]) -> None:
     temp = directory / f".{name}.tmp"
     temp.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     os.replace(temp, directory / name)
+
+
+def job_in(directory: Path, text: str) -> Job:
+    """Write ``text`` as ``directory/job.toml`` with an empty ``incoming/``; load it."""
+    path = directory / "job.toml"
+    path.write_text(text, encoding="utf-8")
+    (directory / "incoming").mkdir()
+    return load_job(path)
+
+
+def batch_reference(job: Job) -> BatchedRuntime:
+    """The in-process batch runtime of any job: its filters, registers and every query kind
+    (bounded, watch and summary, top-k, standing) with their settings."""
+    f, queries = job.filters, JobQueries.of(job)
+    runtime = BatchedRuntime(
+        f.period_ms,
+        f.shrink,
+        0,
+        growth=f.growth,
+        registers=job.registers,
+        watch=queries.watch,
+        topk=queries.topk,
+        standing=queries.standing,
+        standing_settings=job.standing,
+        replica_phase_ms=job.replica_phase_ms,
+    )
+    queries.register(runtime.coordinator, job)
+    return runtime
 
 
 LATE = {"metric": "a.x", "time": "100", "v": "0.5"}  # older than a.x's newest: too late

@@ -12,13 +12,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.spark.test_runtime import drop
-from tsmon.engine.batched import BatchedRuntime
+from tests.spark.test_runtime import batch_reference, drop, job_in
 from tsmon.engine.deferred import PARTITION_PREFIX
 from tsmon.query import parse_query
 from tsmon.spark.commands import CommandLog
-from tsmon.spark.job import load_job
-from tsmon.spark.runtime import JobQueries, JobRunner
+from tsmon.spark.runtime import JobRunner
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -81,18 +79,8 @@ def newest(rows: list[dict], ts_ms: int) -> dict[str, float]:
 
 
 def test_standing_queries_on_spark_equal_the_batch_runtime(spark, tmp_path: Path) -> None:
-    job_path = tmp_path / "job.toml"
-    job_path.write_text(JOB, encoding="utf-8")
-    (tmp_path / "incoming").mkdir()
-    job = load_job(job_path)
-    queries = JobQueries.of(job)
-    ref = BatchedRuntime(
-        job.filters.period_ms,
-        job.filters.shrink,
-        0,
-        standing=queries.standing,
-        standing_settings=job.standing,
-    )
+    job = job_in(tmp_path, JOB)
+    ref = batch_reference(job)
     files = make_files(6)
     runner = JobRunner(job, spark=spark)
     runner.start()

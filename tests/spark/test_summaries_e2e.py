@@ -15,12 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.spark.test_runtime import drop
-from tsmon.engine.batched import BatchedRuntime
+from tests.spark.test_runtime import batch_reference, drop, job_in
 from tsmon.spark.commands import CommandLog
-from tsmon.spark.job import load_job
 from tsmon.spark.readers import JobReader
-from tsmon.spark.runtime import JobQueries, JobRunner
+from tsmon.spark.runtime import JobRunner
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -67,14 +65,8 @@ def make_files(n: int, seed: int = 2) -> list[list[dict]]:
 
 
 def test_summaries_and_a_reader_on_spark(spark, tmp_path: Path) -> None:
-    job_path = tmp_path / "job.toml"
-    job_path.write_text(JOB, encoding="utf-8")
-    (tmp_path / "incoming").mkdir()
-    job = load_job(job_path)
-    queries = JobQueries.of(job)
-    ref = BatchedRuntime(
-        job.filters.period_ms, job.filters.shrink, 0, registers=job.registers, watch=queries.watch
-    )
+    job = job_in(tmp_path, JOB)
+    ref = batch_reference(job)
     files = make_files(8)
     runner = JobRunner(job, spark=spark)
     runner.start()

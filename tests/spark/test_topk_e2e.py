@@ -13,12 +13,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.spark.test_runtime import drop
-from tsmon.engine.batched import BatchedRuntime
+from tests.spark.test_runtime import batch_reference, drop, job_in
 from tsmon.query import parse_query
 from tsmon.spark.commands import CommandLog
-from tsmon.spark.job import load_job
-from tsmon.spark.runtime import JobQueries, JobRunner
+from tsmon.spark.runtime import JobRunner
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -81,12 +79,8 @@ def exact(rows: list[dict], now_of: dict[str, int], pattern: str, window: int | 
 
 
 def test_topk_on_spark_equals_the_batch_runtime(spark, tmp_path: Path) -> None:
-    job_path = tmp_path / "job.toml"
-    job_path.write_text(JOB, encoding="utf-8")
-    (tmp_path / "incoming").mkdir()
-    job = load_job(job_path)
-    queries = JobQueries.of(job)
-    ref = BatchedRuntime(job.filters.period_ms, job.filters.shrink, 0, topk=queries.topk)
+    job = job_in(tmp_path, JOB)
+    ref = batch_reference(job)
     files = make_files(6)
     runner = JobRunner(job, spark=spark)
     runner.start()
