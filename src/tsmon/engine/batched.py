@@ -15,6 +15,12 @@ objects that take and return rows of plain dicts (messages through
 reference the Spark host must agree with. The protocol is Olston, Jiang & Widom (SIGMOD 2003);
 the one-batch delay of every message is latency in the sense of its §4, handled as follows.
 
+The same two steps host the other protocols, each in its own module: top-k monitor nodes
+(:mod:`tsmon.engine.topk`), the stream models of standing queries and their query partitions
+(:mod:`tsmon.engine.deferred`; a partition is a node under a reserved key, made by
+:func:`new_node`), summary queries (:mod:`tsmon.engine.watch`) and the SWAT-ASR source sites
+that summary readers follow (:mod:`tsmon.engine.replicas`).
+
 Time (the choice, since the paper assumes a coordinator clock): the coordinator's time after
 batch ``N`` is ``min over known sources of now_ms, minus 1 ms``, never going back. A source's
 ``now_ms`` is the newest timestamp it has processed; it has then sent every update stamped
