@@ -8,6 +8,8 @@ aggregate over the window's ticks. Live changes and bad input are checked by wha
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -181,3 +183,25 @@ def test_models_skip_points_not_newer_than_their_stream():
     a = rt.coordinator.standing.stream_of["a.x"]
     assert rt.coordinator.standing.table["value"][a] == 6.0
     assert rt.nodes["n1"].standing.models.count[0] == 2  # 10 ms (newest of the tie), 20 ms
+
+
+def test_a_restored_coordinator_keeps_and_alters_its_standing_queries():
+    """The driver snapshots the coordinator every batch (statements kept compactly)."""
+    run = Run(2, seed=9)
+    for _ in range(4):
+        run.batch()
+    node = run.rt.coordinator
+    node.alter_query("port", 0.05)
+    copy = pickle.loads(node.snapshot())
+    assert copy.standing.names() == node.standing.names()
+    assert copy.standing.texts() == node.standing.texts()
+    copy.alter_query("mean", 0.02)  # parsed again from its text
+    node.alter_query("mean", 0.02)
+    run.rt.coordinator = copy
+    for _ in range(3):
+        run.batch()
+    answers = run.rt.standing_answers()
+    assert answers["port"].eps == 0.05  # the earlier ALTER survived the snapshot
+    assert answers["mean"].eps == pytest.approx(0.02 * abs(answers["mean"].value))  # relative
+    a = answers["port"]
+    assert a.value == pytest.approx(run.exact[a.ts_ms]["port"], abs=1e-9)

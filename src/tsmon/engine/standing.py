@@ -84,9 +84,12 @@ class StandingRegistry:
     def _drop(self, statement: StandingDef) -> None:
         raise NotImplementedError
 
+    def _statement(self, name: str) -> StandingDef:
+        return self.statements[query_key(name)]
+
     def alter(self, name: str, eps: float, series: Iterable[str]) -> None:
         """A new tolerance: the query is registered again (stream models are kept)."""
-        statement = self.statements[query_key(name)]
+        statement = self._statement(name)
         self.remove(name)
         self.add(dataclasses.replace(statement, eps=float(eps)), series)
 
