@@ -228,7 +228,7 @@ class SourceNode:
         registers: RegisterSettings | None = None,
         watch: str = "",
         topk: str = "",
-        standing: str = "",
+        tracked: Sequence[str] = (),
         standing_settings: StandingSettings | None = None,
         replica_phase_ms: int = DEFAULT_PHASE_MS,
     ) -> None:
@@ -243,7 +243,7 @@ class SourceNode:
         self.topk = TopKSource(topk)  # its monitor nodes of top-k queries
         # the stream models of standing queries' series (engine.deferred)
         settings = standing_settings or StandingSettings()
-        self.standing = StandingSource(standing_series(standing), settings)
+        self.standing = StandingSource(tracked, settings)  # standing queries' series
         self.replicas = ReplicaHost(replica_phase_ms)  # SWAT-ASR source sites for readers
         self.requests: list[Mapping[str, Any]] = []  # readers' requests not served yet
         self.period_ms = int(period_ms)
@@ -934,17 +934,19 @@ def new_node(
     registers: RegisterSettings | None = None,
     watch: str = "",
     topk: str = "",
-    standing: str = "",
+    tracked: Sequence[str] = (),
     standing_settings: StandingSettings | None = None,
     replica_phase_ms: int = DEFAULT_PHASE_MS,
 ) -> SourceNode | StandingPartition:
     """The node of ``key``: a query partition for :data:`PARTITION_PREFIX` keys, else a source
-    node with the job's settings and initial queries."""
+    node with the job's settings and initial queries (``tracked``: the series the job's
+    standing queries read, :func:`~tsmon.engine.deferred.standing_series`, so that no node
+    parses the standing queries' text)."""
     settings = standing_settings or StandingSettings()
     if is_partition(key):
         return StandingPartition(key, settings)
     return SourceNode(
-        key, period_ms, shrink, registers, watch, topk, standing, settings, replica_phase_ms
+        key, period_ms, shrink, registers, watch, topk, tracked, settings, replica_phase_ms
     )
 
 
@@ -994,7 +996,7 @@ class BatchedRuntime:
             registers=registers,
             watch=watch,
             topk=topk,
-            standing=standing,
+            tracked=standing_series(standing),
             standing_settings=standing_settings,
             replica_phase_ms=replica_phase_ms,
         )

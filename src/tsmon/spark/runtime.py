@@ -48,7 +48,7 @@ from typing import Any
 
 from tsmon.engine.batched import CoordinatorNode, new_node
 from tsmon.engine.bounded import to_query
-from tsmon.engine.deferred import PARTITION_PREFIX
+from tsmon.engine.deferred import PARTITION_PREFIX, standing_series
 from tsmon.engine.standing import StandingAnswer, check_window, series_weights
 from tsmon.engine.summaries import SummaryAnswer
 from tsmon.engine.topk import TopKAnswer
@@ -334,7 +334,7 @@ class JobRunner:
                 registers=self.job.registers,
                 watch=self.queries.watch,
                 topk=self.queries.topk,
-                standing=self.queries.standing,
+                tracked=standing_series(self.queries.standing),
                 standing_settings=self.job.standing,
                 replica_phase_ms=self.job.replica_phase_ms,
             ),
