@@ -43,8 +43,9 @@ from rich.console import Console
 from rich.table import Table
 
 from tsmon.engine.batched import BatchedRuntime
+from tsmon.spark.driver import JobQueries
 from tsmon.spark.job import Job, parse_job
-from tsmon.spark.runtime import JobRunner, job_queries
+from tsmon.spark.runtime import JobRunner
 
 TARGET_PPS = 200_000
 TARGET_BATCH_S = 2.0
@@ -279,10 +280,9 @@ def run_reference(
     """The in-process runtime on the same batches (control one batch late, as on Spark, plus
     the control-only batches Spark ran after the last file); returns its answers and points/s
     on the data batches after the first."""
-    f = job.filters
-    ref = BatchedRuntime(f.period_ms, f.shrink, 0, source_of=source_of, growth=f.growth)
-    for query in job_queries(job):
-        ref.add_query(query)
+    queries = JobQueries.of(job)
+    ref = BatchedRuntime.from_settings(queries.settings(job), source_of=source_of)
+    queries.register(ref.coordinator, job)
     seconds = 0.0
     for i, points in enumerate(w.points):
         start = perf_counter()
@@ -390,7 +390,7 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
     ref_pps = float("nan")
     if not args.no_check:
         answers, ref_pps = run_reference(job, w, source_of, len(ours.batch_ids))
-        check_ok = answers == runner.answers
+        check_ok = answers == runner.answers()
         same = "equal" if check_ok else "[red]DIFFER[/]"
         console.print(
             f"cross-check: the {len(answers)} answers after the last batch and those of the "

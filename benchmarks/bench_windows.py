@@ -31,7 +31,7 @@ from rich.table import Table
 from tsmon import Monitor
 from tsmon.core.window_spec import WindowKind, WindowSpec
 from tsmon.query import compile_query
-from tsmon.sim.generator import random_walks
+from tsmon.streams.fleet import random_walks
 
 TARGET_PPS = 1_000_000
 C, F, H = WindowSpec.count(100), WindowSpec.time(300_000), WindowSpec.time(3_600_000)
@@ -86,7 +86,7 @@ class Workload:
 
 
 def make_workload(n_series: int, n_points: int) -> Workload:
-    """Seeded random walks from :func:`tsmon.sim.generator.random_walks`, renamed ``bench.*``."""
+    """Seeded random walks from :func:`tsmon.streams.fleet.random_walks`, renamed ``bench.*``."""
     frame = random_walks(n_series, n_points, seed=42)
     code, names = pd.factorize(frame["series"])
     names = np.array([f"bench.{name}" for name in names], dtype=object)

@@ -79,7 +79,7 @@ def test_make_demo_runs_the_main_job_on_spark() -> None:
     """`make demo` as a user runs it: the Spark job on the generator's 200 hosts x 15 metrics
     over 288 steps; every point seen once, every live change applied, every bounded answer
     inside its bounds around the exact value the demo recomputes from the generator."""
-    from tsmon.spark.demo import LIVE_CHANGES, DemoSettings
+    from tsmon.demos.spark import LIVE_CHANGES, DemoSettings
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
     run = subprocess.run(

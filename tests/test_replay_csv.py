@@ -1,4 +1,5 @@
-"""``tsmon.sim.replay``: CSV rows pass through as read; files merge by time in their own order."""
+"""``tsmon.streams.csv_series``: CSV rows pass through as read; files merge by time in their own
+order."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tsmon.sim.replay import csv_layout, merge_by_time, read_series_csv
+from tsmon.streams.csv_series import csv_layout, merge_by_time, read_series_csv
 
 # A timestamp is epoch ms, or None for an unreadable one (written as text in the file).
 _FILE = st.lists(st.one_of(st.none(), st.integers(0, 50)), max_size=12)

@@ -21,7 +21,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
 from tests.protocols.filters.machines import History, QueryChanges
-from tsmon.engine.batched import BatchedRuntime, CoordinatorNode, SourceNode
+from tsmon.engine.batched import BatchedRuntime
+from tsmon.engine.hub import CoordinatorNode
+from tsmon.engine.node import SourceNode
+from tsmon.engine.settings import HostSettings
 from tsmon.protocols.filters import Query
 
 SOURCE_OF = {"n0.a": "n0", "n0.b": "n0", "n1.a": "n1", "n1.b": "n1", "n2.a": "n2"}
@@ -30,7 +33,7 @@ SERIES = list(SOURCE_OF)
 
 def state_of(node: CoordinatorNode) -> str:
     """What a coordinator node holds, comparable (pickles of equal states may differ in bytes)."""
-    coord = node.coordinator
+    coord = node.part("bounded").coordinator
     cache = coord.cache
     queue = sorted((ts, seq, repr(u)) for ts, seq, _, u in coord.queue._heap)
     return repr(
@@ -116,7 +119,7 @@ class BatchedFilters(QueryChanges):
     @invariant()
     def answers_hold_the_exact_value(self) -> None:
         node = self.rt.coordinator
-        coord = node.coordinator
+        coord = node.part("bounded").coordinator
         as_of = coord.now_ms
         if as_of is None:
             assert not node.answers() or all(math.isinf(a.width) for a in node.answers().values())
@@ -144,15 +147,15 @@ class BatchedFilters(QueryChanges):
     @invariant()
     def no_bound_is_narrower_at_the_coordinator(self) -> None:
         # §4: sources run ahead (their boundaries shrink first) and take growth a batch late
-        widths = self.rt.coordinator.coordinator.widths()
+        widths = self.rt.coordinator.part("bounded").coordinator.widths()
         for node in self.rt.nodes.values():
-            for series, f in node.filters.items():
+            for series, f in node.part("bounded").filters.items():
                 assert widths.get(series, math.inf) >= f.width, (series, widths, f.width)
 
     @invariant()
     def unqueried_series_are_unbounded(self) -> None:
         queried = {o for q in self.queries.values() for o in q.objects}
-        for o, w in self.rt.coordinator.coordinator.widths().items():
+        for o, w in self.rt.coordinator.part("bounded").coordinator.widths().items():
             if o not in queried:
                 assert math.isinf(w)
 
@@ -174,7 +177,7 @@ def shrink_row(series: str, width: float, ts: int, seq: int) -> dict:
 
 
 def test_source_node_bad_value_raises_and_changes_nothing() -> None:
-    node = SourceNode("n", 10, 0.1)
+    node = SourceNode("n", HostSettings(10, 0.1))
     node.step([shrink_row("a", 2.0, 0, 1)], [row("a", 0, 1.0)])
     before = pickle.dumps(node)
     with pytest.raises(ValueError, match="must be finite"):
@@ -187,18 +190,18 @@ def test_source_node_bad_value_raises_and_changes_nothing() -> None:
 
 
 def test_source_node_orders_points_and_sends_one_heartbeat() -> None:
-    node = SourceNode("n", 1_000, 0.0)
+    node = SourceNode("n", HostSettings(1_000, 0.0))
     node.step([shrink_row("a", 1.0, 0, 1)], [])  # no time yet: held until the first point
-    assert node.held
+    assert node.part("bounded").held
     out = node.step([], [row("a", 20, 5.0, 1), row("a", 10, 1.0, 0), row("b", 15, 0.0, 2)])
     assert [r["kind"] for r in out] == ["msg", "msg", "heartbeat"]
     assert [r["payload"]["value"] for r in out[:2]] == [1.0, 5.0]  # (ts, seq) order
     assert out[-1]["payload"] == {"now_ms": 20, "points": 3, "stale": 0, "series": ["a", "b"]}
-    assert math.isinf(node.filters["b"].width)  # in no query: never sends
+    assert math.isinf(node.part("bounded").filters["b"].width)  # in no query: never sends
 
 
 def test_source_node_late_points_are_clamped_or_counted_stale() -> None:
-    node = SourceNode("n", 1_000, 0.0)
+    node = SourceNode("n", HostSettings(1_000, 0.0))
     node.step([shrink_row("a", 1.0, 0, 1)], [row("a", 0, 0.0), row("b", 50, 0.0)])
     out = node.step([], [row("a", 10, 3.0), row("b", 40, 1.0)])  # a: late, b: stale
     assert [r["payload"]["ts_ms"] for r in out if r["kind"] == "msg"] == [50]  # at node time
@@ -207,7 +210,7 @@ def test_source_node_late_points_are_clamped_or_counted_stale() -> None:
 
 def test_source_node_pickles_and_replays_identically() -> None:
     rng = np.random.default_rng(1)
-    node = SourceNode("n", 7, 0.2)
+    node = SourceNode("n", HostSettings(7, 0.2))
     node.step([shrink_row("a", 1.0, 0, 1), shrink_row("b", 0.5, 0, 2)], [])
     t, batches = 0, []
     for _ in range(20):
@@ -221,7 +224,7 @@ def test_source_node_pickles_and_replays_identically() -> None:
 
 
 def test_idle_source_can_be_advanced_by_a_watermark() -> None:
-    node = SourceNode("n", 10, 0.5)
+    node = SourceNode("n", HostSettings(10, 0.5))
     node.step([shrink_row("a", 4.0, 0, 1)], [row("a", 0, 0.0), row("a", 1, 1.5)])
     out = node.advance(10)  # boundary 10: W = 2, 1.5 leaves [−1, 1]
     assert [r["payload"]["ts_ms"] for r in out if r["kind"] == "msg"] == [10]
@@ -234,28 +237,34 @@ def test_idle_source_can_be_advanced_by_a_watermark() -> None:
 
 
 def test_width_messages_wait_until_a_row_shows_where_their_series_lives() -> None:
-    node = CoordinatorNode(10, 0.1, 0, source_of={"a": "n1"})
-    node.add_query(Query.sum("q", ["a", "b"], 1.0))  # b's source: not known yet
-    assert node.deferred and not node.started  # waits for a time
+    node = CoordinatorNode(HostSettings(10, 0.1, 0), source_of={"a": "n1"})
+    node.part("bounded").add_query(
+        node, Query.sum("q", ["a", "b"], 1.0)
+    )  # b's source: not known yet
+    assert node.part("bounded").deferred and not node.part("bounded").started  # waits for a time
     with pytest.raises(ValueError, match="exists"):
-        node.add_query(Query.sum("q", ["a"], 1.0))
+        node.part("bounded").add_query(node, Query.sum("q", ["a"], 1.0))
     beats = [{"source": s, "kind": "heartbeat", "payload": {"now_ms": 100}} for s in ("n1", "n2")]
     control = node.step(0, beats)
-    assert sorted(control) == ["n1"] and len(node.parked) == 1  # b's shrink is parked
+    assert (
+        sorted(control) == ["n1"] and len(node.part("bounded").parked) == 1
+    )  # b's shrink is parked
     assert control["n1"][0]["payload"]["ts_ms"] == 99
     shown = {"source": "n2", "kind": "heartbeat", "payload": {"now_ms": 120, "series": ["b"]}}
     control = node.step(1, [shown])
-    assert sorted(control) == ["n2"] and not node.parked
+    assert sorted(control) == ["n2"] and not node.part("bounded").parked
     assert control["n2"][0]["payload"]["ts_ms"] == 99  # as of its decision; the source replays
     assert node.counts.messages.shrink == 2  # each message counted once
 
 
 def test_older_batch_id_and_conflicting_sources_are_refused() -> None:
-    node = CoordinatorNode(10, 0.1, 0)
+    node = CoordinatorNode(HostSettings(10, 0.1, 0))
     node.step(3, [{"source": "n1", "kind": "heartbeat", "payload": {"now_ms": 5, "series": ["a"]}}])
     with pytest.raises(ValueError, match="older than the last applied batch 3"):
         node.step(2, [])
-    node.add_query(Query.avg("q", ["a"], 1.0))  # a bounded query reads "a": one source only
+    node.part("bounded").add_query(
+        node, Query.avg("q", ["a"], 1.0)
+    )  # a bounded query reads "a": one source only
     with pytest.raises(ValueError, match="one source"):
         node.step(
             4, [{"source": "n2", "kind": "heartbeat", "payload": {"now_ms": 5, "series": ["a"]}}]
@@ -264,13 +273,13 @@ def test_older_batch_id_and_conflicting_sources_are_refused() -> None:
 
 
 def test_a_series_at_several_sources_is_shared_and_no_bounded_query_takes_it() -> None:
-    node = CoordinatorNode(10, 0.1, 0)
+    node = CoordinatorNode(HostSettings(10, 0.1, 0))
     for batch, source in enumerate(["n1", "n2"]):
         beat = {"now_ms": 5, "series": ["doc1.hits"]}
         node.step(batch, [{"source": source, "kind": "heartbeat", "payload": beat}])
     assert node.shared == {"doc1.hits"}
     with pytest.raises(ValueError, match="several sources"):
-        node.add_query(Query.avg("q", ["doc1.hits"], 1.0))
+        node.part("bounded").add_query(node, Query.avg("q", ["doc1.hits"], 1.0))
 
 
 def test_two_runtimes_fed_alike_agree() -> None:

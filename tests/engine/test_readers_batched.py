@@ -37,18 +37,18 @@ def run(
     for b in range(batches):
         for r in subs:
             for request in r.drain():
-                rt.coordinator.replica_request(request)
+                rt.coordinator.part("replica").request(request)
                 sent += 1
         ts = range(b * BATCH * 125, (b + 1) * BATCH * 125, 125)
         rt.run_batch([("n1", "temp.v", t, float(x[t // 125])) for t in ts])
-        clock = rt.coordinator.replica_clock.get(("temp.v", N, 1))
+        clock = rt.coordinator.part("replica").clock.get(("temp.v", N, 1))
         if clock is None:
             continue
         count, now = clock
         if start is None:
             start = (b + 1) * BATCH - count
         for r in subs:
-            for a in r.deliver(rt.coordinator.replica_out, count, now):
+            for a in r.deliver(rt.coordinator.part("replica").out, count, now):
                 forwarded += _check(a, asked.pop((r.name, a.qid)), x[start:])
             for end in phase_ends(last_ms, now, PHASE_MS):
                 r.end_phase(end)

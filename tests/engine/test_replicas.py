@@ -157,9 +157,12 @@ class Loop:
             check_replication(site, clients, dict.fromkeys(clients, 0))
 
     def finish(self) -> None:
-        """Stop reading; step until no request is in flight; then everything must add up."""
-        for _ in range(self.lag + 2):
+        """Stop reading; step until no request is in flight (a reader may still join late, its
+        subscription then in flight); then everything must add up."""
+        steps = 0
+        while (self.queue or steps < self.lag + 2) and steps < 100:
             self.step(queries=False, phases=False)
+            steps += 1
         assert not self.queue
         self.check_directories()
         assert not self.asked and all(not r.pending for r in self.readers.values())

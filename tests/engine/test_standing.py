@@ -48,7 +48,7 @@ def test_evaluations_equal_the_exact_aggregate_at_their_tick(seed, n, eps) -> No
     seen: dict[str, set] = {"q": set(), "a": set()}
     for lo in range(0, len(ts), 97):  # batches that end mid-tick
         monitor.ingest(series[lo : lo + 97], ts[lo : lo + 97], values[lo : lo + 97])
-        for name, answer in monitor.standing_answers().items():
+        for name, answer in monitor.answers("standing").items():
             if answer.ts_ms in seen[name]:
                 continue
             seen[name].add(answer.ts_ms)
@@ -80,18 +80,18 @@ def test_add_alter_remove_and_refusals() -> None:
         monitor.add_query("QUERY g AS SUM(nope*.v) WITHIN 1 CONFIDENCE 0.9")
     half = len(ts) // 2
     monitor.ingest(series[:half], ts[:half], values[:half])
-    peak = monitor.standing_answers()["p"]
+    peak = monitor.answers("standing")["p"]
     assert peak.eps == 0.5
     monitor.alter_query("ALTER QUERY p WITHIN 2")
     monitor.ingest(series[half:], ts[half:], values[half:])
-    assert monitor.standing_answers()["p"].eps == 2
+    assert monitor.answers("standing")["p"].eps == 2
     a_values = [
         newest_before(series, ts, values, "s0.v", t)
         for t in range(ts[0] // TICK * TICK + TICK, max(ts), TICK)
         if any(x <= t for s, x in zip(series, ts, strict=True) if s == "s0.v")
     ]
-    top = monitor.standing_answers()["top"]
+    top = monitor.answers("standing")["top"]
     assert top.value <= max(a_values) + 1e-9  # the landmark max of A over the ticks so far
     assert "p" in monitor.queries()
     monitor.remove_query("p")
-    assert "p" not in monitor.standing_answers() and "p" not in monitor.queries()
+    assert "p" not in monitor.answers("standing") and "p" not in monitor.queries()

@@ -42,7 +42,7 @@ class Run:
             1_000,
             0.1,
             0,
-            standing=QUERIES,
+            queries=QUERIES,
             standing_settings=StandingSettings(tick_ms=batch_ms, partitions=partitions, k=20),
         )
         self.rng = np.random.default_rng(seed)
@@ -76,7 +76,7 @@ def test_linear_answers_equal_the_exact_aggregate_at_their_tick(seed, batches, p
     for _ in range(batches):
         run.batch()
         for name in ("port", "mean"):
-            a = run.rt.standing_answers().get(name)
+            a = run.rt.answers("standing").get(name)
             if a is None:
                 continue
             assert not a.interrupted
@@ -93,15 +93,18 @@ def test_partitioning_changes_no_answer(seed, batches):
     for _ in range(batches):
         one.batch()
         three.batch()
-        assert one.rt.standing_answers() == three.rt.standing_answers()
-    assert one.rt.coordinator.standing.totals() == three.rt.coordinator.standing.totals()
+        assert one.rt.answers("standing") == three.rt.answers("standing")
+    assert (
+        one.rt.coordinator.part("standing").standing.totals()
+        == three.rt.coordinator.part("standing").standing.totals()
+    )
 
 
 def test_extrema_match_the_recomputed_aggregate_over_their_window():
     run = Run(2, seed=7)
     for _ in range(60):
         run.batch()
-        answers = run.rt.standing_answers()
+        answers = run.rt.answers("standing")
         for name, window in (("peak", 2_000), ("low", None)):
             a = answers.get(name)
             if a is None:
@@ -113,7 +116,7 @@ def test_extrema_match_the_recomputed_aggregate_over_their_window():
             ]
             want = max(ticks) if name == "peak" else min(ticks)
             assert a.value == pytest.approx(want, abs=1e-9)
-    assert {"peak", "low"} <= set(run.rt.standing_answers())
+    assert {"peak", "low"} <= set(run.rt.answers("standing"))
 
 
 def test_queries_are_spread_over_partitions_and_only_live_ones_get_ticks():
@@ -132,11 +135,11 @@ def test_a_silent_source_interrupts_its_streams_and_recovery_is_automatic():
         run.batch()
     for _ in range(6):  # n1 (a.x) stops sending; the job's time moves on with n2
         run.batch(silent=frozenset({"a.x"}))
-    a = run.rt.standing_answers()["port"]
+    a = run.rt.answers("standing")["port"]
     assert a.interrupted and a.eps_intr > 0
     for _ in range(3):
         run.batch()
-    a = run.rt.standing_answers()["port"]
+    a = run.rt.answers("standing")["port"]
     assert not a.interrupted
     assert a.value == pytest.approx(run.exact[a.ts_ms]["port"], abs=1e-9)
 
@@ -146,43 +149,43 @@ def test_live_add_alter_and_remove():
     for _ in range(5):
         run.batch()
     node = run.rt.coordinator
-    node.add_standing(parse_query("QUERY late AS SUM(a.*, c.z) WITHIN 1 CONFIDENCE 0.9"))
+    node.add(parse_query("QUERY late AS SUM(a.*, c.z) WITHIN 1 CONFIDENCE 0.9"))
     run.batch()
     run.batch()
-    late = run.rt.standing_answers()["late"]  # the glob expanded over the known a.x
+    late = run.rt.answers("standing")["late"]  # the glob expanded over the known a.x
     assert late.value == pytest.approx(run.exact[late.ts_ms]["peak"] * 2, abs=1e-9)
-    node.alter_query("PORT", 0.01)
+    node.alter_precision("PORT", 0.01)
     node.remove_query("mean")
     run.batch()
     run.batch()
-    answers = run.rt.standing_answers()
+    answers = run.rt.answers("standing")
     assert "mean" not in answers and answers["port"].eps == 0.01
     with pytest.raises(ValueError, match="exists"):
-        node.add_standing(parse_query("QUERY Port AS SUM(a.x) WITHIN 1 CONFIDENCE 0.9"))
+        node.add(parse_query("QUERY Port AS SUM(a.x) WITHIN 1 CONFIDENCE 0.9"))
     with pytest.raises(ValueError, match="counts points"):
-        node.add_standing(
-            parse_query("QUERY w AS MAX OVER 10 points OF SUM(a.x) WITHIN 1 CONFIDENCE 0.9")
-        )
+        node.add(parse_query("QUERY w AS MAX OVER 10 points OF SUM(a.x) WITHIN 1 CONFIDENCE 0.9"))
     with pytest.raises(ValueError, match="matches no series"):
-        node.add_standing(parse_query("QUERY g AS SUM(zz.*) WITHIN 1 CONFIDENCE 0.9"))
+        node.add(parse_query("QUERY g AS SUM(zz.*) WITHIN 1 CONFIDENCE 0.9"))
 
 
 def test_a_source_may_not_take_a_partition_key():
-    rt = BatchedRuntime(1_000, 0.1, 0, standing=QUERIES)
-    with pytest.raises(ValueError, match="query partitions"):
+    rt = BatchedRuntime(1_000, 0.1, 0, queries=QUERIES)
+    with pytest.raises(ValueError, match="query partition"):
         rt.run_batch([(PARTITION_PREFIX + "0", "a.x", 0, 1.0)])
 
 
 def test_models_skip_points_not_newer_than_their_stream():
-    rt = BatchedRuntime(1_000, 0.1, 0, standing=QUERIES)
+    rt = BatchedRuntime(1_000, 0.1, 0, queries=QUERIES)
     rt.run_batch([("n1", "a.x", 10, 1.0), ("n1", "a.x", 10, 2.0), ("n2", "b.y", 10, 1.0)])
     rt.run_batch([("n1", "a.x", 5, 3.0), ("n1", "a.x", 10, 4.0), ("n1", "a.x", 20, 6.0)])
     assert rt.nodes["n1"].stale == 1  # 5 ms after 10 ms: the node ignores it
     # the repeated 10 ms reached the node (keep_last) but the model had that instant already
-    assert rt.coordinator.standing.totals()["skipped"] == 1
-    a = rt.coordinator.standing.stream_of["a.x"]
-    assert rt.coordinator.standing.table["value"][a] == 6.0
-    assert rt.nodes["n1"].standing.models.count[0] == 2  # 10 ms (newest of the tie), 20 ms
+    assert rt.coordinator.part("standing").standing.totals()["skipped"] == 1
+    a = rt.coordinator.part("standing").standing.stream_of["a.x"]
+    assert rt.coordinator.part("standing").standing.table["value"][a] == 6.0
+    assert (
+        rt.nodes["n1"].part("standing").standing.models.count[0] == 2
+    )  # 10 ms (newest of the tie), 20 ms
 
 
 def test_a_restored_coordinator_keeps_and_alters_its_standing_queries():
@@ -191,16 +194,16 @@ def test_a_restored_coordinator_keeps_and_alters_its_standing_queries():
     for _ in range(4):
         run.batch()
     node = run.rt.coordinator
-    node.alter_query("port", 0.05)
+    node.alter_precision("port", 0.05)
     copy = pickle.loads(node.snapshot())
-    assert copy.standing.names() == node.standing.names()
-    assert copy.standing.texts() == node.standing.texts()
-    copy.alter_query("mean", 0.02)  # parsed again from its text
-    node.alter_query("mean", 0.02)
+    assert copy.part("standing").standing.names() == node.part("standing").standing.names()
+    assert copy.part("standing").standing.texts() == node.part("standing").standing.texts()
+    copy.alter_precision("mean", 0.02)  # parsed again from its text
+    node.alter_precision("mean", 0.02)
     run.rt.coordinator = copy
     for _ in range(3):
         run.batch()
-    answers = run.rt.standing_answers()
+    answers = run.rt.answers("standing")
     assert answers["port"].eps == 0.05  # the earlier ALTER survived the snapshot
     assert answers["mean"].eps == pytest.approx(0.02 * abs(answers["mean"].value))  # relative
     a = answers["port"]

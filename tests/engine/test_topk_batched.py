@@ -55,10 +55,12 @@ def quiet(rt: BatchedRuntime) -> bool:
     """No control on its way, no resolution under way, no node waiting for an answer."""
     if any(rt.control.values()):
         return False
-    if any(not a.settled for a in rt.topk_answers().values()):
+    if any(not a.settled for a in rt.answers("topk").values()):
         return False
     return not any(
-        q.node.awaiting or q.node.fresh for n in rt.nodes.values() for q in n.topk.queries.values()
+        q.node.awaiting or q.node.fresh
+        for n in rt.nodes.values()
+        for q in n.part("topk").topk.queries.values()
     )
 
 
@@ -86,7 +88,7 @@ def query_text(w: dict, k: int | None = None) -> str:
 @settings(max_examples=150, deadline=None)
 @given(workloads())
 def test_valid_when_quiet_and_converges(w: dict) -> None:
-    rt = BatchedRuntime(1_000, 0.1, 0, topk=query_text(w))
+    rt = BatchedRuntime(1_000, 0.1, 0, queries=query_text(w))
     exact = Exact(w["window"])
     rng = random.Random(w["seed"])
     clock = dict.fromkeys((f"s{j}" for j in range(w["sources"])), 0)
@@ -104,7 +106,7 @@ def test_valid_when_quiet_and_converges(w: dict) -> None:
         if quiet(rt):
             checked += 1
             now_of = {s: n.now_ms for s, n in rt.nodes.items()}
-            answer = rt.topk_answers()["q"]
+            answer = rt.answers("topk")["q"]
             assert valid(answer.members, exact.totals(now_of), w["k"], w["eps"], w["bottom"])
     for _ in range(100):  # no more data: every resolution completes
         if quiet(rt):
@@ -112,7 +114,7 @@ def test_valid_when_quiet_and_converges(w: dict) -> None:
         rt.run_batch([])
     assert quiet(rt)
     now_of = {s: n.now_ms for s, n in rt.nodes.items()}
-    answer = rt.topk_answers()["q"]
+    answer = rt.answers("topk")["q"]
     assert valid(answer.members, exact.totals(now_of), w["k"], w["eps"], w["bottom"])
     assert answer.k == w["k"] and answer.eps == w["eps"] and answer.bottom == w["bottom"]
 
@@ -127,43 +129,43 @@ def settle(rt: BatchedRuntime) -> None:
 
 def test_add_alter_remove_while_running() -> None:
     rt = BatchedRuntime(1_000, 0.1, 0)
-    rt.coordinator.add_topk(parse_query("QUERY hot AS TOP 1 OF doc* BY hits WITHIN 0"))
+    rt.coordinator.add(parse_query("QUERY hot AS TOP 1 OF doc* BY hits WITHIN 0"))
     rt.run_batch([("s1", "doc1.hits", 1, 5.0), ("s2", "doc2.hits", 1, 3.0)])  # log goes out
     rt.run_batch([("s1", "doc1.hits", 2, 1.0), ("s2", "doc2.hits", 2, 4.0)])  # counted from here
     settle(rt)
-    assert rt.topk_answers()["hot"].members == ("doc2",)  # 4 > 1: the first batch predates it
-    rt.coordinator.alter_topk(AlterTopK("HOT", False, 2, 1.5))
+    assert rt.answers("topk")["hot"].members == ("doc2",)  # 4 > 1: the first batch predates it
+    rt.coordinator.alter(AlterTopK("HOT", False, 2, 1.5))
     settle(rt)
-    answer = rt.topk_answers()["hot"]
+    answer = rt.answers("topk")["hot"]
     assert answer.members == ("doc1", "doc2") and answer.k == 2 and answer.eps == 1.5
-    rt.coordinator.alter_query("hot", 0.5)  # ALTER QUERY hot WITHIN 0.5
+    rt.coordinator.alter_precision("hot", 0.5)  # ALTER QUERY hot WITHIN 0.5
     settle(rt)
-    assert rt.topk_answers()["hot"].eps == 0.5
+    assert rt.answers("topk")["hot"].eps == 0.5
     with pytest.raises(ValueError, match="remove and add"):
-        rt.coordinator.alter_topk(AlterTopK("hot", True, 2, None))
+        rt.coordinator.alter(AlterTopK("hot", True, 2, None))
     with pytest.raises(ValueError, match="exists"):
-        rt.coordinator.add_topk(parse_query("QUERY Hot AS TOP 1 OF doc* BY hits WITHIN 0"))
+        rt.coordinator.add(parse_query("QUERY Hot AS TOP 1 OF doc* BY hits WITHIN 0"))
     rt.coordinator.remove_query("hot")
-    assert rt.topk_answers() == {}
+    assert rt.answers("topk") == {}
     rt.run_batch([("s1", "doc1.hits", 3, 1.0)])  # the removal goes out
     rt.run_batch([("s1", "doc1.hits", 4, 1.0)])  # and is applied
-    assert all(not n.topk.queries for n in rt.nodes.values())
+    assert all(not n.part("topk").topk.queries for n in rt.nodes.values())
 
 
 def test_negative_values_are_ignored_and_counted() -> None:
-    rt = BatchedRuntime(1_000, 0.1, 0, topk="QUERY q AS TOP 1 OF doc* BY hits WITHIN 0")
+    rt = BatchedRuntime(1_000, 0.1, 0, queries="QUERY q AS TOP 1 OF doc* BY hits WITHIN 0")
     rt.run_batch([("s1", "doc1.hits", 1, 2.0), ("s1", "doc2.hits", 2, -5.0)])
     settle(rt)
-    answer = rt.topk_answers()["q"]
+    answer = rt.answers("topk")["q"]
     assert answer.members == ("doc1",) and answer.ignored == 1
 
 
 def test_a_series_may_come_from_many_sources() -> None:
-    rt = BatchedRuntime(1_000, 0.1, 0, topk="QUERY q AS TOP 1 OF doc* BY hits WITHIN 0")
+    rt = BatchedRuntime(1_000, 0.1, 0, queries="QUERY q AS TOP 1 OF doc* BY hits WITHIN 0")
     points = [(f"s{j}", "doc1.hits", 1, 1.0) for j in range(5)] + [("s0", "doc2.hits", 1, 4.0)]
     rt.run_batch(points)
     settle(rt)
-    answer = rt.topk_answers()["q"]
+    answer = rt.answers("topk")["q"]
     assert answer.members == ("doc1",) and answer.nodes == 5  # 5 > 4, summed over sources
 
 

@@ -10,10 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tsmon.engine.batched import BatchedRuntime, CoordinatorNode, SourceNode
+from tsmon.engine.batched import BatchedRuntime
+from tsmon.engine.events import event_order
+from tsmon.engine.hub import CoordinatorNode
 from tsmon.engine.monitor import Monitor
-from tsmon.engine.watch import RegisterSettings, WatchLog, event_order
+from tsmon.engine.node import SourceNode
+from tsmon.engine.settings import HostSettings, RegisterSettings
+from tsmon.kinds.local.coordinator import WatchLog
 from tsmon.protocols.filters import Query
+from tsmon.query import parse_query
 
 WATCH = """
 QUERY high ON *.x WHEN last > mean(3 points) + 0.5 EMIT series, last, max(5s) AS peak
@@ -53,7 +58,7 @@ def test_node_events_equal_a_monitor_per_source(batches, change_at):
     """Every source node's events and dead letters equal a Monitor fed that source's points in
     the same batches, with the same query changes at the same batch."""
     batches[0] = [(s, 0, 0.0) for s in sorted(SOURCES)] + batches[0]  # every node exists early
-    rt = BatchedRuntime(1_000, 0.1, 0, source_of=SOURCES, registers=SETTINGS, watch=WATCH)
+    rt = BatchedRuntime(1_000, 0.1, 0, source_of=SOURCES, registers=SETTINGS, queries=WATCH)
     rt.add_query(Query.avg("avg", sorted(SOURCES), 1.0))
     ref = {src: SETTINGS.monitor() for src in set(SOURCES.values())}
     for m in ref.values():
@@ -83,10 +88,10 @@ def test_node_events_equal_a_monitor_per_source(batches, change_at):
             (d["series"], d["ts_ms"], d["reason"]) for d in want_dead
         )
         if n == change_at:
-            rt.coordinator.add_watch(ADDED)
+            rt.coordinator.add(parse_query(ADDED))
             logged.append(("add", ADDED))
         if n == change_at + 1:
-            rt.coordinator.alter_watch(ALTERED)
+            rt.coordinator.alter(parse_query(ALTERED))
             rt.coordinator.remove_query("ANY")  # names ignore case
             logged += [("alter", ALTERED), ("remove", "any")]
 
@@ -98,9 +103,9 @@ def _as_row(e: tuple) -> dict:
 
 
 def test_a_node_created_after_a_change_gets_the_whole_log():
-    rt = BatchedRuntime(1_000, 0.1, 0, registers=SETTINGS, watch=WATCH)
+    rt = BatchedRuntime(1_000, 0.1, 0, registers=SETTINGS, queries=WATCH)
     rt.run_batch([("A", "a.x", 0, 0.0)])
-    rt.coordinator.add_watch("QUERY every ON *.y")
+    rt.coordinator.add(parse_query("QUERY every ON *.y"))
     rt.run_batch([("A", "a.x", 1_000, 0.0)])  # the change goes out with this step's control
     rt.run_batch([("B", "b.y", 2_000, 1.0)])  # B is new: starts with WATCH only
     assert [e["payload"]["query"] for e in rt.events()] == ["any"]
@@ -110,30 +115,31 @@ def test_a_node_created_after_a_change_gets_the_whole_log():
 
 
 def test_names_are_shared_with_bounded_queries_and_checked_before_logging():
-    node = CoordinatorNode(1_000, 0.1, 0, watch=WATCH)
-    node.add_query(Query.avg("avg", ["a.x"], 1.0))
+    node = CoordinatorNode(HostSettings(1_000, 0.1, queries={"local": WATCH}))
+    node.part("bounded").add_query(node, Query.avg("avg", ["a.x"], 1.0))
     with pytest.raises(ValueError, match="exists"):
-        node.add_watch("QUERY AVG ON *.x")
+        node.add(parse_query("QUERY AVG ON *.x"))
     with pytest.raises(ValueError, match="exists"):
-        node.add_query(Query.avg("high", ["a.x"], 1.0))
+        node.part("bounded").add_query(node, Query.avg("high", ["a.x"], 1.0))
     with pytest.raises(ValueError, match="no watch query"):
-        node.alter_watch("QUERY nope ON *.x")
+        node.alter(parse_query("QUERY nope ON *.x"))
     with pytest.raises(ValueError, match="not a watch query"):
-        node.add_watch("QUERY s AS SUM(a.x) WITHIN 1")
+        node.part("local").add(node, "QUERY s AS SUM(a.x) WITHIN 1")
     with pytest.raises(ValueError, match="line 1"):
-        node.add_watch("QUERY bad ON *.x WHEN mean(")
-    assert node.watch.changes == [] and node.watch.names() == ["high", "any"]
+        node.part("local").add(node, "QUERY bad ON *.x WHEN mean(")
+    log = node.part("local").watch
+    assert log.changes == [] and log.names() == ["high", "any"] and "avg" in node.names()
 
 
 def test_watch_control_needs_registers_and_state_pickles():
     with pytest.raises(ValueError, match="registers"):
-        SourceNode("A", 1_000, 0.1, watch=WATCH)
-    node = SourceNode("A", 1_000, 0.1, registers=SETTINGS, watch=WATCH)
+        SourceNode("A", HostSettings(1_000, 0.1, queries={"local": WATCH}))
+    node = SourceNode("A", HostSettings(1_000, 0.1, registers=SETTINGS, queries={"local": WATCH}))
     node.step([], [{"series": "a.x", "ts": 0, "value": 1.0, "seq": 0}])
     copy = pickle.loads(pickle.dumps(node))
     rows = copy.step([], [{"series": "a.x", "ts": 1_000, "value": 9.0, "seq": 1}])
     assert [r["payload"]["query"] for r in rows if r["kind"] == "event"] == ["high"]
-    bare = SourceNode("A", 1_000, 0.1)
+    bare = SourceNode("A", HostSettings(1_000, 0.1))
     change = {"seq": 0, "payload": {"type": "watch", "op": "add", "text": "QUERY q ON x"}}
     with pytest.raises(ValueError, match="need registers"):
         bare.step([change], [])
@@ -149,10 +155,10 @@ def test_a_glob_aggregate_covers_the_matching_series_as_rows_show_them():
 
     rt = BatchedRuntime(1_000, 0.1, 0, growth="capped")
     node = rt.coordinator
-    node.add_glob_query(parse_query("QUERY g AS AVG(*.x) WITHIN 1"))
-    node.alter_query("g", 0.5)  # before any series matches: kept for the registration
+    node.add(parse_query("QUERY g AS AVG(*.x) WITHIN 1"))
+    node.alter_precision("g", 0.5)  # before any series matches: kept for the registration
     with pytest.raises(ValueError, match="exists"):
-        node.add_query(Query.avg("G", ["a.x"], 1.0))
+        node.part("bounded").add_query(node, Query.avg("G", ["a.x"], 1.0))
     values: dict[str, list[tuple[int, float]]] = {}
     arrivals = {0: ["a.x", "a.y"], 3: ["b.x"], 6: ["c.x"]}
     present: list[str] = []
@@ -162,7 +168,7 @@ def test_a_glob_aggregate_covers_the_matching_series_as_rows_show_them():
         for _, s, ts, v in batch:
             values.setdefault(s, []).append((ts, v))
         rt.run_batch(batch)
-        query = node.coordinator.queries.get("g")
+        query = node.part("bounded").coordinator.queries.get("g")
         seen_x = sorted(s for s in present if s.endswith(".x"))
         assert query is not None and query.objects == seen_x and query.delta == 0.5
         answer = rt.answers()["g"]
@@ -196,11 +202,11 @@ def test_keep_first_duplicates_change_neither_the_registers_nor_the_filters():
 
 
 def test_names_ignore_case_in_the_coordinator_api():
-    node = CoordinatorNode(1_000, 0.1, 0, watch=WATCH)
-    node.add_query(Query.avg("Avg", ["a.x"], 1.0))
-    node.alter_query("AVG", 0.5)
+    node = CoordinatorNode(HostSettings(1_000, 0.1, queries={"local": WATCH}))
+    node.part("bounded").add_query(node, Query.avg("Avg", ["a.x"], 1.0))
+    node.alter_precision("AVG", 0.5)
     with pytest.raises(ValueError, match="'high' is a watch query"):
-        node.alter_query("HIGH", 0.5)
+        node.alter_precision("HIGH", 0.5)
     node.remove_query("HIGH")
     node.remove_query("avg")
     assert node.names() == ["any"]
@@ -212,7 +218,10 @@ def test_a_glob_query_that_can_never_be_evaluated_is_dropped_with_the_reason():
     from tsmon.query import parse_query
 
     rt = BatchedRuntime(1_000, 0.1, 0)
-    rt.coordinator.add_glob_query(parse_query("QUERY z AS SUM(h*.y - h1.y) WITHIN 1"))
+    rt.coordinator.add(parse_query("QUERY z AS SUM(h*.y - h1.y) WITHIN 1"))
     rt.run_batch([("h1", "h1.y", 0, 1.0)])  # the weights of h1.y sum to 0
     assert "z" not in rt.answers() and rt.coordinator.names() == []
-    assert "z" in rt.coordinator.dropped and "0" in rt.coordinator.dropped["z"]
+    assert (
+        "z" in rt.coordinator.part("bounded").dropped
+        and "0" in rt.coordinator.part("bounded").dropped["z"]
+    )

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.test_cli import tsmon
-from tsmon.engine.batched import CoordinatorNode
+from tsmon.engine.hub import CoordinatorNode
+from tsmon.engine.settings import HostSettings
 from tsmon.query import QuerySyntaxError
 from tsmon.spark.commands import Command, CommandError, CommandLog, apply, job_directory
 from tsmon.spark.control import ControlChannel
@@ -35,7 +36,7 @@ def beats(now_ms: int) -> list[dict]:
 
 
 def node() -> CoordinatorNode:
-    return CoordinatorNode(period_ms=1_000, shrink=0.05, seed=0, growth="capped")
+    return CoordinatorNode(HostSettings(period_ms=1_000, shrink=0.05, seed=0, growth="capped"))
 
 
 @pytest.fixture
@@ -69,7 +70,7 @@ def test_submit_writes_one_file_per_command_named_in_submission_order(job_dir: P
     [
         ("add", "QUERY d AS SUM(a.x,, b.x) WITHIN 1", QuerySyntaxError, r"line 1:20"),
         ("add", "QUERY w ON a.x WHEN nosuch(5) > 1", QuerySyntaxError, "unknown function"),
-        ("add", "ALTER QUERY d WITHIN 1", CommandError, "add takes QUERY name AS"),
+        ("add", "ALTER QUERY d WITHIN 1", CommandError, "add takes a query definition"),
         ("add", ADD + "\n" + ADD.replace(" d ", " e "), CommandError, "exactly one statement"),
         ("alter", ADD, CommandError, "alter takes ALTER QUERY"),
         ("remove", "two words", CommandError, "query name"),
@@ -166,14 +167,16 @@ def test_apply_reports_each_outcome_and_rejections_change_nothing() -> None:
     assert "unknown op 'rename'" in detail[7]
     assert detail[8] == "unreadable command file: Expecting value"
     assert coord.names() == ["d", "g"]
-    assert coord._planned()["d"].delta == 0.25
+    assert coord.part("bounded").planned()["d"].delta == 0.25
 
 
 def test_apply_accepts_series_whose_source_the_rows_will_show() -> None:
     coord = node()
     [outcome] = apply(coord, [cmd("add", ADD)], lambda series: {})
     assert outcome["ok"], outcome
-    assert list(coord._planned()) == ["d"]  # its width messages wait for the rows (parked)
+    assert list(coord.part("bounded").planned()) == [
+        "d"
+    ]  # its width messages wait for the rows (parked)
 
 
 def test_watch_queries_are_added_redefined_and_removed_for_every_source() -> None:
@@ -217,7 +220,7 @@ def test_remove_then_add_again_in_one_batch() -> None:
     coord.step(0, beats(100))
     outcomes = apply(coord, [cmd("remove", "D"), cmd("add", ADD.replace("0.5", "2"))], source_of)
     assert [o["ok"] for o in outcomes] == [True, True], outcomes
-    assert coord._planned()["d"].delta == 2
+    assert coord.part("bounded").planned()["d"].delta == 2
 
 
 def drive(directory: Path, coord: CoordinatorNode, batch_id: int) -> dict:
@@ -245,9 +248,11 @@ def test_a_replayed_batch_applies_the_same_commands_and_writes_the_same_control(
     again = drive(job_dir, replayed, 1)
     assert again == control
     assert not channel.write(1, again)  # same content: nothing to do, no conflict
-    assert replayed.answers().keys() == {"d"} and replayed._planned()["d"].delta == 0.5
+    assert (
+        replayed.answers().keys() == {"d"} and replayed.part("bounded").planned()["d"].delta == 0.5
+    )
     drive(job_dir, replayed, 2)  # the alter goes with batch 2
-    assert replayed._planned()["d"].delta == 0.1
+    assert replayed.part("bounded").planned()["d"].delta == 0.1
 
 
 def test_states_show_pending_applied_rejected_and_taken(job_dir: Path) -> None:

@@ -26,11 +26,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tsmon.engine.batched import BatchedRuntime
-from tsmon.sim.generator import FleetStream
+from tests.spark.test_runtime import batch_reference
 from tsmon.spark.inputs import GeneratorReader, ReplayReader, read_recording
 from tsmon.spark.job import Job, JobError, load_job
-from tsmon.spark.runtime import REASONS, JobRunner, job_queries
+from tsmon.spark.runtime import REASONS, JobRunner
+from tsmon.streams.fleet import FleetStream
 
 NAB_ROOT = Path(__file__).parents[2] / "../shared/data/nab"
 NAB = NAB_ROOT / "realAWSCloudwatch/ec2_cpu_utilization_5f5533.csv"
@@ -289,7 +289,9 @@ def logged_offsets(job: Job) -> list[Any]:
 def run(spark: Any, job: Job, done: Callable[[JobRunner], bool] = lambda r: True) -> dict:
     """Run the job until all input is processed and ``done``; answers per batch id."""
     seen: dict[int, dict] = {}
-    runner = JobRunner(job, spark=spark, callback=lambda o: seen.update({o.batch_id: o.answers}))
+    runner = JobRunner(
+        job, spark=spark, callback=lambda o: seen.update({o.batch_id: o.answers.get("bounded", {})})
+    )
     runner.start()
     try:
         deadline = time.monotonic() + 120
@@ -305,10 +307,7 @@ def run(spark: Any, job: Job, done: Callable[[JobRunner], bool] = lambda r: True
 
 def check_against_reference(job: Job, seen: dict, batches: list[list[Point]]) -> None:
     """Spark's answers after each batch equal BatchedRuntime's on the same points."""
-    f = job.filters
-    reference = BatchedRuntime(f.period_ms, f.shrink, 0, growth=f.growth)
-    for query in job_queries(job):
-        reference.add_query(query)
+    reference = batch_reference(job)
     assert sorted(seen) == list(range(len(batches)))
     for batch_id, points in enumerate(batches):
         reference.run_batch(points)

@@ -125,12 +125,12 @@ def test_bad_toml_and_bad_queries_are_reported_before_spark_starts(tmp_path: Pat
 def test_declared_sources_follow_the_globs_and_leave_source_columns_to_the_rows(
     tmp_path: Path,
 ) -> None:
-    from tsmon.spark.runtime import _known_sources
+    from tsmon.spark.driver import known_sources
 
     with_column = load_job(write(tmp_path, GOOD))  # maps a source column, and "r7.*" = "r7"
-    assert _known_sources(with_column, ["r7.q", "r1.q"]) == {"r7.q": "r7"}  # r1.q: rows say
+    assert known_sources(with_column, ["r7.q", "r1.q"]) == {"r7.q": "r7"}  # r1.q: rows say
     without = load_job(write(tmp_path, GOOD.replace(', source = "router"', "")))
-    assert _known_sources(without, ["r7.q", "r1.q"]) == {"r7.q": "r7", "r1.q": "r1.q"}
+    assert known_sources(without, ["r7.q", "r1.q"]) == {"r7.q": "r7", "r1.q": "r1.q"}
 
 
 # -- [input] of every kind -------------------------------------------------------------------

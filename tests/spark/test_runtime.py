@@ -15,8 +15,9 @@ import pandas as pd
 import pytest
 
 from tsmon.engine.batched import BatchedRuntime
+from tsmon.spark.driver import JobQueries
 from tsmon.spark.job import Job, load_job
-from tsmon.spark.runtime import REASONS, JobQueries, JobRunner, job_watch, register_queries
+from tsmon.spark.runtime import REASONS, JobRunner
 from tsmon.spark.sinks import BatchOutput
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -101,19 +102,8 @@ def job_in(directory: Path, text: str) -> Job:
 def batch_reference(job: Job) -> BatchedRuntime:
     """The in-process batch runtime of any job: its filters, registers and every query kind
     (bounded, watch and summary, top-k, standing) with their settings."""
-    f, queries = job.filters, JobQueries.of(job)
-    runtime = BatchedRuntime(
-        f.period_ms,
-        f.shrink,
-        0,
-        growth=f.growth,
-        registers=job.registers,
-        watch=queries.watch,
-        topk=queries.topk,
-        standing=queries.standing,
-        standing_settings=job.standing,
-        replica_phase_ms=job.replica_phase_ms,
-    )
+    queries = JobQueries.of(job)
+    runtime = BatchedRuntime.from_settings(queries.settings(job))
     queries.register(runtime.coordinator, job)
     return runtime
 
@@ -123,17 +113,9 @@ LATE = {"metric": "a.x", "time": "100", "v": "0.5"}  # older than a.x's newest: 
 
 def reference_runtime(job: Job) -> BatchedRuntime:
     """The in-process batch runtime of ``job``: its filters, registers, queries."""
-    f = job.filters
-    runtime = BatchedRuntime(
-        f.period_ms,
-        f.shrink,
-        0,
-        source_of=SERIES,
-        growth=f.growth,
-        registers=job.registers,
-        watch=job_watch(job),
-    )
-    register_queries(runtime.coordinator, job)
+    queries = JobQueries.of(job)
+    runtime = BatchedRuntime.from_settings(queries.settings(job), source_of=SERIES)
+    queries.register(runtime.coordinator, job)
     return runtime
 
 
@@ -195,7 +177,7 @@ def test_spark_job_equals_the_batch_runtime_and_survives_a_restart(spark, tmp_pa
             drop(incoming, f"part-{i:03d}.json", rows)
             outputs.clear()
             runner.process_all_available()
-            seen.append(runner.answers)
+            seen.append(runner.answers())
             seen_events.append([e for out in outputs for e in out.events])
         runner.stop()
 
@@ -270,9 +252,9 @@ def test_queries_added_altered_and_removed_while_the_job_runs(spark, tmp_path):
             if text == added:
                 ref.add_query(to_query(resolve_aggregate(parse_query(text), ["a.x", "b.x"])))
             elif text == dip:
-                ref.coordinator.add_watch(text)
+                ref.coordinator.add(parse_query(text))
             elif text == rise:
-                ref.coordinator.alter_watch(text)
+                ref.coordinator.alter(parse_query(text))
             elif op == "alter":
                 ref.alter_query("s", 0.5, immediately=True)
             elif text == "wide":
@@ -284,11 +266,11 @@ def test_queries_added_altered_and_removed_while_the_job_runs(spark, tmp_path):
         runner.process_all_available()
         good = [(SERIES[r["metric"]], r["metric"], int(r["time"]), float(r["v"])) for r in rows]
         events = run_file(ref, good)
-        assert runner.answers == ref.answers(), i
+        assert runner.answers() == ref.answers(), i
         assert [e for out in outputs for e in out.events] == events, i
         queries.update(e["query"] for e in events)
     runner.stop()
-    assert set(runner.answers) == {"s", "m", "n", "g"}
+    assert set(runner.answers()) == {"s", "m", "n", "g"}
     assert {"dip", "rise", "wide"} <= queries  # each watch query fired at least once
     rejected = [s for s in log.states() if s["state"] == "rejected"]
     assert len(rejected) == 1 and "QUERY S" in rejected[0]["text"], log.states()  # duplicate

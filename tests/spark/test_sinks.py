@@ -31,7 +31,8 @@ DEAD = dict(
 def output(batch_id: int, value: float, events: int = 1) -> BatchOutput:
     answers = {"[s]": Answer(value, value - 1, value + 1, 99)}
     progress = {"numInputRows": 7, "rowsToCoordinator": 2, "controlRows": 1, "watermark": 99}
-    return BatchOutput(batch_id, answers, [EVENT] * events, [DEAD], progress)
+    arrived = {"bounded": list(answers.items())}
+    return BatchOutput(batch_id, [EVENT] * events, [DEAD], progress, {"bounded": answers}, arrived)
 
 
 def test_parquet_files_per_batch_replaced_when_a_batch_is_replayed(tmp_path: Path) -> None:

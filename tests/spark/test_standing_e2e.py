@@ -91,20 +91,20 @@ def test_standing_queries_on_spark_equal_the_batch_runtime(spark, tmp_path: Path
     for i, rows in enumerate(files):
         if i == 2:  # a live change: both apply it before the same batch
             log.submit("add", added)
-            ref.coordinator.add_standing(parse_query(added))
+            ref.coordinator.add(parse_query(added))
         if i == 4:
             log.submit("alter", "ALTER QUERY port WITHIN 0.05")
-            ref.coordinator.alter_query("port", 0.05)
+            ref.coordinator.alter_precision("port", 0.05)
         bad = [{"metric": "ibm.px", "site": PARTITION_PREFIX + "0", "time": 1, "v": 1.0}]
         drop(tmp_path / "incoming", f"part-{i:03d}.json", rows + (bad if i == 1 else []))
         runner.process_all_available()
         ref.run_batch([(r["site"], r["metric"], r["time"], r["v"]) for r in rows])
         while ref.control:  # the control-only batches Spark runs for the ctrl files
             ref.run_batch([])
-        assert runner.standing == ref.standing_answers(), i
+        assert runner.answers("standing") == ref.answers("standing"), i
         seen += rows
         for name, weights in WEIGHTS.items():
-            a = runner.standing.get(name)
+            a = runner.answers("standing").get(name)
             if a is None:
                 continue
             values = newest(seen, a.ts_ms)
@@ -112,8 +112,8 @@ def test_standing_queries_on_spark_equal_the_batch_runtime(spark, tmp_path: Path
             checked += 1
     runner.stop()
     assert checked >= 12
-    assert set(runner.standing) == {"port", "all", "peak", "late"}
-    assert runner.standing["port"].eps == 0.05
+    assert set(runner.answers("standing")) == {"port", "all", "peak", "late"}
+    assert runner.answers("standing")["port"].eps == 0.05
     out = tmp_path / "out"
     evaluations = pd.concat(pd.read_parquet(p) for p in sorted((out / "standing").iterdir()))
     assert set(evaluations["query"]) == {"port", "all", "peak", "late"}

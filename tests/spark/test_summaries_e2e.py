@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from tests.spark.test_runtime import batch_reference, drop, job_in
+from tsmon.query import parse_query
 from tsmon.spark.commands import CommandLog
 from tsmon.spark.readers import JobReader
 from tsmon.spark.runtime import JobRunner
@@ -92,13 +93,13 @@ def test_summaries_and_a_reader_on_spark(spark, tmp_path: Path) -> None:
             CommandLog(job.checkpoint).submit(
                 "add", "QUERY late AS POINT(temp.v, 1) OVER 32 points"
             )
-            ref.coordinator.add_watch("QUERY late AS POINT(temp.v, 1) OVER 32 points")
+            ref.coordinator.add(parse_query("QUERY late AS POINT(temp.v, 1) OVER 32 points"))
         drop(tmp_path / "incoming", f"part-{i:03d}.json", rows)
         runner.process_all_available()
         ref.run_batch([(r["site"], r["metric"], r["time"], r["v"]) for r in rows])
         while ref.control:
             ref.run_batch([])
-        assert runner.summaries == ref.summary_answers(), i
+        assert runner.answers("local") == ref.answers("local"), i
         temps += [r["v"] for r in rows if r["metric"] == "temp.v"]
         forwarded += sum(check(a) for a in reader.poll())
         if reader.count == 0:
@@ -116,7 +117,7 @@ def test_summaries_and_a_reader_on_spark(spark, tmp_path: Path) -> None:
     runner.process_all_available()
     forwarded += sum(check(a) for a in reader.poll())
     runner.stop()
-    assert set(runner.summaries) == {"recent", "errs", "above", "late"}
+    assert set(runner.answers("local")) == {"recent", "errs", "above", "late"}
     assert local > 0 and forwarded > 0, (local, forwarded)
     out = tmp_path / "out" / "summaries"
     answers = pd.concat(pd.read_parquet(p) for p in sorted(out.iterdir()))

@@ -90,28 +90,28 @@ def test_topk_on_spark_equals_the_batch_runtime(spark, tmp_path: Path) -> None:
     for i, rows in enumerate(files):
         if i == 3:  # a live change: both apply it before the same batch
             log.submit("alter", alter)
-            ref.coordinator.alter_topk(parse_query(alter))
+            ref.coordinator.alter(parse_query(alter))
         drop(tmp_path / "incoming", f"part-{i:03d}.json", rows)
         runner.process_all_available()
         ref.run_batch([(r["server"], r["metric"], r["time"], r["v"]) for r in rows])
         while ref.control:  # the control-only batches Spark runs for the ctrl files
             ref.run_batch([])
-        assert runner.topk == ref.topk_answers(), i
+        assert runner.answers("topk") == ref.answers("topk"), i
         seen += rows
         now_of = {s: n.now_ms for s, n in ref.nodes.items()}
         for name, pattern, window in [("hot", "doc", None), ("recent", "doc", 3000)]:
-            answer = runner.topk[name]
+            answer = runner.answers("topk")[name]
             assert answer.settled
             values = exact(seen, now_of, pattern, window)
             low = min(values.get(o, 0.0) for o in answer.members)
             rest = [v for o, v in values.items() if o not in answer.members]
             assert low + answer.eps >= max(rest, default=0.0), (i, name)
-        idle = runner.topk["idle"]
+        idle = runner.answers("topk")["idle"]
         loads = exact(seen, now_of, "srv", 2000)
         rest = [v for o, v in loads.items() if o not in idle.members]
         assert max(loads[o] for o in idle.members) <= min(rest, default=0.0) + idle.eps, i
     runner.stop()
-    last = runner.topk
+    last = runner.answers("topk")
     assert last["hot"].k == 3 and last["hot"].eps == 0 and len(last["hot"].members) == 3
     assert last["hot"].nodes == 3 and last["hot"].epoch >= 1
     assert sum(a.messages for a in last.values()) > 0

@@ -98,3 +98,14 @@ def format_duration_ms(millis: int) -> str:
         if millis % UNIT_MS[unit] == 0:
             return f"{millis // UNIT_MS[unit]}{unit}"
     return f"{millis}ms"
+
+
+def format_value(value: object) -> str:
+    """One payload value: floats with 4 significant digits, anything else as ``str``.
+
+    Examples
+    --------
+    >>> format_value(0.123456), format_value(3), format_value("host1.cpu")
+    ('0.1235', '3', 'host1.cpu')
+    """
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

@@ -111,25 +111,21 @@ class BoundedQueries:
 
     def change(
         self,
-        statements: list[AggregateDef | AlterPrecision],
+        redefined: list[AggregateDef],
+        alters: list[AlterPrecision],
         series: Iterable[str],
         newest: NewestPoint,
         now_ms: int,
     ) -> None:
-        """Apply ``ALTER QUERY q WITHIN δ`` statements and redefinitions of registered names."""
-        for s in statements:
+        """Apply redefinitions of registered names and ``ALTER QUERY q WITHIN δ`` statements."""
+        for s in [*redefined, *alters]:
             if not self.defines(s.name):
                 raise KeyError(f"no query named {s.name!r}; use add_query to create it")
         names = list(series)
-        redefined = [
-            (s, to_query(resolve_aggregate(s, names)))
-            for s in statements
-            if isinstance(s, AggregateDef)
-        ]
-        for s in statements:
-            if isinstance(s, AlterPrecision):
-                self.alter(self._defs[query_key(s.name)].name, s.delta, immediately=s.immediately)
-        for defn, query in redefined:
+        queries = [(s, to_query(resolve_aggregate(s, names))) for s in redefined]
+        for s in alters:
+            self.alter(self._defs[query_key(s.name)].name, s.delta, immediately=s.immediately)
+        for defn, query in queries:
             self.unregister(defn.name)
             self._define(defn, query, newest, now_ms)
 

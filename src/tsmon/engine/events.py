@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -90,3 +91,26 @@ class EventLog:
         epoch = np.repeat([c.epoch for c in chunks], sizes)
         order = np.concatenate([c.order for c in chunks])
         return [events[i] for i in np.lexsort((rank, order, epoch)).tolist()]
+
+
+def event_row(event: Event) -> dict[str, Any]:
+    """An event as a node output row ``{"kind": "event", "payload": ...}``."""
+    payload = {
+        "query": event.query,
+        "series": event.series,
+        "ts_ms": event.ts_ms,
+        "value": event.value,
+        "payload": event.payload,
+        "coverage": event.coverage,
+        "replayed": event.replayed,
+    }
+    return {"kind": "event", "payload": payload}
+
+
+def event_order(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """``event`` rows in a fixed order, ``(ts_ms, series, query)``, whatever order the nodes'
+    rows came in; a stable sort, so a node's own order breaks the remaining ties."""
+    events = [r for r in rows if r["kind"] == "event"]
+    return sorted(
+        events, key=lambda r: (r["payload"]["ts_ms"], r["payload"]["series"], r["payload"]["query"])
+    )

@@ -14,9 +14,10 @@ Query names are case-insensitive, as in query files.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from numbers import Integral
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,22 +33,11 @@ from tsmon.engine.events import Event, EventLog
 from tsmon.engine.points import read_batch
 from tsmon.engine.runs import regular_runs, series_groups
 from tsmon.engine.series import Plan, SeriesNode
-from tsmon.engine.standing import StandingAnswer, StandingQueries
-from tsmon.engine.summaries import SummaryAnswer, SummaryQueries
-from tsmon.protocols.filters import Answer, MessageCounts
+from tsmon.engine.standing import StandingQueries
+from tsmon.engine.summaries import SummaryQueries
+from tsmon.protocols.filters import MessageCounts
 from tsmon.query import CompiledQuery, compile_query, parse_expr, parse_queries, query_key
-from tsmon.query.ast import (
-    AggregateDef,
-    AlterPrecision,
-    AlterTopK,
-    ApproxDef,
-    CorrelatedDef,
-    QueryDef,
-    StandingDef,
-    Stat,
-    TopKDef,
-    WaveletDef,
-)
+from tsmon.query.ast import Stat
 from tsmon.query.patterns import is_glob, series_matches
 
 
@@ -207,25 +197,18 @@ class Monitor:
         that exist now (globs are expanded once); their answers are in :meth:`answers`.
         """
         statements = parse_queries(text)
-        if any(isinstance(s, AlterPrecision | AlterTopK) for s in statements):
-            raise ValueError("ALTER QUERY changes a registered query; pass it to alter_query")
-        _refuse_topk(statements)
-        compiled = [compile_query(q) for q in statements if isinstance(q, QueryDef)]
-        aggregates = [s for s in statements if isinstance(s, AggregateDef)]
-        standing = [s for s in statements if isinstance(s, StandingDef)]
-        summaries = [s for s in statements if isinstance(s, WaveletDef | ApproxDef | CorrelatedDef)]
-        for name in [q.name for q in compiled] + [
-            a.name for a in [*aggregates, *standing, *summaries]
-        ]:
+        kinds = _by_kind(statements, "add_query")
+        compiled = [compile_query(q) for q in kinds.pop("watch", [])]
+        for name in [q.name for q in compiled] + [s.name for ss in kinds.values() for s in ss]:
             if self._defines(name):
                 raise ValueError(
                     f"query {name!r} already exists (names ignore case); use alter_query "
                     "to change it or remove_query first"
                 )
-        self._bounded.register(aggregates, self._nodes, self._newest, self.now_ms)
-        for statement in standing:
+        self._bounded.register(kinds.get("bounded", []), self._nodes, self._newest, self.now_ms)
+        for statement in kinds.get("standing", []):
             self._standing.add(statement, self._nodes)
-        for statement in summaries:
+        for statement in kinds.get("summary", []):
             self._node(statement.series)  # a KeyError naming the series if it is unknown
             self._summaries.add(statement)
         for query in compiled:
@@ -247,23 +230,23 @@ class Monitor:
         the queries, windows still needed are kept, and history is not replayed again.
 
         ``ALTER QUERY q WITHIN δ [IMMEDIATELY]`` changes a bounded aggregate's precision (§3.4
-        of the adaptive-filters paper); a new ``QUERY q AS ...`` statement redefines it.
+        of the adaptive-filters paper) or a standing query's tolerance; a new ``QUERY q AS
+        ...`` statement redefines a bounded aggregate.
         """
         statements = parse_queries(text)
-        _refuse_topk(statements)
-        compiled = [compile_query(q) for q in statements if isinstance(q, QueryDef)]
+        kinds = _by_kind(statements, "alter_query")
+        compiled = [compile_query(q) for q in kinds.pop("watch", [])]
         for query in compiled:
             if query_key(query.name) not in self._queries:
                 raise KeyError(f"no query named {query.name!r}; use add_query to create it")
-        bounded = [
-            s
-            for s in statements
-            if isinstance(s, AggregateDef | AlterPrecision) and not self._standing.defines(s.name)
-        ]
-        self._bounded.change(bounded, self._nodes, self._newest, self.now_ms)
-        for s in statements:
-            if isinstance(s, AlterPrecision) and self._standing.defines(s.name):
-                self._standing.alter(s.name, s.delta, self._nodes)
+        alters, redefined = kinds.pop("alter", []), kinds.pop("bounded", [])
+        for other in kinds.values():  # standing and summary queries: no redefinition in place
+            raise ValueError(f"query {other[0].name!r}: remove it and add it again to redefine it")
+        standing = [s for s in alters if self._standing.defines(s.name)]
+        bounded = [s for s in alters if not self._standing.defines(s.name)]
+        self._bounded.change(redefined, bounded, self._nodes, self._newest, self.now_ms)
+        for s in standing:
+            self._standing.alter(s.name, s.delta, self._nodes)
         for query in compiled:
             key = query_key(query.name)
             old, old_attached = self._queries[key], self._attached[key]
@@ -305,23 +288,23 @@ class Monitor:
             or self._summaries.defines(name)
         )
 
-    def summary_answers(self) -> dict[str, SummaryAnswer]:
-        """The answer of every summary query (``INNER``/``POINT``/``RANGE`` from a SWAT tree,
-        ``APPROX COUNT|SUM`` from an exponential histogram, ``COUNT|SUM(x > AVG)``-style
-        correlated aggregates), from the summaries' current state; see
-        :mod:`tsmon.engine.summaries`."""
-        return self._summaries.answers()
+    def answers(self, part: str = "bounded") -> Mapping[str, Any]:
+        """The newest answer of every query of ``part`` (as on the batch runtimes):
 
-    def standing_answers(self) -> dict[str, StandingAnswer]:
-        """The last evaluation of every ``... WITHIN ε CONFIDENCE p`` query: ``value`` at
-        ``ts_ms`` with drift ``mu_a`` (extrapolate ``value + mu_a·(t − ts_ms)``, Eq. 8), ``eps``,
-        ``next_due_ms``, and ``interrupted`` / ``eps_intr`` when a series went silent (§4.5)."""
-        return self._standing.answers()
-
-    def answers(self) -> dict[str, Answer]:
-        """The bounded answer of every ``AS AGG(...) WITHIN δ`` query: ``value``, ``lo``,
-        ``hi`` and ``as_of_ms``; unbounded (``lo = -inf``) until every series has a value."""
-        return self._bounded.answers()
+        * ``bounded``: every ``AS AGG(...) WITHIN δ`` query's ``value``, ``lo``, ``hi`` and
+          ``as_of_ms``; unbounded (``lo = -inf``) until every series has a value;
+        * ``standing``: the last evaluation of every ``... WITHIN ε CONFIDENCE p`` query:
+          ``value`` at ``ts_ms`` with drift ``mu_a`` (extrapolate ``value + mu_a·(t − ts_ms)``,
+          Eq. 8), ``eps``, ``next_due_ms``, and ``interrupted`` / ``eps_intr`` when a series
+          went silent (§4.5);
+        * ``local``: every summary query's answer (``INNER``/``POINT``/``RANGE`` from a SWAT
+          tree, ``APPROX COUNT|SUM`` from an exponential histogram, ``COUNT|SUM(x > AVG)``
+          correlated aggregates) from the summaries' current state.
+        """
+        hosts = {"bounded": self._bounded, "standing": self._standing, "local": self._summaries}
+        if part not in hosts:
+            raise ValueError(f"a Monitor answers {sorted(hosts)} queries, not {part!r}")
+        return hosts[part].answers()
 
     def exact_answers(self) -> dict[str, float]:
         """The exact aggregate of every bounded query from the stored newest points."""
@@ -569,12 +552,22 @@ def _millis(option: str, value: object, allow_zero: bool = False) -> int | None:
     )
 
 
-def _refuse_topk(statements: list) -> None:
-    """Top-k queries rank objects summed over sources; a Monitor has no sources."""
+def _by_kind(statements: list, call: str) -> dict[str, list]:
+    """Definitions grouped by kind name and alter statements under ``"alter"``; refuses kinds
+    a Monitor cannot run (top-k ranks objects over many sources, which a Monitor does not have)
+    and, for ``add_query``, alter statements."""
+    from tsmon.kinds import kind_of  # the kinds' node parts host Monitors: import when used
+
+    out: dict[str, list] = {}
     for s in statements:
-        if isinstance(s, TopKDef | AlterTopK):
+        kind = kind_of(s)
+        if call == "add_query" and not kind.defines(s):
+            raise ValueError("ALTER QUERY changes a registered query; pass it to alter_query")
+        if kind.name == "topk":
             raise ValueError(
                 f"query {s.name!r} is a TOP/BOTTOM query: it ranks objects over many sources, "
                 "which a Monitor does not have; run it in a job (tsmon run) or in "
-                "tsmon.engine.batched.BatchedRuntime(topk=...)"
+                "tsmon.engine.batched.BatchedRuntime(queries=...)"
             )
+        out.setdefault(kind.name if kind.defines(s) else "alter", []).append(s)
+    return out

@@ -22,7 +22,7 @@ list`` shows it as rejected.
 
 **Supported:** ``add`` of bounded aggregates (``QUERY q AS SUM(a.x, b.x) WITHIN 0.5``;
 globs cover the matching series as the rows show them, see
-:meth:`~tsmon.engine.batched.CoordinatorNode.add_glob_query`) and of watch queries (``QUERY q
+:meth:`~tsmon.kinds.bounded.BoundedCoordinator.add_glob_query`) and of watch queries (``QUERY q
 ON host*.cpu WHEN ...``, sent to every source node, whose windows are first filled from the
 node's stored history); ``alter`` (``ALTER QUERY q WITHIN 0.1 [IMMEDIATELY]``, or a watch
 query redefined in place); ``remove`` by name. Standing (``... CONFIDENCE p``), top-k and
@@ -45,20 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tsmon.engine.batched import CoordinatorNode
-from tsmon.engine.bounded import to_query
-from tsmon.engine.watch import LOCAL_KINDS
-from tsmon.query import QuerySyntaxError, compile_query, parse_queries
-from tsmon.query.aggregate import resolve_aggregate
-from tsmon.query.ast import (
-    AggregateDef,
-    AlterPrecision,
-    AlterTopK,
-    QueryDef,
-    StandingDef,
-    TopKDef,
-)
-from tsmon.query.patterns import is_glob
+from tsmon.engine.hub import CoordinatorNode
+from tsmon.kinds import alter_kind, kind_of
+from tsmon.query import QuerySyntaxError, parse_queries
 from tsmon.spark.files import atomic_write
 
 __all__ = ["OPS", "Command", "CommandError", "CommandLog", "apply", "check", "job_directory"]
@@ -129,9 +118,7 @@ def job_directory(path: str | os.PathLike[str]) -> Path:
     return directory
 
 
-def check(
-    op: str, text: str
-) -> AggregateDef | AlterPrecision | QueryDef | TopKDef | AlterTopK | str | dict[str, Any]:
+def check(op: str, text: str) -> Any:
     """The statement (``add``, ``alter``) or query name (``remove``) of a command.
 
     Checks what can be checked without the job: the syntax (a :class:`QuerySyntaxError` with
@@ -149,7 +136,7 @@ def check(
     ...
     tsmon.spark.commands.CommandError: alter takes ALTER QUERY name WITHIN δ [IMMEDIATELY],
         ALTER QUERY name TOP|BOTTOM k [WITHIN ε] or a watch query (QUERY name ON ...), got a
-        query definition (QUERY ... AS); to define a query use add
+        bounded query definition; to define a query use add
     """
     if op not in OPS:
         raise CommandError(f"unknown op {op!r}; use one of {', '.join(OPS)}")
@@ -167,22 +154,24 @@ def check(
         )
     statement = statements[0]
     if op == "alter":
-        if isinstance(statement, QueryDef):
-            return runnable(statement)  # a watch query redefined in place
-        if not isinstance(statement, AlterPrecision | AlterTopK):
+        try:
+            kind = alter_kind(statement)
+        except ValueError:
             raise CommandError(
                 f"alter takes ALTER QUERY name WITHIN δ [IMMEDIATELY], ALTER QUERY name "
                 f"TOP|BOTTOM k [WITHIN ε] or a watch query (QUERY name ON ...), got a "
-                f"{_kind(statement)}; to define a query use add"
+                f"{kind_of(statement).name} query definition; to define a query use add"
+            ) from None
+    else:
+        kind = kind_of(statement)
+        if not kind.defines(statement):
+            raise CommandError(
+                "add takes a query definition (QUERY name AS ... or QUERY name ON ...); "
+                f"got {type(statement).__name__}: to change a query use alter"
             )
-        return statement
-    if not isinstance(statement, (AggregateDef, TopKDef, StandingDef, *LOCAL_KINDS)):
-        raise CommandError(
-            "add takes QUERY name AS AGG(...) WITHIN δ, QUERY name AS AGG(...) WITHIN ε "
-            "CONFIDENCE p, QUERY name AS TOP|BOTTOM k OF ..., a summary query (INNER, POINT, "
-            "RANGE, APPROX, COUNT|SUM(x op AVG)) or QUERY name ON ..."
-        )
-    return runnable(statement)
+    if kind.check is not None:
+        kind.check(statement)
+    return statement
 
 
 def _replica_request(text: str) -> dict[str, Any]:
@@ -198,22 +187,6 @@ def _replica_request(text: str) -> dict[str, Any]:
     ):
         raise CommandError(f"a replica request names its reader and series, got {text!r}")
     return request
-
-
-def runnable(statement: Any) -> Any:
-    """``statement``, checked as far as it can be without the job's series: a watch query is
-    compiled (a :class:`~tsmon.query.QuerySyntaxError` if it cannot be)."""
-    if isinstance(statement, QueryDef):
-        compile_query(statement)
-    return statement
-
-
-def _kind(statement: object) -> str:
-    if isinstance(statement, AggregateDef):
-        return "query definition (QUERY ... AS)"
-    if isinstance(statement, QueryDef):
-        return "watch query (QUERY ... ON)"
-    return type(statement).__name__
 
 
 class CommandLog:
@@ -394,52 +367,15 @@ def _apply_one(node: CoordinatorNode, command: Command, source_of: SourceOf) -> 
     except QuerySyntaxError as e:
         raise CommandError(f"not a valid statement: {e}") from None
     if command.op == "replica":
-        node.replica_request(what)
+        node.part("replica").request(what)
         return f"reader {what['reader']!r}: request sent to the source of {what['series']!r}"
-    if isinstance(what, LOCAL_KINDS) and not isinstance(what, QueryDef):
-        node.add_watch(what.text)
-        return f"added summary query {what.name!r} at the source node of {what.series!r}"
-    if isinstance(what, QueryDef):
-        if command.op == "add":
-            node.add_watch(what.text)
-            return f"added watch query {what.name!r} at every source node"
-        node.alter_watch(what.text)
-        return f"redefined watch query {what.name!r} at every source node"
-    if isinstance(what, TopKDef):
-        node.add_topk(what)
-        word = "BOTTOM" if what.bottom else "TOP"
-        return f"added {what.name!r}: {word} {what.k} of {what.objects} by {what.metric}"
-    if isinstance(what, StandingDef):
-        node.add_standing(what)
-        within = f"{100 * what.eps:g}%" if what.relative else f"{what.eps:g}"
-        return (
-            f"added standing query {what.name!r} within {within} at confidence {what.confidence:g}"
-        )
-    if isinstance(what, AlterTopK):
-        node.alter_topk(what)
-        return f"altered {what.name!r} to {'BOTTOM' if what.bottom else 'TOP'} {what.k}"
-    if isinstance(what, AggregateDef):
-        globs = [t.series for t in what.terms if is_glob(t.series)]
-        if globs:
-            node.add_glob_query(what)
-            return (
-                f"added {what.name!r}: {what.aggregate.upper()} over the series matching "
-                f"{', '.join(globs)} as they appear, within {what.delta:g}"
-            )
-        names = [t.series for t in what.terms]
-        query = to_query(resolve_aggregate(what, names))
-        node.add_query(query, source_of=dict(source_of(list(query.objects))))
-        return (
-            f"added {query.name!r}: {what.aggregate.upper()} of {len(names)} series "
-            f"within {what.delta:g}"
-        )
-    name = node.registered_name(what if isinstance(what, str) else what.name)
-    if isinstance(what, AlterPrecision):
-        node.alter_query(name, what.delta, immediately=what.immediately)
-        now = " immediately" if what.immediately else ""
-        return f"altered {name!r} to within {what.delta:g}{now}"
-    node.remove_query(name)
-    return f"removed {name!r}"
+    if command.op == "remove":
+        name = node.registered_name(what)
+        node.remove_query(name)
+        return f"removed {name!r}"
+    if command.op == "alter":
+        return node.alter(what)
+    return node.add(what, source_of)
 
 
 def _atomic_json(path: Path, data: Any) -> None:

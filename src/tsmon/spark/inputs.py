@@ -15,7 +15,7 @@ Each kind, and why it is built the way it is (``docs/inputs.md`` shows the job f
 - ``kafka``: Spark's Kafka source (the ``spark-sql-kafka-0-10`` package), message values as
   JSON lines like the socket. Replayable from Kafka's offsets, hence fault tolerant.
 - ``generator``: :class:`GeneratorSource`, a Python streaming data source over
-  :class:`tsmon.sim.generator.FleetStream` (hosts × metrics, one point per series per tick).
+  :class:`tsmon.streams.fleet.FleetStream` (hosts × metrics, one point per series per tick).
 - ``replay``: :class:`ReplaySource`, a recorded file offered in time order at a speed-up.
 
 The two Python sources are deterministic: a batch's rows depend only on its offsets, never on
@@ -209,7 +209,7 @@ class GeneratorReader(SimpleDataSourceStreamReader):
     def __init__(
         self, options: Mapping[str, str], clock: Callable[[], float] = time.monotonic
     ) -> None:
-        from tsmon.sim.generator import FleetStream
+        from tsmon.streams.fleet import FleetStream
 
         self.step_ms = int(options["step_ms"])
         self.speedup = float(options["speedup"])

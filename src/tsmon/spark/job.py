@@ -67,10 +67,10 @@ from typing import Any
 from tsmon.core.units import UnitError, parse_duration_ms
 from tsmon.engine.deferred import StandingSettings
 from tsmon.engine.replicas import DEFAULT_PHASE_MS
+from tsmon.engine.settings import RegisterSettings
 from tsmon.engine.standing import DEFAULT_DRIFT_Z
-from tsmon.engine.watch import RegisterSettings
 from tsmon.query import QuerySyntaxError, parse_queries
-from tsmon.sim.generator import STREAM_METRICS, STREAM_START_MS
+from tsmon.streams.fleet import STREAM_METRICS, STREAM_START_MS
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tsmon.engine.batched import CoordinatorNode
 from tsmon.engine.replicas import DEFAULT_PHASE_MS, ReaderAnswer, SummaryReader, phase_ends
+from tsmon.kinds.replication import ReplicaPart
 from tsmon.spark.commands import CommandLog
 from tsmon.spark.files import atomic_write
 
@@ -50,13 +50,13 @@ def _batch_of(path: Path) -> int:
     return int(path.stem.split("-")[1])
 
 
-def write_replicas(checkpoint: Path, batch_id: int, node: CoordinatorNode) -> None:
+def write_replicas(checkpoint: Path, batch_id: int, replicas: ReplicaPart) -> None:
     """Write batch ``batch_id``'s messages for readers and the keys' clocks (a replay writes
     the same file again); drop files older than :data:`RETAIN_BATCHES` batches."""
     directory = _directory(checkpoint)
     directory.mkdir(parents=True, exist_ok=True)
-    clock = [[*key, count, now] for key, (count, now) in sorted(node.replica_clock.items())]
-    record = {"batch": batch_id, "messages": node.replica_out, "clock": clock}
+    clock = [[*key, count, now] for key, (count, now) in sorted(replicas.clock.items())]
+    record = {"batch": batch_id, "messages": replicas.out, "clock": clock}
     atomic_write(directory / f"batch-{batch_id:09d}.json", json.dumps(record, sort_keys=True))
     for old in directory.glob("batch-*.json"):
         if _batch_of(old) <= batch_id - RETAIN_BATCHES:

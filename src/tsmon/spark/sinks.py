@@ -2,7 +2,7 @@
 
 Every micro-batch of the node query gives one :class:`BatchOutput` on the driver: the bounded
 answers as of the coordinator's time, the events of the watch queries (in
-:func:`~tsmon.engine.watch.event_order`), the points the nodes rejected (late, duplicate) and
+:func:`~tsmon.engine.events.event_order`), the points the nodes rejected (late, duplicate) and
 the batch's progress record. The Parquet sink writes one file per batch id and kind, under a
 temporary name and renamed, so a batch Spark replays after a crash replaces its files instead
 of adding to them::
@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import astuple, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -45,36 +45,43 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from tsmon.engine.standing import StandingAnswer
-from tsmon.engine.summaries import SummaryAnswer
-from tsmon.engine.topk import TopKAnswer
-from tsmon.protocols.filters import Answer
-from tsmon.report import format_value
+from tsmon import kinds
+from tsmon.core.units import format_value
 from tsmon.spark.files import atomic_file
 from tsmon.spark.job import SinkSpec
 
-__all__ = ["DEAD_LETTER_COLUMNS", "BatchOutput", "Callback", "ConsoleView", "Sinks"]
+__all__ = [
+    "DEAD_LETTER_COLUMNS",
+    "EVENT_COLUMNS",
+    "BatchOutput",
+    "Callback",
+    "ConsoleView",
+    "Sinks",
+    "answer_frame",
+]
 
 #: The columns of both kinds of dead-letter files.
 DEAD_LETTER_COLUMNS = ["source", "series", "ts", "value", "raw_ts", "raw_value", "reason", "detail"]
+#: The columns of event files.
+EVENT_COLUMNS = ["batch_id", "query", "series", "ts_ms", "value", "payload", "coverage", "replayed"]
 
 
 @dataclass(frozen=True)
 class BatchOutput:
-    """What one micro-batch produced on the driver."""
+    """What one micro-batch produced on the driver.
+
+    ``answers`` maps a part name (:data:`tsmon.kinds.PARTS`: ``bounded``, ``topk``,
+    ``standing``, ``local`` for summary queries) to every query's newest answer; ``arrived``
+    maps it to the ``(query, answer)`` pairs received in this batch (for bounded and top-k
+    queries: every answer, each batch).
+    """
 
     batch_id: int
-    answers: Mapping[str, Answer]
     events: Sequence[Mapping[str, Any]]  # {"query", "series", "ts_ms", "value", "payload", ...}
     rejected: Sequence[Mapping[str, Any]]  # dead letters, keyed by DEAD_LETTER_COLUMNS
     progress: Mapping[str, Any]
-    topk: Mapping[str, TopKAnswer] = field(default_factory=dict)  # top-k sets, by query
-    # standing queries: the last evaluation of each, and those that arrived in this batch
-    standing: Mapping[str, StandingAnswer] = field(default_factory=dict)
-    evaluated: Sequence[StandingAnswer] = ()
-    # summary queries: the newest answer of each, and those that arrived in this batch
-    summaries: Mapping[str, SummaryAnswer] = field(default_factory=dict)
-    summarized: Sequence[SummaryAnswer] = ()
+    answers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    arrived: Mapping[str, Sequence[tuple[str, Any]]] = field(default_factory=dict)
 
 
 #: ``callback(output)`` is called on the driver after every batch (the ``callback`` sink).
@@ -115,11 +122,6 @@ def _write(path: Path, frame: pd.DataFrame) -> None:
 
 def _write_batch(path: Path, out: BatchOutput) -> None:
     n = out.batch_id
-    answers = pd.DataFrame(
-        [(n, q, a.value, a.lo, a.hi, a.as_of_ms) for q, a in out.answers.items()],
-        columns=["batch_id", "query", "value", "lo", "hi", "as_of_ms"],
-    )
-    _write(path / "answers" / f"batch-{n:09d}.parquet", answers)
     if out.events:
         events = pd.DataFrame(
             [
@@ -135,39 +137,28 @@ def _write_batch(path: Path, out: BatchOutput) -> None:
                 )
                 for e in out.events
             ],
-            columns=[
-                "batch_id",
-                "query",
-                "series",
-                "ts_ms",
-                "value",
-                "payload",
-                "coverage",
-                "replayed",
-            ],
+            columns=EVENT_COLUMNS,
         )
         _write(path / "events" / f"batch-{n:09d}.parquet", events)
     if out.rejected:
         frame = pd.DataFrame([dict(r) for r in out.rejected], columns=DEAD_LETTER_COLUMNS)
         _write(path / "dead_letters" / f"batch-{n:09d}.parquet", frame)
-    if out.topk:
-        columns = [f.name for f in fields(TopKAnswer)]
-        rows = [(n, *astuple(a)) for a in out.topk.values()]
-        frame = pd.DataFrame(rows, columns=["batch_id", *columns]).rename(columns={"name": "query"})
-        frame["members"] = frame["members"].map(lambda m: json.dumps(list(m)))
-        _write(path / "topk" / f"batch-{n:09d}.parquet", frame)
-    if out.evaluated:
-        columns = [f.name for f in fields(StandingAnswer)]
-        rows = [(n, *astuple(a)) for a in out.evaluated]
-        frame = pd.DataFrame(rows, columns=["batch_id", *columns]).rename(columns={"name": "query"})
-        _write(path / "standing" / f"batch-{n:09d}.parquet", frame)
-    if out.summarized:
-        columns = [f.name for f in fields(SummaryAnswer)]
-        rows = [(n, *astuple(a)) for a in out.summarized]
-        frame = pd.DataFrame(rows, columns=["batch_id", *columns]).rename(columns={"name": "query"})
-        for column in ("positions", "possible"):
+    for part in kinds.PARTS:
+        arrived = out.arrived.get(part.name)
+        if part.answers is not None and arrived:
+            _write(path / part.answers / f"batch-{n:09d}.parquet", answer_frame(n, arrived))
+
+
+def answer_frame(batch_id: int, answers: Sequence[tuple[str, Any]]) -> pd.DataFrame:
+    """``batch_id, query`` and the answers' fields (a dataclass, ``name`` left out); tuple
+    fields as JSON lists."""
+    names = [f.name for f in fields(answers[0][1]) if f.name != "name"]
+    rows = [(batch_id, q, *(getattr(a, f) for f in names)) for q, a in answers]
+    frame = pd.DataFrame(rows, columns=["batch_id", "query", *names])
+    for column in names:
+        if isinstance(getattr(answers[0][1], column), tuple):
             frame[column] = frame[column].map(lambda m: json.dumps(list(m)))
-        _write(path / "summaries" / f"batch-{n:09d}.parquet", frame)
+    return frame
 
 
 class ConsoleView:
@@ -206,51 +197,28 @@ class ConsoleView:
         self.console.print(
             f"batch {out.batch_id}: {p.get('numInputRows', 0)} points, "
             f"{p.get('rowsToCoordinator', 0)} rows to the coordinator, "
-            f"{len(out.events)} events, {len(out.answers)} answers",
+            f"{len(out.events)} events, "
+            f"{sum(len(a) for a in out.answers.values())} answers",
             markup=False,
         )
-        for name, a in out.answers.items():
-            self.console.print(
-                f"  {name}: {format_value(a.value)} in [{format_value(a.lo)}, "
-                f"{format_value(a.hi)}] as of {a.as_of_ms}",
-                markup=False,
-            )
-        for name, t in out.topk.items():
-            self.console.print(f"  {name}: {_topk_line(t)}", markup=False)
-        for name, a in out.standing.items():
-            self.console.print(f"  {name}: {_standing_line(a)}", markup=False)
-        for name, a in out.summaries.items():
-            self.console.print(f"  {name}: {_summary_line(a)}", markup=False)
+        for part in kinds.PARTS:
+            for name, a in out.answers.get(part.name, {}).items():
+                self.console.print(f"  {name}: {part.line(a)}", markup=False)
 
     def render(self, out: BatchOutput) -> Group:
         """The table of answers, the newest events and a progress line."""
-        answers = Table(title=f"bounded answers after batch {out.batch_id}", title_justify="left")
-        for column in ("query", "value", "low", "high", "width", "as of (ms)"):
-            answers.add_column(column, justify="left" if column == "query" else "right")
-        for name, a in out.answers.items():
-            cells = (a.value, a.lo, a.hi, a.hi - a.lo)
-            answers.add_row(Text(name), *map(format_value, cells), str(a.as_of_ms))
+        parts: list[Any] = []
+        for part in kinds.PARTS:
+            answers = out.answers.get(part.name)
+            if part.title is not None and answers:
+                lines = {name: part.line(a) for name, a in answers.items()}
+                parts.append(_answer_table(f"{part.title} after batch {out.batch_id}", lines))
         events = Table(title=f"newest events ({self.events} so far)", title_justify="left")
         for column in ("query", "series", "ts (ms)", "payload"):
             events.add_column(column)
         for e in self.recent:
             payload = ", ".join(f"{k}={_short(v)}" for k, v in e["payload"].items())
             events.add_row(Text(e["query"]), Text(e["series"]), str(e["ts_ms"]), Text(payload))
-        parts: list[Any] = [answers]
-        if out.topk:
-            topk = Table(title="top-k sets", title_justify="left")
-            for column in ("query", "set", "epoch", "nodes", "messages"):
-                topk.add_column(column)
-            for name, t in out.topk.items():
-                cells = (_topk_line(t), str(t.epoch), str(t.nodes), str(t.messages))
-                topk.add_row(Text(name), *map(Text, cells))
-            parts.append(topk)
-        if out.standing:
-            lines = {name: _standing_line(a) for name, a in out.standing.items()}
-            parts.append(_answer_table("standing queries (deferred)", lines))
-        if out.summaries:
-            lines = {name: _summary_line(a) for name, a in out.summaries.items()}
-            parts.append(_answer_table("summary queries", lines))
         p = out.progress
         line = (
             f"points {p.get('numInputRows', 0)} · rows to coordinator "
@@ -262,13 +230,6 @@ class ConsoleView:
         return Group(*parts, events, Text(line))
 
 
-def _topk_line(t: TopKAnswer) -> str:
-    """``TOP 3 within 2: a, b, c`` (and ``(resolving)`` while a resolution runs)."""
-    word = "BOTTOM" if t.bottom else "TOP"
-    line = f"{word} {t.k} within {format_value(t.eps)}: {', '.join(t.members) or '(none yet)'}"
-    return line if t.settled else f"{line} (resolving)"
-
-
 def _answer_table(title: str, lines: Mapping[str, str]) -> Table:
     """A two-column table: each query and its answer as one line."""
     table = Table(title=title, title_justify="left")
@@ -277,21 +238,6 @@ def _answer_table(title: str, lines: Mapping[str, str]) -> Table:
     for name, line in lines.items():
         table.add_row(Text(name), Text(line))
     return table
-
-
-def _standing_line(a: StandingAnswer) -> str:
-    """``12.5 ±0.5 at 1000 ms, next 1800 ms`` (and the interruption error if any)."""
-    line = (
-        f"{format_value(a.value)} ±{format_value(a.eps)} at {a.ts_ms} ms, "
-        f"next {format_value(a.next_due_ms)} ms"
-    )
-    return f"{line} (interrupted: ±{format_value(a.eps_intr)})" if a.interrupted else line
-
-
-def _summary_line(a: SummaryAnswer) -> str:
-    """``41.5 ±0.8 over 1024 points`` (no ``±`` when the summary gives no bound)."""
-    bound = "" if a.bound is None else f" ±{format_value(a.bound)}"
-    return f"{format_value(a.value)}{bound} over {a.points} points"
 
 
 def _short(value: Any) -> str:

@@ -27,7 +27,7 @@ import pandas as pd
 from tsmon.core.timestamps import read_epoch_ms
 from tsmon.protocols.filters.queries import Query
 from tsmon.sim.filters.workload import Workload
-from tsmon.sim.replay import read_series_csv
+from tsmon.streams.csv_series import read_series_csv
 
 REASONS = ("bad_timestamp", "bad_value", "out_of_order")
 

@@ -300,7 +300,8 @@ class Workload:
         return dataclasses.replace(self, ts_ms=ts, obj=ix, values=vs)
 
     def to_frame(self) -> pd.DataFrame:
-        """The updates as a ``(series, ts, value)`` frame, the layout of :mod:`tsmon.sim.replay`."""
+        """The updates as a ``(series, ts, value)`` frame, the layout of
+        :mod:`tsmon.streams.csv_series`."""
         names = np.array(self.objects, dtype=object)
         return pd.DataFrame({"series": names[self.obj], "ts": self.ts_ms, "value": self.values})
 

@@ -1,7 +1,7 @@
 """``tsmon demo``: the main job on Spark Structured Streaming, locally, on the built-in generator.
 
 A fleet of ``hosts`` sources × ``metrics`` series (random walks with daily cycles and bursts,
-:class:`~tsmon.sim.generator.FleetStream`) streams one point per series every ``step`` of
+:class:`~tsmon.streams.fleet.FleetStream`) streams one point per series every ``step`` of
 event time into the same pipeline ``tsmon run`` runs: watch queries at the source nodes,
 bounded aggregates (with globs) at the coordinator from adaptive filters, a standing aggregate
 evaluated when its Brownian model says it is due (query partitions), and a SWAT summary kept at
@@ -30,13 +30,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from tsmon.core.units import parse_duration_ms
+from tsmon.core.units import format_value, parse_duration_ms
 from tsmon.protocols.filters import Answer
-from tsmon.report import format_value
-from tsmon.sim.generator import FleetStream
 from tsmon.spark.commands import CommandLog
 from tsmon.spark.job import Job, parse_job
 from tsmon.spark.sinks import BatchOutput
+from tsmon.streams.fleet import FleetStream
 
 QUERIES = """
 QUERY hot_cpu ON host*.cpu WHEN mean(30m) > 0.8 AND max(3 points) > 0.85
@@ -212,8 +211,8 @@ def _summary(
         )
     last = live.last
     assert last is not None
-    queries = runner.coordinator.node_for(last.batch_id + 1).coordinator.queries
-    console.print(_answers_table(last.answers, queries, job, s))
+    queries = runner.coordinator.node_for(last.batch_id + 1).part("bounded").coordinator.queries
+    console.print(_answers_table(last.answers.get("bounded", {}), queries, job, s))
     console.print(_deferred_table(last, job, s))
     lines = [json.loads(x) for x in (job.checkpoint / "progress.jsonl").read_text().splitlines()]
     points = sum(p["numInputRows"] for p in lines)
@@ -274,7 +273,7 @@ def _deferred_table(last: BatchOutput, job: Job, s: DemoSettings) -> Table:
     for name in ("query", "value", "±", "exact", "inside", "as of tick"):
         table.add_column(name, justify="left" if name == "query" else "right")
     for name, weights in STANDING.items():
-        a = last.standing.get(name)
+        a = last.answers.get("standing", {}).get(name)
         if a is None:
             table.add_row(Text(name), "-", "-", "-", "no value yet", "-")
             continue
@@ -284,7 +283,7 @@ def _deferred_table(last: BatchOutput, job: Job, s: DemoSettings) -> Table:
         cells = (a.value, a.eps, exact)
         table.add_row(Text(name), *map(format_value, cells), inside, str(tick))
     for name, (series, weights) in SUMMARY.items():
-        answer = last.summaries.get(name)
+        answer = last.answers.get("local", {}).get(name)
         if answer is None or answer.bound is None:
             table.add_row(Text(name), "-", "-", "-", "no value yet", "-")
             continue

@@ -14,19 +14,9 @@ from typing import cast
 import pandas as pd
 from rich.table import Table
 
+from tsmon.core.units import format_value
 from tsmon.engine.events import Event
 from tsmon.protocols.filters import Answer
-
-
-def format_value(value: object) -> str:
-    """One payload value: floats with 4 significant digits, anything else as ``str``.
-
-    Examples
-    --------
-    >>> format_value(0.123456), format_value(3), format_value("host1.cpu")
-    ('0.1235', '3', 'host1.cpu')
-    """
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def format_payload(payload: Mapping[str, object]) -> str:

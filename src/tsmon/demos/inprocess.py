@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 from rich.console import Console
 
+from tsmon.cli.report import answers_table, events_table, format_event, summary_line
 from tsmon.engine.events import Event
 from tsmon.engine.monitor import Monitor
-from tsmon.report import answers_table, events_table, format_event, summary_line
-from tsmon.sim.generator import Fleet
+from tsmon.streams.fleet import Fleet
 
 QUERIES = """
 QUERY hot_cpu ON host*.cpu WHEN mean(15m) > 0.85 AND max(5 points) > 0.9

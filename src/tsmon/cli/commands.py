@@ -1,0 +1,263 @@
+"""What each ``tsmon`` subcommand does (the parser is in :mod:`tsmon.cli`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections import Counter
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tsmon.cli.report import events_table, format_event, summary_line
+from tsmon.engine.events import Event
+from tsmon.engine.monitor import Monitor
+from tsmon.query import parse_queries
+
+console = Console(highlight=False, markup=False)  # data text may hold [brackets]
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run a job file on Spark: until interrupted, or over the available input (``--once``).
+
+    The job file is checked completely before Spark starts (:func:`tsmon.spark.job.load_job`).
+    """
+    from tsmon.spark.job import load_job
+    from tsmon.spark.runtime import JobRunner
+
+    job = load_job(args.job)
+    console.print(f"tsmon run {job.name}: starting Spark ({job.master}) ...")
+    runner = JobRunner(job)
+    runner.start()
+    try:
+        if args.once:
+            runner.process_all_available()
+        else:
+            runner.await_termination()
+    except KeyboardInterrupt:
+        console.print("interrupted: stopping (state is in the checkpoint)")
+    finally:
+        runner.stop()
+    console.print(
+        f"done: {len(runner.answers())} answers, {runner.dead_letters} dead letters; progress in "
+        f"{job.checkpoint / 'progress.jsonl'}"
+    )
+    return 0
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    """Run a standalone master and workers on loopback in the foreground until Ctrl-C.
+
+    Start-up problems (Java, a busy port, a worker that does not register) are a
+    :class:`~tsmon.spark.standalone.ClusterError` (an ``OSError``): one ``error:`` line.
+    """
+    import signal
+    import tempfile
+
+    from tsmon.spark.standalone import StandaloneCluster
+
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops it as Ctrl-C does
+    work_dir = args.work_dir or Path(tempfile.gettempdir()) / f"tsmon-cluster-{os.getpid()}"
+    cluster = StandaloneCluster(work_dir, args.workers, args.cores, args.memory, args.port)
+    console.print(f"starting a Spark master and {args.workers} worker(s); logs in {work_dir} ...")
+    try:
+        with cluster:
+            partitions = 2 * args.workers * args.cores  # each is a state store per batch
+            console.print(
+                f"master {cluster.url} (web UI {cluster.webui_url}); in a job file:\n"
+                f'  [job]\n  master = "{cluster.url}"\n  [job.spark_conf]\n'
+                f'  "spark.sql.shuffle.partitions" = "{partitions}"  # about 2 per core\n'
+                "Ctrl-C stops the master and workers (see docs/cluster.md)",
+                soft_wrap=True,
+            )
+            cluster.wait()
+    except KeyboardInterrupt:
+        console.print("interrupted: master and workers stopped")
+    return 0
+
+
+def _query_submit(args: argparse.Namespace) -> int:
+    """Check a command (syntax errors with line:column, nothing written) and submit it."""
+    from tsmon.spark.commands import CommandLog, job_directory
+
+    command_id = CommandLog(job_directory(args.job)).submit(args.op, args.text)
+    console.print(
+        f"submitted {args.op} as {command_id}; the job applies it at its next batch",
+        soft_wrap=True,
+    )
+    return 0
+
+
+def _query_list(args: argparse.Namespace) -> int:
+    """Print every command of a job with its state: pending, applied or rejected in batch N."""
+    from tsmon.spark.commands import CommandLog, job_directory
+
+    rows = CommandLog(job_directory(args.job)).states()
+    if not rows:
+        console.print(f"no commands submitted to {args.job}")
+        return 0
+    table = Table(title=f"{args.job}: {len(rows)} commands")
+    table.add_column("id (cmd-<UTC time>-<pid>-<n>)", no_wrap=True)
+    for column in ("op", "text", "state"):
+        table.add_column(column)
+    for row in rows:
+        state = row["state"]
+        if row["batch"] is not None:
+            state += f" in batch {row['batch']}"
+        if row["state"] == "rejected":
+            state += f": {row['detail']}"
+        table.add_row(row["id"], row["op"], row["text"], state)
+    console.print(table)
+    return 0
+
+
+def _read_text(path: Path) -> str:
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    return path.read_text(encoding="utf-8")
+
+
+def _check(args: argparse.Namespace) -> int:
+    from tsmon.kinds import kind_of
+
+    statements = parse_queries(_read_text(args.file))
+    table = Table(title=f"{args.file}: {len(statements)} statements OK")
+    for column in ("query", "on / as", "windows", "since / within"):
+        table.add_column(column)
+    for statement in statements:
+        table.add_row(statement.name, *kind_of(statement).describe(statement))
+    console.print(table)
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    """Feed recorded CSV rows to a :class:`Monitor` in batches, printing events as they come.
+
+    Everything that can be checked cheaply is checked before the replay (the events output
+    path, the CSV headers, ``--series``, the query file), so a mistake costs no replay time.
+    Rows keep their file's order; several files are merged by time (:func:`merge_by_time`).
+    """
+    from tsmon.streams.csv_series import csv_layout, merge_by_time, read_series_csv
+
+    if args.events_out is not None:
+        _check_writable(args.events_out)
+    layouts = [csv_layout(path) for path in args.csv]
+    _check_series_option(args.series, args.csv, layouts)
+    queries = _read_text(args.queries)
+    points = merge_by_time([read_series_csv(path, args.series) for path in args.csv])
+    monitor = Monitor(points["series"].unique(), allowed_lateness=args.allowed_lateness)
+    monitor.add_query(queries)
+    shown = 0
+    counts: Counter[str] = Counter()
+    collected: list[Event] = []
+    with _progress() as progress:
+        task = progress.add_task("replaying", total=len(points))
+        for lo in range(0, len(points), args.batch):
+            chunk = points.iloc[lo : lo + args.batch]
+            monitor.ingest(
+                chunk["series"].to_numpy(), chunk["ts"].to_numpy(), chunk["value"].to_numpy()
+            )
+            for event in monitor.events():
+                counts[event.query] += 1
+                if shown < args.show:
+                    shown += 1
+                    progress.console.print(format_event(event), soft_wrap=True)
+                if args.events_out is not None:
+                    collected.append(event)
+            progress.update(task, advance=len(chunk))
+    if args.events_out is not None:
+        _write_events(collected, args.events_out)
+    console.print(events_table(counts, monitor.queries()))
+    console.print(summary_line(monitor.stats()), soft_wrap=True)
+    return 0
+
+
+def _check_writable(path: Path) -> None:
+    """Raise ``OSError`` with the fix unless ``path`` can be written as a file.
+
+    Run before the replay: finding out afterwards would cost the whole replay and its events.
+    (Permission checks use ``os.access``; a superuser passes them, and the write itself is
+    still guarded by the ``OSError`` handler in :func:`main`.)
+    """
+    fix = "pass a file path in an existing, writable folder to --events-out"
+    if path.is_dir():
+        raise OSError(f"--events-out {path} is a folder, not a file; {fix}")
+    parent = path.parent
+    if not parent.exists():
+        raise OSError(f"--events-out {path}: folder {parent} does not exist; {fix}")
+    if not parent.is_dir():
+        raise OSError(f"--events-out {path}: {parent} is not a folder; {fix}")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise OSError(f"--events-out {path}: no permission to overwrite the file; {fix}")
+    if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        raise OSError(f"--events-out {path}: no permission to create files in {parent}; {fix}")
+
+
+def _check_series_option(series: str | None, paths: list[Path], layouts: list[str]) -> None:
+    """Reject ``--series`` where it would be ignored or would merge several files into one.
+
+    ``--series`` names the one series of a ``timestamp,value`` file; given with several such
+    files it would silently make all of them one series, and with none it would do nothing.
+    """
+    if series is None:
+        return
+    plain = [
+        str(p) for p, layout in zip(paths, layouts, strict=True) if layout == "timestamp_value"
+    ]
+    if len(plain) > 1:
+        raise ValueError(
+            f"--series {series!r} would merge {len(plain)} timestamp,value files "
+            f"({', '.join(plain)}) into one series; drop --series (each file is then named "
+            "<folder>.<file stem>) or replay the files one at a time"
+        )
+    if not plain:
+        raise ValueError(
+            f"--series {series!r} names the series of a timestamp,value file, but every CSV "
+            "given has a series column; drop --series"
+        )
+
+
+def _demo(args: argparse.Namespace) -> int:
+    """The Spark demo (:mod:`tsmon.demos.spark`), or the in-process one with ``--in-process``."""
+    if args.in_process:
+        from tsmon.demos.inprocess import run_demo
+
+        return run_demo(console, hosts=args.hosts or 100, hours=args.hours)
+    from tsmon.demos.spark import DemoSettings, run_spark_demo
+
+    settings = DemoSettings(hosts=args.hosts or 200, ticks=args.ticks, master=args.master)
+    return run_spark_demo(Console(highlight=False), settings, args.dir)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("points"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=not console.is_terminal,
+    )
+
+
+def _write_events(events: list[Event], path: Path) -> None:
+    """Write events as CSV: one row each, payload entries as ``payload.<name>`` columns."""
+    import pandas as pd
+
+    rows = [
+        {
+            "query": e.query,
+            "series": e.series,
+            "ts_ms": e.ts_ms,
+            "value": e.value,
+            "coverage": e.coverage,
+            "replayed": e.replayed,
+            **{f"payload.{k}": v for k, v in e.payload.items()},
+        }
+        for e in events
+    ]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    console.print(f"wrote {len(rows)} events to {path}")

@@ -1,0 +1,218 @@
+"""A source node: one step per micro-batch over the parts of every registered query kind.
+
+In Spark every micro-batch ``N`` runs two steps (ARCHITECTURE, "The Spark runtime"): each source
+node (one per ``source`` key) applies the control rows the coordinator wrote in batch ``N−1``,
+then its data points of batch ``N`` in ``(ts, seq)`` order, and emits rows for the coordinator
+and the sinks and one heartbeat; the driver then runs the coordinator
+(:class:`~tsmon.engine.hub.CoordinatorNode`) once on all of them.
+
+:class:`SourceNode` is that step, a plain picklable object taking and returning rows of plain
+dicts. It knows no query kind: control rows go to the part that takes their payload's
+``type``, points to every part (:mod:`tsmon.kinds`). The node's time ``now_ms`` is the newest
+timestamp it processed; control is applied at it, then the batch's points, then every part is
+moved to ``now_ms``. A point older than its series' newest point is ignored and counted
+(``stale``); one older than the node's time but newer than its series' newest is applied at the
+node's time (``clamped``).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tsmon import kinds
+from tsmon.engine.settings import HostSettings
+from tsmon.kinds import NodePart, Points
+
+__all__ = ["SourceNode", "new_node", "parse_data"]
+
+Row = dict[str, Any]
+
+
+def _is_int(x: object) -> bool:
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def parse_data(rows: Sequence[Mapping[str, Any]], source: str) -> list[tuple[str, int, float, int]]:
+    """Validate data rows (a ``ValueError`` naming the first bad one); returns them as
+    ``(series, ts, value, seq)`` in ``(ts, seq)`` order."""
+    points = []
+    for n, row in enumerate(rows):
+        where = f"source {source!r}, data row {n}"
+        if not isinstance(row, Mapping) or not {"series", "ts", "value", "seq"} <= set(row):
+            raise ValueError(f"{where}: expected a dict with series, ts, value, seq; got {row!r}")
+        series, ts, value, seq = row["series"], row["ts"], row["value"], row["seq"]
+        if not isinstance(series, str):
+            raise ValueError(f"{where}: series must be a str, got {series!r}")
+        if not (_is_int(ts) and _is_int(seq)):
+            raise ValueError(f"{where}: ts and seq must be ints (ms, order), got {ts!r}, {seq!r}")
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ValueError(f"{where}: value of {series!r} must be a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ValueError(
+                f"{where}: value of {series!r} must be finite, got {value} at {ts} ms; "
+                "reject it before the source node (dead letters)"
+            )
+        points.append((series, int(ts), float(value), int(seq)))
+    return sorted(points, key=lambda p: (p[1], p[3]))
+
+
+class SourceNode:
+    """One source node: the node part of every registered kind, stepped once per batch.
+
+    Examples
+    --------
+    >>> node = SourceNode("n1", HostSettings(period_ms=1_000, shrink=0.1))
+    >>> shrink = {"type": "shrink", "object_id": "a", "width": 2.0, "ts_ms": 0, "seq": 1,
+    ...           "adaptive": True}
+    >>> out = node.step([{"seq": 1, "payload": shrink}],
+    ...                 [{"series": "a", "ts": 5, "value": 1.0, "seq": 0},
+    ...                  {"series": "a", "ts": 7, "value": 1.5, "seq": 1}])
+    >>> [row["kind"] for row in out], out[-1]["payload"]
+    (['msg', 'heartbeat'], {'now_ms': 7, 'points': 2, 'stale': 0, 'series': ['a']})
+    """
+
+    def __init__(self, source: str, settings: HostSettings) -> None:
+        if not isinstance(source, str):
+            raise TypeError(f"source must be a str, got {source!r}")
+        self.source = source
+        self.parts: dict[str, NodePart] = {
+            p.name: p.node(settings, source) for p in kinds.PARTS if p.node is not None
+        }
+        self._by_type = {t: name for name, part in self.parts.items() for t in part.control_types}
+        # every part tracks each series' current value as the registers do: the newest point;
+        # under keep_first a repeated timestamp keeps the first value
+        registers = settings.registers
+        self.keep_first = registers is not None and registers.duplicates == "keep_first"
+        self.newest_ts: dict[str, int] = {}  # series -> timestamp of its newest point
+        self.now_ms: int | None = None
+        self.points = 0  # points applied, all steps
+        self.stale = 0  # points older than their series' newest: ignored, counted
+        self.clamped = 0  # points older than the node's time: applied at the node's time
+
+    def part(self, name: str) -> NodePart:
+        """The node part of the kind part called ``name``."""
+        return self.parts[name]
+
+    def step(
+        self, control: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, Any]]
+    ) -> list[Row]:
+        """Apply ``control`` rows (``{"seq", "payload"}``), then ``data`` rows (``{"series",
+        "ts", "value", "seq"}``); return the parts' rows, then one ``{"kind": "heartbeat",
+        "payload": {"now_ms", "points", "stale", "series", ...}}`` row (``series``: those
+        whose first point came in this step).
+
+        All rows are validated first: a bad one raises ``ValueError`` and changes nothing.
+        """
+        items = self._parse_control(control)
+        points = parse_data(data, self.source)
+        rows: list[Row] = []
+        for name, part in self.parts.items():
+            rows += part.control(items.get(name, []))
+        return [*rows, *self._run(points, None)]
+
+    def advance(self, now_ms: int) -> list[Row]:
+        """Move the node's time to ``now_ms`` without data (an event-time watermark: the host
+        promises no point stamped before it); returns rows as :meth:`step` does."""
+        if not _is_int(now_ms):
+            raise ValueError(f"now_ms must be an int (ms), got {now_ms!r}")
+        if self.now_ms is not None and now_ms < self.now_ms:
+            raise ValueError(
+                f"time of source {self.source!r} must not go back: "
+                f"at {self.now_ms} ms, got {now_ms} ms"
+            )
+        return self._run([], int(now_ms))
+
+    def _parse_control(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, list]:
+        items: dict[str, list[tuple[int, Any]]] = {}
+        for n, row in enumerate(rows):
+            where = f"source {self.source!r}, control row {n}"
+            if not isinstance(row, Mapping) or not _is_int(row.get("seq")) or "payload" not in row:
+                raise ValueError(f"{where}: expected {{'seq': int, 'payload': dict}}, got {row!r}")
+            payload = row["payload"]
+            kind = payload.get("type") if isinstance(payload, Mapping) else None
+            name = self._by_type.get(kind)  # type: ignore[arg-type]
+            if name is None:
+                raise ValueError(
+                    f"{where}: control payload type must be one of {sorted(self._by_type)}, "
+                    f"got {payload!r}"
+                )
+            parsed = self.parts[name].parse_control(payload, where)
+            items.setdefault(name, []).append((int(row["seq"]), parsed))
+        return items
+
+    def _run(self, points: list[tuple[str, int, float, int]], until_ms: int | None) -> list[Row]:
+        rows: list[Row] = []
+        if self.now_ms is None:
+            start = points[0][1] if points else until_ms
+            if start is None:  # no time yet to apply control at: parts hold it
+                return [*self._outputs(), self._heartbeat(0, 0, [])]
+            self.now_ms = start
+        for part in self.parts.values():
+            rows += part.begin(self.now_ms)
+        batch, new = self._apply(points)
+        if until_ms is not None:
+            self.now_ms = max(self.now_ms, until_ms)
+        if points:
+            for part in self.parts.values():
+                rows += part.observe(batch)
+        for part in self.parts.values():
+            rows += part.advance(self.now_ms)
+        applied = int(batch.applied.sum())
+        stale = len(points) - applied
+        self.points += applied
+        self.stale += stale
+        return [*rows, *self._outputs(), self._heartbeat(applied, stale, new)]
+
+    def _apply(self, points: list[tuple[str, int, float, int]]) -> tuple[Points, list[str]]:
+        """Which points apply (in order), and the node's time at each."""
+        assert self.now_ms is not None
+        applied = np.zeros(len(points), dtype=bool)
+        at_ms = np.zeros(len(points), dtype=np.int64)
+        new: set[str] = set()
+        for i, (series, ts, _, _) in enumerate(points):
+            newest = self.newest_ts.get(series)
+            if newest is None:
+                new.add(series)
+            elif ts < newest or (ts == newest and self.keep_first):
+                continue  # older than the series' current value, or a kept-out duplicate
+            if ts < self.now_ms:
+                self.clamped += 1  # late across batches: the value holds from the node's time
+            self.now_ms = max(self.now_ms, ts)
+            self.newest_ts[series] = ts
+            applied[i], at_ms[i] = True, self.now_ms
+        batch = Points(
+            [p[0] for p in points],
+            np.array([p[1] for p in points], dtype=np.int64),
+            np.array([p[2] for p in points], dtype=float),
+            applied,
+            at_ms,
+        )
+        return batch, sorted(new)
+
+    def _outputs(self) -> list[Row]:
+        return [row for part in self.parts.values() for row in part.outputs()]
+
+    def _heartbeat(self, points: int, stale: int, series: list[str]) -> Row:
+        payload: dict[str, Any] = {
+            "now_ms": self.now_ms,
+            "points": points,
+            "stale": stale,
+            "series": series,
+        }
+        for part in self.parts.values():
+            payload.update(part.heartbeat())
+        return {"kind": "heartbeat", "payload": payload}
+
+
+def new_node(key: str, settings: HostSettings) -> Any:
+    """The node of ``key``: a node of the part that owns ``key`` (a standing query partition),
+    else a source node with the job's settings and initial queries."""
+    owner = kinds.reserved_part(key)
+    if owner is not None and owner.reserved_node is not None:
+        return owner.reserved_node(settings, key)
+    return SourceNode(key, settings)

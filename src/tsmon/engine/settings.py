@@ -1,0 +1,61 @@
+"""The settings every host of a job shares: one frozen, picklable object (Spark ships it to the
+source nodes inside the node factory, so it stays small)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from tsmon.engine.deferred import StandingSettings
+from tsmon.engine.monitor import Monitor
+from tsmon.engine.replicas import DEFAULT_PHASE_MS
+
+__all__ = ["HostSettings", "RegisterSettings"]
+
+
+@dataclass(frozen=True)
+class RegisterSettings:
+    """How each node stores its series: retention (points and/or event time), the allowed
+    lateness and the duplicate policy (see :class:`~tsmon.engine.monitor.Monitor`)."""
+
+    retention: str | int | None = "1h"
+    capacity_points: int | None = None
+    allowed_lateness: str | int = 0
+    duplicates: str = "keep_last"
+
+    def monitor(self) -> Monitor:
+        """A monitor accepting every series, with these settings (bad ones raise here)."""
+        return Monitor(
+            ["*"],
+            capacity_points=self.capacity_points,
+            retention=self.retention,
+            allowed_lateness=self.allowed_lateness,
+            duplicates=self.duplicates,
+        )
+
+
+@dataclass(frozen=True)
+class HostSettings:
+    """A job's settings, by protocol, and the text of its initial node-side queries.
+
+    ``period_ms``, ``shrink``, ``seed`` and ``growth``: the adaptive filters (Olston et al.
+    §3); ``registers``: each node's stored points (watch queries need them); ``standing``:
+    the stream models and query partitions of standing queries; ``replica_phase_ms``: the
+    SWAT-ASR phase. ``queries`` maps a part name to the text of the statements every node
+    starts with (``local``: watch and summary queries, ``topk``); ``tracked`` are the series
+    the standing queries read (so that no node parses their text).
+    """
+
+    period_ms: int
+    shrink: float
+    seed: int = 0
+    growth: str = "paper"
+    registers: RegisterSettings | None = None
+    standing: StandingSettings = field(default_factory=StandingSettings)
+    replica_phase_ms: int = DEFAULT_PHASE_MS
+    queries: Mapping[str, str] = field(default_factory=dict)
+    tracked: tuple[str, ...] = ()
+
+    def text(self, part: str) -> str:
+        """The initial statements of ``part`` ('' if none)."""
+        return self.queries.get(part, "")

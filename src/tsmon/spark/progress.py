@@ -1,0 +1,78 @@
+"""Progress records of a job: Spark's own per batch (``spark_progress.jsonl``, from a
+listener) and tsmon's (``progress.jsonl``, one line per batch, replaced on a replay)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tsmon.spark.files import atomic_write
+
+__all__ = ["SparkProgress", "append_progress"]
+
+
+class SparkProgress:
+    """Spark's own progress of every batch (``StreamingQueryProgress`` as JSON: ``batchId``,
+    ``durationMs``, ``numInputRows``, ``processedRowsPerSecond``, ...), appended to a JSON-lines
+    file by a ``StreamingQueryListener`` on the driver. It complements ``progress.jsonl``, which
+    is written inside the batch and so cannot know the batch's own duration."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.last_duration_ms: int | None = None
+        self.query_id: str | None = None  # set once the job's query has started
+        self._listener: Any = None
+        self._spark: Any = None
+
+    def attach(self, spark: Any) -> None:
+        """Start listening to ``spark``'s streaming queries."""
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        log = self
+
+        class Listener(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None:
+                """Nothing to record."""
+
+            def onQueryProgress(self, event: Any) -> None:
+                if str(event.progress.id) == log.query_id:
+                    log.record(event.progress.json)
+
+            def onQueryIdle(self, event: Any) -> None:
+                """Nothing to record."""
+
+            def onQueryTerminated(self, event: Any) -> None:
+                """Nothing to record."""
+
+        self._listener, self._spark = Listener(), spark
+        spark.streams.addListener(self._listener)
+
+    def record(self, progress_json: str) -> None:
+        """Append one progress record and keep its total duration."""
+        duration = json.loads(progress_json).get("durationMs", {}).get("triggerExecution")
+        self.last_duration_ms = None if duration is None else int(duration)
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(json.loads(progress_json), sort_keys=True) + "\n")
+
+    def detach(self) -> None:
+        """Stop listening."""
+        if self._listener is not None:
+            self._spark.streams.removeListener(self._listener)
+            self._listener = None
+
+
+def append_progress(path: Path, record: Mapping[str, Any], last: int | None) -> None:
+    """Append a batch's progress line; a replayed batch replaces its line and any later one.
+
+    ``last`` is the batch this process wrote last: the file is only read when it may hold a
+    line to replace (the first batch after a start, or a replay).
+    """
+    if last is None or record["batchId"] <= last:
+        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+        kept = [line for line in lines if json.loads(line)["batchId"] < record["batchId"]]
+        if len(kept) != len(lines):
+            atomic_write(path, "".join(line + "\n" for line in kept))
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(record, sort_keys=True) + "\n")
