@@ -17,8 +17,9 @@ Per set, variant and ``p``:
 * every evaluation is checked against the exact AVG at its tick (the largest error is printed).
 
 Variants (``--variants``): ``default`` (``max_dt`` 100 sampling intervals, ``reestimate`` 10),
-``nocap`` (``max_dt = inf``), ``cap10`` (``max_dt = 10``), and ``old``: the settings before
-issue 17 (``max_dt = "60s"``, ``reestimate = "60s"``), the baseline, run in the same process.
+``nocap`` (``max_dt = inf``), ``cap10`` (``max_dt = 10``), ``re100`` (``reestimate = 100``),
+and ``old``: the settings before issue 17 (``max_dt = "60s"``, ``reestimate = "60s"``), the
+baseline, run in the same process.
 
 ``python benchmarks/deferral/real_ticks.py --quick`` is a smoke run (1,000 ticks per set).
 """
@@ -58,6 +59,7 @@ VARIANTS = {
     "default": {},
     "nocap": {"max_dt": float("inf")},
     "cap10": {"max_dt": 10},
+    "re100": {"reestimate": 100},
 }
 TARGET_RATIO = 0.5  # evaluations ≤ 0.5 × ticks at moderate ε, with per-tick fidelity ≥ p
 
