@@ -98,7 +98,7 @@ def test_good_settings_load_from_a_job_and_a_monitor(tmp_path: Path) -> None:
         **{**expected.__dict__, "tick_ms": 60_000}
     )
     defaults = standing_settings()
-    assert (defaults.tick_ms, defaults.max_dt_periods, defaults.t_max_periods) == (1_000, 100, 10)
+    assert (defaults.tick_ms, defaults.max_dt_periods, defaults.t_max_periods) == (1_000, 100, 100)
     assert (defaults.max_wait_ms, defaults.t_interrupt_ms, defaults.drift_z) == (None, None, 2.0)
     options = defaults.partition_options()
     assert (options["max_wait_ms"], options["t_interrupt_ms"]) == (10_000, 1_000)

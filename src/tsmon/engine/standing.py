@@ -27,7 +27,7 @@ Choices the paper leaves open
       lands 2-5 points above ``p`` on driftless walks; with the test it lands within half a
       point (``benchmarks/deferral/README.md``). Pass ``drift_test = false`` for the paper's rule.
     * **Caps in sampling intervals.** ``Δt`` is capped at ``max_dt`` (100) sampling intervals
-      of a query's fastest series and Algorithm 2's ``t_max`` at ``reestimate`` (10) sampling
+      of a query's fastest series and Algorithm 2's ``t_max`` at ``reestimate`` (100) sampling
       intervals of each series, so both follow the data whatever ``tick`` is; either may be a
       duration instead. An interruption is flagged at the tick it is detected (a series silent
       for more than ``interrupt_after`` sampling intervals). All settings: :data:`SETTINGS_KEYS`

@@ -46,7 +46,7 @@ before any Spark work starts::
     k = 100                        # items per stream behind each estimate of mu, sigma
     drift_test = 2.0               # use a drift only when |mu| >= 2 standard errors; false: always
     max_dt = 100                   # defer at most 100 sampling intervals (or "6h", or inf)
-    reestimate = 10                # re-estimate mu, sigma at least every 10 sampling intervals
+    reestimate = 100               # re-estimate mu, sigma at least every 100 sampling intervals
     interrupt_after = 3            # a series silent > 3 sampling intervals is interrupted
     # also interrupt_retry = "1s" (default: one tick), budget, max_wait, combine = "rss":
     # tsmon.engine.standing_settings.SETTINGS_KEYS
