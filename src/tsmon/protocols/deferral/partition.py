@@ -387,7 +387,7 @@ class QueryPartition:
         self._record_windows(w, snap.value, now_ms)
         deadline, pending = self._col("deadline"), self._col("pending")
         deadline[deadline == -np.inf] = float(now_ms)  # a new query is due now
-        self._recover(w, snap.interrupted, now_ms)
+        self._on_interruptions(w, snap.interrupted, now_ms)
         due = np.flatnonzero((deadline < now_ms + self.tick_ms) & ~pending)
         if len(due):
             mu_a = sigma_a = 0.0  # only late tasks need them (Eq. 18): never with no budget
@@ -408,7 +408,9 @@ class QueryPartition:
         c.aged = s.n_aged
         return self._evaluate(rows, done.late, w, snap)
 
-    def _recover(self, w: sp.csr_array, interrupted: NDArray[np.bool_], now_ms: int) -> None:
+    def _on_interruptions(
+        self, w: sp.csr_array, interrupted: NDArray[np.bool_], now_ms: int
+    ) -> None:
         """Queries over a stream whose interruption starts or ends now are due now: the
         answer says so at the tick the silence is detected (not at the query's deadline, up to
         ``max_dt`` later), and is exact again at the tick the stream resumes (not ``T`` later).
