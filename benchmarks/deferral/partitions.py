@@ -105,7 +105,7 @@ SERIES = [f"w.s{i}" for i in range(N_STREAMS)]
 # As scale.build_engine -> common.make_engine(N, tick_ms=1000, max_dt=3600): k = 100,
 # max_dt 3,600 ticks, T = 10 ticks, interruption after 3 silent periods, no unit budget.
 SETTINGS = StandingSettings(
-    tick_ms=TICK_MS, partitions=1, k=100, max_dt_ms=3_600 * TICK_MS,
+    tick_ms=TICK_MS, partitions=1, k=100, max_dt_ms=3_600 * TICK_MS, max_dt_periods=np.inf,
     t_interrupt_ms=10 * TICK_MS, interrupt_factor=3.0,
 )  # fmt: skip
 COMPONENTS = ("decode", "unpickle", "step", "json", "pickle")
@@ -115,7 +115,7 @@ def source_models() -> StreamModels:
     """The engine baseline's models (``common.make_engine``: t_max = initial = 100 ticks)."""
     return StreamModels(
         SETTINGS.k, t_max_ms=100 * TICK_MS, initial_interval_ms=100 * TICK_MS,
-        t_interrupt_ms=SETTINGS.t_interrupt_ms,
+        t_interrupt_ms=SETTINGS.retry_ms,
     )  # fmt: skip
 
 
@@ -214,7 +214,7 @@ def snapshot_of_payload(s: dict[str, Any]) -> StreamSnapshot:
     return StreamSnapshot(
         int(s["now_ms"]), np.array(s["value"], dtype=float), np.array(s["mu"], dtype=float),
         np.array(s["sigma"], dtype=float), np.array(s["last_ts"], dtype=np.int64),
-        np.array(s["interrupted"], dtype=bool),
+        np.array(s["interrupted"], dtype=bool), np.array(s["period"], dtype=float),
     )  # fmt: skip
 
 

@@ -222,7 +222,7 @@ def profile_split(pr: cProfile.Profile) -> dict[str, float]:
     """Shares of profiled time: per-query bookkeeping in the tick vs evaluation vs the rest.
 
     Bookkeeping is the own time of ``DeferralEngine.tick`` and of the partition's ``run``,
-    ``_recover`` and ``_record_windows`` (and the comprehensions inside them): passes over
+    ``_on_interruptions`` and ``_record_windows`` (and the comprehensions inside them): passes over
     *every* registered query, whether due or not. Evaluation is the cumulative time of
     ``_evaluate``.
     """

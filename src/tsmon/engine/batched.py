@@ -15,7 +15,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tsmon.engine.deferred import StandingSettings
+from tsmon.engine.standing_settings import StandingSettings
 from tsmon.engine.events import event_order
 from tsmon.engine.hub import BatchCounts, CoordinatorNode
 from tsmon.engine.node import SourceNode, new_node, parse_data

@@ -38,28 +38,25 @@ Choices
 from __future__ import annotations
 
 import dataclasses
-import math
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from tsmon.engine.standing import (
-    DEFAULT_DRIFT_Z,
     StandingRegistry,
     check_window,
     series_weights,
     standing_query,
 )
+from tsmon.engine.standing_settings import StandingSettings
 from tsmon.protocols.deferral import (
     Answer,
     Counters,
     InterruptMonitor,
     QueryPartition,
     StandingQuery,
-    StreamModels,
     StreamSnapshot,
     approximate_values,
 )
@@ -86,27 +83,6 @@ PARTITION_PREFIX = "tsmon:standing/"
 """Node keys of query partitions; a data source may not start with it."""
 
 _TABLE = ("value", "last_ts", "mu", "sigma", "period")  # what a source reports per stream
-
-
-@dataclass(frozen=True)
-class StandingSettings:
-    """How standing queries run: tick spacing, partitions, estimator and scheduler knobs."""
-
-    tick_ms: int = 1_000
-    partitions: int = 2
-    k: int = 100
-    max_dt_ms: int = 60_000
-    t_interrupt_ms: int = 1_000
-    interrupt_factor: float = 3.0
-    budget: float = math.inf
-    drift_z: float | None = DEFAULT_DRIFT_Z  # the models' drift test (engine.standing)
-
-    def __post_init__(self) -> None:
-        if self.tick_ms <= 0 or self.partitions < 1 or self.k < 3:
-            raise ValueError(
-                f"standing settings need tick_ms > 0, partitions >= 1, k >= 3; got "
-                f"{self.tick_ms}, {self.partitions}, {self.k}"
-            )
 
 
 def partition_key(i: int) -> str:
@@ -150,12 +126,7 @@ class StandingSource:
     """
 
     def __init__(self, series: Iterable[str], settings: StandingSettings) -> None:
-        self.models = StreamModels(
-            settings.k,
-            t_max_ms=settings.max_dt_ms,
-            t_interrupt_ms=settings.t_interrupt_ms,
-            drift_z=settings.drift_z,
-        )
+        self.models = settings.models()
         self.ids: dict[str, int] = {}  # tracked series -> local stream id
         self.skipped = 0  # points not newer than their stream's last item
         self._batch: list[tuple[int, int, float]] = []
@@ -242,12 +213,7 @@ class StandingPartition:
 
     def __init__(self, key: str, settings: StandingSettings) -> None:
         self.key = key
-        self.engine = QueryPartition(
-            tick_ms=settings.tick_ms,
-            budget=settings.budget,
-            max_dt_ms=settings.max_dt_ms,
-            t_interrupt_ms=settings.t_interrupt_ms,
-        )
+        self.engine = QueryPartition(**settings.partition_options())  # type: ignore[arg-type]
         self.waiting: dict[str, StandingQuery] = {}  # SINCE START: landmark at the next tick
 
     def step(self, control: Sequence[Mapping[str, Any]], data: Sequence[Any]) -> list[Row]:
@@ -285,6 +251,7 @@ class StandingPartition:
             np.array(s["sigma"], dtype=float),
             np.array(s["last_ts"], dtype=np.int64),
             np.array(s["interrupted"], dtype=bool),
+            np.array(s["period"], dtype=float),
         )
         answers = [_fields(a) for a in self.engine.run(snap)]
         counters = dataclasses.asdict(self.engine.counters)
@@ -438,6 +405,7 @@ class StandingCoordinator(StandingRegistry):
             "sigma": t["sigma"].tolist(),
             "last_ts": t["last_ts"].tolist(),
             "interrupted": intr.tolist(),
+            "period": t["period"].tolist(),
         }
 
     # -- answers ----------------------------------------------------------------------------

@@ -33,7 +33,8 @@ from tsmon.engine.events import Event, EventLog
 from tsmon.engine.points import read_batch
 from tsmon.engine.runs import regular_runs, series_groups
 from tsmon.engine.series import Plan, SeriesNode
-from tsmon.engine.standing import StandingQueries
+from tsmon.engine.standing import StandingQueries, standing_settings
+from tsmon.engine.standing_settings import StandingSettings
 from tsmon.engine.summaries import SummaryQueries
 from tsmon.protocols.filters import MessageCounts
 from tsmon.query import CompiledQuery, compile_query, parse_expr, parse_queries, query_key
@@ -76,6 +77,11 @@ class Monitor:
         greedy rule: with one query over many series the paper's rule grows a single series
         per period, which cost 7.6× more messages on a 200-source AVG; ``"capped"`` costs
         4–12 % more on the paper's random-walk figures (``benchmarks/filters/bench_growth.py``).
+    standing_tick, standing
+        Event time between the evaluation ticks of standing queries (``... CONFIDENCE p``;
+        ``"1s"`` by default) and their other settings, the keys of a job file's ``[standing]``
+        section as a mapping, e.g. ``{"max_dt": 100, "interrupt_after": 3}``
+        (:data:`tsmon.engine.standing_settings.SETTINGS_KEYS`); a bad one is a ``ValueError``.
 
     Examples
     --------
@@ -100,7 +106,8 @@ class Monitor:
         filter_shrink: float = 0.05,
         filter_growth: str = "capped",
         seed: int = 0,
-        standing_tick: str | int = "1s",
+        standing_tick: str | int | None = None,
+        standing: Mapping[str, object] | StandingSettings | None = None,
     ) -> None:
         if isinstance(series, str):
             raise TypeError(
@@ -126,9 +133,8 @@ class Monitor:
         self._bounded = BoundedQueries(
             FilterSettings(period, float(filter_shrink), int(seed), filter_growth)
         )
-        tick = _millis("standing_tick", standing_tick)
-        assert tick is not None
-        self._standing = StandingQueries(tick)  # CONFIDENCE queries (deferred evaluation)
+        # CONFIDENCE queries (deferred evaluation)
+        self._standing = StandingQueries(standing_settings(standing, standing_tick))
         self._summaries = SummaryQueries()  # INNER/POINT/RANGE, APPROX, correlated aggregates
         self._epoch = 0
         self.now_ms: int | None = None  # the newest event time accepted, over all series

@@ -25,7 +25,13 @@ Choices the paper leaves open
       significant, ``|μ̂| ≥ 2 σ̂/√span`` (:data:`DEFAULT_DRIFT_Z`). With ``k = 100`` items the
       paper's plain ``μ̂`` is noisy, and any nonzero drift shortens Eq. 7's interval, so fidelity
       lands 2-5 points above ``p`` on driftless walks; with the test it lands within half a
-      point (``benchmarks/deferral/README.md``). Pass ``drift_z=None`` for the paper's rule.
+      point (``benchmarks/deferral/README.md``). Pass ``drift_test = false`` for the paper's rule.
+    * **Caps in sampling intervals.** ``Δt`` is capped at ``max_dt`` (100) sampling intervals
+      of a query's fastest series and Algorithm 2's ``t_max`` at ``reestimate`` (100) sampling
+      intervals of each series, so both follow the data whatever ``tick`` is; either may be a
+      duration instead. An interruption is flagged at the tick it is detected (a series silent
+      for more than ``interrupt_after`` sampling intervals). All settings: :data:`SETTINGS_KEYS`
+      (a Monitor's ``standing=`` option and a job file's ``[standing]`` section).
 """
 
 from __future__ import annotations
@@ -38,6 +44,12 @@ import numpy as np
 from lark import Token
 
 from tsmon.core.window_spec import WindowKind
+from tsmon.engine.standing_settings import (
+    DEFAULT_DRIFT_Z,
+    SETTINGS_KEYS,
+    StandingSettings,
+    standing_settings,
+)
 from tsmon.protocols.deferral import DeferralEngine, StandingQuery
 from tsmon.protocols.deferral.partition import Answer, Counters
 from tsmon.query.ast import StandingDef
@@ -47,18 +59,18 @@ from tsmon.query.window_syntax import window_spec
 
 __all__ = [
     "DEFAULT_DRIFT_Z",
+    "SETTINGS_KEYS",
     "StandingAnswer",
     "StandingQueries",
     "StandingRegistry",
+    "StandingSettings",
     "check_window",
     "series_weights",
     "standing_query",
+    "standing_settings",
 ]
 
 StandingAnswer = Answer
-
-DEFAULT_DRIFT_Z = 2.0
-"""Drift test of the hosted stream models (:class:`~tsmon.protocols.deferral.StreamModels`)."""
 
 
 class StandingRegistry:
@@ -110,7 +122,7 @@ class StandingQueries(StandingRegistry):
     Examples
     --------
     >>> from tsmon.query import parse_query
-    >>> sq = StandingQueries(tick_ms=1_000)
+    >>> sq = StandingQueries(StandingSettings(tick_ms=1_000))
     >>> sq.add(parse_query("QUERY s AS SUM(a.x, b.x) WITHIN 1 CONFIDENCE 0.9"), ["a.x", "b.x"])
     >>> for t in range(0, 3_001, 500):
     ...     sq.stage("a.x", np.array([t]), np.array([1.0]))
@@ -120,13 +132,15 @@ class StandingQueries(StandingRegistry):
     3.0
     """
 
-    def __init__(self, tick_ms: int = 1_000, **engine_options: object) -> None:
-        if tick_ms <= 0:
-            raise ValueError(f"standing_tick must be > 0 ms, got {tick_ms}")
+    def __init__(self, settings: StandingSettings | None = None) -> None:
         super().__init__()
-        self.tick_ms = int(tick_ms)
-        engine_options.setdefault("drift_z", DEFAULT_DRIFT_Z)
-        self.engine = DeferralEngine(tick_ms=self.tick_ms, **engine_options)  # type: ignore[arg-type]
+        self.settings = settings or StandingSettings()
+        self.tick_ms = self.settings.tick_ms
+        self.engine = DeferralEngine(
+            interrupt_factor=self.settings.interrupt_factor,
+            models=self.settings.models(),
+            **self.settings.partition_options(),  # type: ignore[arg-type]
+        )
         self.stream_of: dict[str, int] = {}  # series -> stream id
         self._staged: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (ids, ts, values)
         self._tick: int | None = None  # the last boundary fed

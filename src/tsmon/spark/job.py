@@ -45,6 +45,11 @@ before any Spark work starts::
     partitions = 2                 # query partitions (stateful keys spread over executors)
     k = 100                        # items per stream behind each estimate of mu, sigma
     drift_test = 2.0               # use a drift only when |mu| >= 2 standard errors; false: always
+    max_dt = 100                   # defer at most 100 sampling intervals (or "6h", or inf)
+    reestimate = 100               # re-estimate mu, sigma at least every 100 sampling intervals
+    interrupt_after = 3            # a series silent > 3 sampling intervals is interrupted
+    # also interrupt_retry = "1s" (default: one tick), budget, max_wait, combine = "rss":
+    # tsmon.engine.standing_settings.SETTINGS_KEYS
 
     [replication]                  # summary readers (SWAT-ASR), tsmon.spark.readers
     phase = "10s"                  # event time between expansion/contraction tests
@@ -65,10 +70,9 @@ from pathlib import Path
 from typing import Any
 
 from tsmon.core.units import UnitError, parse_duration_ms
-from tsmon.engine.deferred import StandingSettings
 from tsmon.engine.replicas import DEFAULT_PHASE_MS
 from tsmon.engine.settings import RegisterSettings
-from tsmon.engine.standing import DEFAULT_DRIFT_Z
+from tsmon.engine.standing_settings import SETTINGS_KEYS, StandingSettings, standing_settings
 from tsmon.query import QuerySyntaxError, parse_queries
 from tsmon.streams.fleet import STREAM_METRICS, STREAM_START_MS
 
@@ -360,25 +364,11 @@ def _filters(t: Mapping[str, Any], where: str) -> FilterSpec:
 
 
 def _standing(t: Mapping[str, Any], where: str) -> StandingSettings:
-    _no_unknown(t, {"tick", "partitions", "k", "drift_test"}, where, "[standing]")
-    partitions, k = t.get("partitions", 2), t.get("k", 100)
-    if not (_is_int(partitions) and partitions >= 1):
-        raise JobError(f"{where}: [standing] partitions must be an int >= 1, got {partitions!r}")
-    if not (_is_int(k) and k >= 3):
-        raise JobError(f"{where}: [standing] k must be an int >= 3 (items), got {k!r}")
-    tick = _duration(t, "tick", where, "[standing]", default="1s")
-    drift = t.get("drift_test", DEFAULT_DRIFT_Z)
-    number = isinstance(drift, int | float) and not isinstance(drift, bool) and drift >= 0
-    if drift is not False and not number:
-        raise JobError(
-            f"{where}: [standing] drift_test must be a z-score >= 0 or false, got {drift!r}"
-        )
-    return StandingSettings(
-        tick_ms=tick,
-        partitions=int(partitions),
-        k=int(k),
-        drift_z=None if drift is False else float(drift),
-    )
+    _no_unknown(t, set(SETTINGS_KEYS), where, "[standing]")
+    try:
+        return standing_settings(t)
+    except ValueError as e:
+        raise JobError(f"{where}: [standing] {e}") from None
 
 
 def _phase(t: Mapping[str, Any], where: str) -> int:

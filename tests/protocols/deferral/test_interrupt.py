@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tsmon.protocols.deferral import (
     DeferralEngine,
+    QueryPartition,
     StandingQuery,
+    StreamSnapshot,
     approximate_values,
     interruption_error,
+    next_interval,
 )
 
 
@@ -89,3 +96,51 @@ def test_no_interruption_no_error() -> None:
     assert interruption_error(w, [1.0, 1.0], [0, 0], [False, False], 50, 0.9).tolist() == [0.0]
     with pytest.raises(ValueError, match="combine must be"):
         interruption_error(w, [1.0, 1.0], [0, 0], [True, False], 50, 0.9, combine="max")
+
+
+def _snapshot(now: int, intr: np.ndarray, period: float = 1.0) -> StreamSnapshot:
+    n = len(intr)
+    return StreamSnapshot(
+        now, np.arange(n, dtype=float), np.zeros(n), np.ones(n),
+        np.full(n, now - 1, np.int64), intr, np.full(n, period),
+    )  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.booleans(), min_size=3, max_size=3), min_size=2, max_size=40))
+def test_interruption_flagged_at_the_tick_it_starts_and_ends(flags: list[list[bool]]) -> None:
+    """A query is evaluated exactly when new, or when a stream of it becomes interrupted or
+    resumes (ε is so wide that its model never makes it due, T and the caps are off); its
+    answer says whether a stream of it is interrupted at that tick."""
+    part = QueryPartition(tick_ms=1, max_dt_ms=np.inf, max_dt_periods=np.inf, t_interrupt_ms=10**9)
+    reads = {"a": [0, 1], "b": [2], "c": [1, 2]}
+    for name, streams in reads.items():
+        part.add_query(StandingQuery(name, dict.fromkeys(streams, 0.5), eps=1e6, p=0.9))
+    before = np.zeros(3, dtype=bool)
+    for t, f in enumerate(flags):
+        intr = np.array(f)
+        got = {a.name: a for a in part.run(_snapshot(t, intr))}
+        for name, streams in reads.items():
+            changed = t == 0 or bool((intr[streams] != before[streams]).any())
+            assert (name in got) == changed, (t, name)
+            if changed:
+                assert got[name].interrupted == bool(intr[streams].any())
+                assert (got[name].eps_intr > 0) == bool(intr[streams].any())
+        before = intr
+
+
+def test_cap_in_sampling_intervals_of_the_fastest_stream() -> None:
+    """``Δt`` of a query due far off by its model (ε ≫ σ, Eq. 7) is the cap: the smaller of
+    ``max_dt_ms`` and ``max_dt_periods`` periods of its fastest stream (unknown periods left
+    out); without a cap that applies, the model's ``Δt``."""
+    model = float(next_interval(0.0, 1.0, 1e9, 0.9))
+    queries = {"fast": {0: 1.0, 1: 1.0}, "slow": {1: 1.0}, "unknown": {2: 1.0}}
+    period = np.array([10.0, 40.0, np.nan])
+    for max_ms, expected in ((np.inf, [50, 200, model]), (120, [50, 120, 120])):
+        part = QueryPartition(tick_ms=1, max_dt_ms=max_ms, max_dt_periods=5)
+        for name, w in queries.items():
+            part.add_query(StandingQuery(name, w, eps=1e9, p=0.9))
+        part.run(dataclasses.replace(_snapshot(0, np.zeros(3, bool)), period=period))
+        assert [part.next_due_ms(q) for q in queries] == expected
+    with pytest.raises(ValueError, match="max_dt_ms and max_dt_periods must be > 0"):
+        QueryPartition(max_dt_periods=0)

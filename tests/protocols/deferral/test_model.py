@@ -245,3 +245,24 @@ def test_drift_test_keeps_real_drift_and_sigma() -> None:
     np.testing.assert_array_equal(tested.sigma, plain.sigma)
     with pytest.raises(ValueError, match="drift_z"):
         StreamModels(10, drift_z=-1.0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 50), st.integers(3, 8), st.floats(0.5, 20.0))
+def test_algorithm2_t_max_in_sampling_intervals(period: int, k: int, periods: float) -> None:
+    """``t_max_periods`` caps Algorithm 2 at that many of each stream's sampling intervals,
+    whatever ``t_max_ms`` is; the first interval after the warm-up defaults to that cap."""
+    m = StreamModels(k=k, t_max_ms=10**9, t_max_periods=periods)
+    rng = np.random.default_rng(period * 100 + k)
+    x = np.cumsum(rng.normal(size=(4 * k, 2)), axis=0)
+    ts = np.arange(4 * k) * period
+    for j, t in enumerate(ts.tolist()):
+        m.observe([0, 1], [t, t], x[j])
+        before = m.next_est_ms.copy()
+        for i in m.reestimate(t).tolist():
+            if m.count[i] < k:  # warm-up: re-estimated on new items
+                continue
+            cap = max(int(periods * period), 1)
+            assert m.next_est_ms[i] - t <= cap
+            if m.count[i] == k and before[i] == -(2**63):  # first estimate with a full buffer
+                assert m.next_est_ms[i] - t == cap

@@ -19,6 +19,7 @@ from tsmon.protocols.deferral.deferral import StandingQuery
 from tsmon.protocols.deferral.interrupt import InterruptMonitor, approximate_values
 from tsmon.protocols.deferral.model import StreamModels
 from tsmon.protocols.deferral.partition import (
+    DEFAULT_MAX_DT_PERIODS,
     DEFAULT_WAIT_TICKS,
     Answer,
     Counters,
@@ -26,7 +27,14 @@ from tsmon.protocols.deferral.partition import (
     StreamSnapshot,
 )
 
-__all__ = ["DEFAULT_WAIT_TICKS", "Answer", "Counters", "DeferralEngine", "snapshot_of"]
+__all__ = [
+    "DEFAULT_MAX_DT_PERIODS",
+    "DEFAULT_WAIT_TICKS",
+    "Answer",
+    "Counters",
+    "DeferralEngine",
+    "snapshot_of",
+]
 
 
 def snapshot_of(
@@ -34,11 +42,12 @@ def snapshot_of(
 ) -> tuple[StreamSnapshot, int]:
     """The streams at ``now_ms``: interruptions detected (§4.5), due streams re-estimated
     (Algorithm 2, interrupted ones held), ``Ŝ_i`` of Eq. 13; also how many were re-estimated."""
-    intr, _, _ = monitor.update(now_ms, models.last_ts, models.period_ms())
+    period = models.period_ms()
+    intr, _, _ = monitor.update(now_ms, models.last_ts, period)
     estimated = len(models.reestimate(now_ms, intr))
     s_hat = approximate_values(models.value, models.last_ts, models.mu, intr, now_ms)  # Eq. 13
     snap = StreamSnapshot(
-        now_ms, s_hat, models.mu.copy(), models.sigma.copy(), models.last_ts.copy(), intr
+        now_ms, s_hat, models.mu.copy(), models.sigma.copy(), models.last_ts.copy(), intr, period
     )
     return snap, estimated
 
@@ -56,7 +65,8 @@ class DeferralEngine(QueryPartition):
     interrupt_factor : float
         Silence longer than this many expected periods marks a stream interrupted.
     models : StreamModels, optional
-        Stream models to use (default ``StreamModels(k, t_max_ms=max_dt_ms, ...)``).
+        Stream models to use (default ``StreamModels(k)`` re-estimating at least every
+        ``max_dt_ms`` and every ``max_dt_periods`` sampling intervals).
     drift_z : float, optional
         The default models' drift test (:class:`StreamModels`); ``None``: the paper's.
 
@@ -81,7 +91,8 @@ class DeferralEngine(QueryPartition):
         k: int = 100,
         tick_ms: int = 1,
         budget: float = np.inf,
-        max_dt_ms: float = 60_000,
+        max_dt_ms: float = np.inf,
+        max_dt_periods: float = DEFAULT_MAX_DT_PERIODS,
         t_interrupt_ms: int = 1_000,
         interrupt_factor: float = 3.0,
         combine: Literal["linear", "rss"] = "linear",
@@ -93,6 +104,7 @@ class DeferralEngine(QueryPartition):
             tick_ms=tick_ms,
             budget=budget,
             max_dt_ms=max_dt_ms,
+            max_dt_periods=max_dt_periods,
             t_interrupt_ms=t_interrupt_ms,
             combine=combine,
             max_wait_ms=max_wait_ms,
@@ -100,6 +112,7 @@ class DeferralEngine(QueryPartition):
         self.models = models or StreamModels(
             k,
             t_max_ms=int(min(max_dt_ms, 2**62)),
+            t_max_periods=max_dt_periods if np.isfinite(max_dt_periods) else None,
             t_interrupt_ms=t_interrupt_ms,
             drift_z=drift_z,
         )

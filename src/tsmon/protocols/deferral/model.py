@@ -86,12 +86,15 @@ class StreamModels:
         Buffer size (the paper uses 100), at least 3.
     t_max_ms : int
         Longest interval between estimates (``t_max`` of Algorithm 2).
+    t_max_periods : float, optional
+        Also cap ``t_max`` of each stream at this many of its sampling intervals (mean period
+        of its buffered items), so that the estimates follow the data at any sampling rate.
     t_min_ms : int
         Shortest interval, a floor so that ``σ(t_last) = 0`` cannot stall the schedule.
     t_interrupt_ms : int
         ``T``: retry interval for an interrupted stream.
     initial_interval_ms : int, optional
-        First Algorithm-2 interval once the buffer is full; default ``t_max_ms``.
+        First Algorithm-2 interval once the buffer is full; default the stream's ``t_max``.
     drift_z : float, optional
         Drift test (not in the paper): keep ``μ̂`` only where ``|μ̂| ≥ drift_z · σ̂ / √span``
         (Eq. 15's estimate has variance ``σ²/span`` over the items' time span), else use 0.
@@ -125,6 +128,7 @@ class StreamModels:
         k: int = 100,
         *,
         t_max_ms: int = 60_000,
+        t_max_periods: float | None = None,
         t_min_ms: int = 1,
         t_interrupt_ms: int = 10_000,
         initial_interval_ms: int | None = None,
@@ -136,11 +140,14 @@ class StreamModels:
             raise ValueError(f"need 0 < t_min_ms <= t_max_ms, got {t_min_ms} ms, {t_max_ms} ms")
         if t_interrupt_ms <= 0:
             raise ValueError(f"t_interrupt_ms must be > 0, got {t_interrupt_ms} ms")
+        if t_max_periods is not None and not t_max_periods > 0:
+            raise ValueError(f"t_max_periods must be > 0 sampling intervals, got {t_max_periods}")
         self.k = k
         self.t_max_ms = t_max_ms
+        self.t_max_periods = t_max_periods
         self.t_min_ms = t_min_ms
         self.t_interrupt_ms = t_interrupt_ms
-        self.initial_interval_ms = t_max_ms if initial_interval_ms is None else initial_interval_ms
+        self.initial_interval_ms = initial_interval_ms
         if drift_z is not None and not drift_z >= 0:
             raise ValueError(f"drift_z must be >= 0 (a z-score) or None, got {drift_z}")
         self.drift_z = drift_z
@@ -282,9 +289,13 @@ class StreamModels:
         ratio = np.where(np.isnan(ratio), 1.0, ratio)
         last = self.est_ts[ids]
         elapsed = np.where(last == NO_TS, 0, now_ms - np.maximum(last, now_ms - 2**62))
-        step = np.minimum(ratio * elapsed, self.t_max_ms)  # Algorithm 2
-        step = np.where(first_full, self.initial_interval_ms, step)
-        step = np.maximum(np.nan_to_num(step, posinf=self.t_max_ms), self.t_min_ms)
+        t_max = np.full(len(ids), float(self.t_max_ms))
+        if self.t_max_periods is not None:  # fmin: a stream without a period keeps t_max_ms
+            t_max = np.fmin(t_max, self.t_max_periods * self.period_ms()[ids])
+        step = np.minimum(ratio * elapsed, t_max)  # Algorithm 2
+        initial = t_max if self.initial_interval_ms is None else self.initial_interval_ms
+        step = np.where(first_full, initial, step)
+        step = np.maximum(np.where(np.isfinite(step), step, t_max), self.t_min_ms)
         nxt = np.where(full, now_ms + step.astype(np.int64), NO_TS)  # warm-up: on new items
         self.mu[ids], self.sigma[ids] = mu, sigma_new
         self.est_ts[ids] = now_ms

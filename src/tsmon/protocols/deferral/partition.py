@@ -10,7 +10,14 @@ Each :meth:`QueryPartition.run` records window samples of MAX/MIN queries; relea
 evaluation task of every query whose deadline falls before the next tick; runs the scheduler
 with the tick's budget (EDF, Eq. 18 under overload); evaluates the completed tasks, all linear
 ones in one sparse product, and sets their next deadlines (Eq. 7, 11; ``T`` if interrupted,
-Algorithm 1).
+Algorithm 1). A query over a stream whose interruption starts or ends at a tick is due at that
+tick, so its answer carries the interruption (``A_approx``, ``ε_intr``) from the tick the
+silence is detected, and the exact value again from the tick the stream resumes.
+
+``Δt`` is capped at ``max_dt_periods`` sampling intervals of the query's fastest stream (and at
+``max_dt_ms``): deadlines are fixed when a query is evaluated, so a model that says "never"
+(``σ̂ = μ̂ = 0`` over a flat stretch) must not silence the query for good; the cap scales with
+the data whatever the tick (``benchmarks/deferral/README.md``, *Real ticks*).
 
 Per-query state lives in NumPy arrays indexed by row (registration order), so a tick costs one
 vectorised deadline comparison over all queries plus work proportional to the *due* queries:
@@ -84,6 +91,9 @@ class Counters:
 DEFAULT_WAIT_TICKS = 10
 """Default anti-starvation limit: a task late by more than this many ticks runs first."""
 
+DEFAULT_MAX_DT_PERIODS = 100.0
+"""Default cap on ``Δt``, in sampling intervals of a query's fastest stream."""
+
 
 _FIELDS = {  # per-query state, one array entry per row (rows in registration order)
     "deadline": np.float64,  # next evaluation time, ms (-inf: new, due at the next tick)
@@ -108,6 +118,7 @@ class StreamSnapshot:
     ``value`` is ``Ŝ_i(now)``: the latest value of a live stream, the Eq. 13 extrapolation of
     an interrupted one; ``nan`` before a stream's first item. ``sigma`` is ``nan`` while a
     stream's parameters are unknown (fewer than 3 items), which makes queries over it due.
+    ``period`` is a stream's sampling interval (mean over its buffered items; ``nan`` unknown).
     """
 
     now_ms: int
@@ -116,16 +127,15 @@ class StreamSnapshot:
     sigma: NDArray[np.float64]
     last_ts: NDArray[np.int64]
     interrupted: NDArray[np.bool_]
+    period: NDArray[np.float64]
 
     def fitted(self, n: int) -> StreamSnapshot:
         """The snapshot over ids ``0 .. n−1``: streams it lacks are unknown, never interrupted;
         streams beyond are left out."""
         have = len(self.value)
+        arrays = (self.value, self.mu, self.sigma, self.last_ts, self.interrupted, self.period)
         if have >= n:
-            return StreamSnapshot(
-                self.now_ms,
-                *(a[:n] for a in (self.value, self.mu, self.sigma, self.last_ts, self.interrupted)),
-            )
+            return StreamSnapshot(self.now_ms, *(a[:n] for a in arrays))
 
         def pad(a: NDArray, fill: object) -> NDArray:
             return np.concatenate([a, np.full(n - have, fill, dtype=a.dtype)])
@@ -137,6 +147,7 @@ class StreamSnapshot:
             pad(self.sigma, np.nan),
             pad(self.last_ts, NO_TS),
             pad(self.interrupted, False),
+            pad(self.period, np.nan),
         )
 
 
@@ -152,7 +163,11 @@ class QueryPartition:
         Cost units of evaluation per tick (``inf``: no CPU limit). Tasks run in a tick complete
         at the tick's time; tasks left over wait for the next tick and are then late.
     max_dt_ms : float
-        Cap on any interval between evaluations (also used when a query is never due).
+        Cap on any interval between evaluations, ms (``inf``: none).
+    max_dt_periods : float
+        Cap on a query's interval in sampling intervals of its fastest stream (``inf``: none).
+        The smaller cap applies; with neither, a query whose model says "never due"
+        (``σ = μ = 0``) is not evaluated again.
     t_interrupt_ms : int
         ``T`` of Algorithm 1: re-evaluation interval of a query over an interrupted stream.
     combine : {"linear", "rss"}
@@ -167,7 +182,7 @@ class QueryPartition:
     >>> part = QueryPartition(tick_ms=1, max_dt_ms=1_000)
     >>> part.add_query(StandingQuery("avg", {0: 0.5, 1: 0.5}, eps=1.0, p=0.9))
     >>> snap = StreamSnapshot(0, np.array([10.0, 20.0]), np.zeros(2), np.array([0.1, 0.1]),
-    ...                       np.zeros(2, np.int64), np.zeros(2, bool))
+    ...                       np.zeros(2, np.int64), np.zeros(2, bool), np.ones(2))
     >>> [(a.name, a.value) for a in part.run(snap)]
     [('avg', 15.0)]
     >>> round(part.next_due_ms("avg"), 1)            # (1 / (0.1 · √0.5 · z_0.95))² ms
@@ -179,14 +194,21 @@ class QueryPartition:
         *,
         tick_ms: int = 1,
         budget: float = np.inf,
-        max_dt_ms: float = 60_000,
+        max_dt_ms: float = np.inf,
+        max_dt_periods: float = DEFAULT_MAX_DT_PERIODS,
         t_interrupt_ms: int = 1_000,
         combine: Literal["linear", "rss"] = "linear",
         max_wait_ms: float | None = None,
     ) -> None:
         if tick_ms <= 0 or budget <= 0:
             raise ValueError(f"tick_ms and budget must be > 0, got {tick_ms} ms, {budget} units")
+        if not (max_dt_ms > 0 and max_dt_periods > 0):
+            raise ValueError(
+                f"max_dt_ms and max_dt_periods must be > 0 (inf: no cap), got {max_dt_ms} ms, "
+                f"{max_dt_periods} sampling intervals"
+            )
         self.tick_ms, self.budget, self.max_dt_ms = tick_ms, budget, max_dt_ms
+        self.max_dt_periods = max_dt_periods
         self.t_interrupt_ms, self.combine = t_interrupt_ms, combine
         # Evaluations in a tick complete "at" the tick (data time); the budget bounds how many.
         wait = DEFAULT_WAIT_TICKS * tick_ms if max_wait_ms is None else max_wait_ms
@@ -365,7 +387,7 @@ class QueryPartition:
         self._record_windows(w, snap.value, now_ms)
         deadline, pending = self._col("deadline"), self._col("pending")
         deadline[deadline == -np.inf] = float(now_ms)  # a new query is due now
-        self._recover(w, snap.interrupted, now_ms)
+        self._on_interruptions(w, snap.interrupted, now_ms)
         due = np.flatnonzero((deadline < now_ms + self.tick_ms) & ~pending)
         if len(due):
             mu_a = sigma_a = 0.0  # only late tasks need them (Eq. 18): never with no budget
@@ -386,16 +408,20 @@ class QueryPartition:
         c.aged = s.n_aged
         return self._evaluate(rows, done.late, w, snap)
 
-    def _recover(self, w: sp.csr_array, interrupted: NDArray[np.bool_], now_ms: int) -> None:
-        """Algorithm 1 re-evaluates a query every ``T`` while a stream of it is interrupted;
-        when the stream resumes, the queries over it are due at once (not ``T`` later)."""
+    def _on_interruptions(
+        self, w: sp.csr_array, interrupted: NDArray[np.bool_], now_ms: int
+    ) -> None:
+        """Queries over a stream whose interruption starts or ends now are due now: the
+        answer says so at the tick the silence is detected (not at the query's deadline, up to
+        ``max_dt`` later), and is exact again at the tick the stream resumes (not ``T`` later).
+        """
         before = np.zeros(len(interrupted), dtype=bool)
         n = min(len(before), len(self._interrupted))
         before[:n] = self._interrupted[:n]
         self._interrupted = interrupted.copy()
-        resumed = before & ~interrupted
-        if resumed.any() and self._wabs is not None:
-            rows = np.flatnonzero(np.asarray(self._wabs @ resumed.astype(np.float64)) > 0)
+        changed = before != interrupted
+        if changed.any() and self._wabs is not None:
+            rows = np.flatnonzero(np.asarray(self._wabs @ changed.astype(np.float64)) > 0)
             deadline = self._col("deadline")
             deadline[rows] = np.minimum(deadline[rows], float(now_ms))
 
@@ -407,7 +433,7 @@ class QueryPartition:
             self.landmarks.record(now_ms, w[landmark] @ s_hat)
 
     def _extremum(
-        self, r: int, now_ms: int, mu_a: float, sigma_a: float
+        self, r: int, now_ms: int, mu_a: float, sigma_a: float, max_dt: float
     ) -> tuple[float, float, float]:
         """``(value, Δt, ε)`` of a MAX/MIN query (Theorem 1; Eq. 9 on the extremum)."""
         s, row = self._extrema[int(self._a["qid"][r])], int(self._a["aux"][r])
@@ -418,13 +444,12 @@ class QueryPartition:
             m = np.nanmax(a) if s.kind == "max" else np.nanmin(a)
             e = float(relative_eps(m, s.eps)) if s.relative else s.eps
             ans = sliding_extremum(
-                ts, a, now_ms, s.window_ms, e, s.p, mu_a, sigma_a, kind=s.kind,
-                max_dt=self.max_dt_ms,
+                ts, a, now_ms, s.window_ms, e, s.p, mu_a, sigma_a, kind=s.kind, max_dt=max_dt,
             )  # fmt: skip
             return ans.value, ans.dt_ms, e
         m = float(self.landmarks.value[row])
         e = float(relative_eps(m, s.eps)) if s.relative else s.eps
-        dt = self.landmarks.interval([row], e, s.p, mu_a, sigma_a, max_dt=self.max_dt_ms)
+        dt = self.landmarks.interval([row], e, s.p, mu_a, sigma_a, max_dt=max_dt)
         return m, float(dt[0]), e  # Eq. 11-12: φ₂ alone
 
     def _evaluate(
@@ -449,16 +474,19 @@ class QueryPartition:
                 wr, snap.sigma, snap.last_ts, intr, now_ms, p, combine=self.combine
             )
         dt = np.empty(len(rows))
+        cap = self._caps(wr, snap.period)
         eps = self._col("eps")[rows].copy()
         lin = self._col("linear")[rows]
         for j in np.flatnonzero(~lin).tolist():
-            value[j], dt[j], eps[j] = self._extremum(int(rows[j]), now_ms, mu_a[j], sigma_a[j])
+            value[j], dt[j], eps[j] = self._extremum(
+                int(rows[j]), now_ms, mu_a[j], sigma_a[j], cap[j]
+            )
         if lin.any():
             rel = self._col("relative")[rows]
             eps = np.where(lin & rel, relative_eps(value, eps), eps)  # Eq. 9
             drift = np.where(self._col("extrapolate")[rows], 0.0, mu_a)  # Eq. 8: μ_A = 0
             dt[lin] = next_interval(
-                drift[lin], sigma_a[lin], eps[lin], p[lin], max_dt=self.max_dt_ms
+                drift[lin], sigma_a[lin], eps[lin], p[lin], max_dt=cap[lin]
             )  # Eq. 7
         dt = np.where(q_intr, self.t_interrupt_ms, dt)  # Algorithm 1, interrupted branch
         # A cannot change before the next tick, so no deadline is earlier than it.
@@ -471,6 +499,18 @@ class QueryPartition:
         self.counters.evaluations += len(rows)
         self.counters.interrupted_answers += int(q_intr.sum())
         return answers
+
+    def _caps(self, wr: sp.csr_array, period: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Cap on ``Δt`` of each row of ``wr``: ``max_dt_ms``, and ``max_dt_periods``
+        sampling intervals of the row's fastest stream (streams without a period ignored)."""
+        cap = np.full(wr.shape[0], float(self.max_dt_ms))
+        if not np.isfinite(self.max_dt_periods) or wr.nnz == 0:
+            return cap
+        starts = wr.indptr[:-1]
+        some = np.diff(wr.indptr) > 0
+        fastest = np.full(wr.shape[0], np.nan)
+        fastest[some] = np.fmin.reduceat(period[wr.indices], starts[some])
+        return np.fmin(cap, self.max_dt_periods * fastest)
 
 
 def _derived(w: sp.csr_array) -> tuple[sp.csr_array, sp.csr_array]:

@@ -1,0 +1,133 @@
+"""Settings of standing queries: one set of keys for a Monitor's ``standing=`` option and a job
+file's ``[standing]`` section, every bad value refused with its key named, good ones reaching
+the engine (checked by what the queries do)."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tsmon.engine.monitor import Monitor
+from tsmon.engine.standing_settings import SETTINGS_KEYS, StandingSettings, standing_settings
+from tsmon.spark.job import JobError, load_job
+
+BAD = [
+    ({"tick": "0s"}, "tick: duration must be > 0"),
+    ({"tick": -5}, "tick must be a duration like '5m' or whole milliseconds > 0, got -5"),
+    ({"partitions": 0}, "partitions must be an int >= 1, got 0"),
+    ({"k": 2}, "k must be an int >= 3 (items), got 2"),
+    ({"k": 10.5}, "k must be an int >= 3 (items), got 10.5"),
+    ({"drift_test": "yes"}, "drift_test must be a z-score >= 0 or false, got 'yes'"),
+    ({"drift_test": True}, "drift_test must be a z-score >= 0 or false, got True"),
+    ({"max_dt": 0}, "max_dt must be > 0 sampling intervals (or a duration, or inf), got 0"),
+    ({"max_dt": -3.0}, "max_dt must be > 0 sampling intervals (or a duration, or inf), got -3.0"),
+    ({"max_dt": True}, "max_dt must be > 0 sampling intervals (or a duration, or inf), got True"),
+    ({"max_dt": "soon"}, "max_dt: cannot read duration 'soon'"),
+    (
+        {"max_dt": math.nan},
+        "max_dt must be > 0 sampling intervals (or a duration, or inf), got nan",
+    ),
+    ({"reestimate": 0}, "reestimate must be > 0 sampling intervals (or a duration, or inf)"),
+    ({"reestimate": "0ms"}, "reestimate: duration must be > 0"),
+    ({"interrupt_after": 0}, "interrupt_after must be a number > 0 (sampling intervals), got 0"),
+    ({"interrupt_after": "3"}, "interrupt_after must be a number > 0 (sampling intervals)"),
+    ({"interrupt_after": math.inf}, "interrupt_after must be a number > 0"),
+    ({"interrupt_retry": 0}, "interrupt_retry must be a duration like '5m' or whole millis"),
+    ({"budget": 0}, "budget must be > 0 cost units (or inf), got 0"),
+    ({"budget": "lots"}, "budget must be > 0 cost units (or inf), got 'lots'"),
+    ({"max_wait": "-1s"}, "max_wait: cannot read duration '-1s'"),
+    ({"combine": "sum"}, "combine must be linear or rss, got 'sum'"),
+    ({"ticks": 3}, "unknown key 'ticks' in the standing settings; expected some of tick, "),
+]
+
+
+@pytest.mark.parametrize(("options", "message"), BAD)
+def test_bad_settings_name_the_key_in_a_monitor_and_a_job(
+    tmp_path: Path, options: dict, message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        standing_settings(options)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Monitor(["a"], standing=options)
+    key, value = next(iter(options.items()))
+    if isinstance(value, float) and math.isnan(value):
+        return  # TOML has nan, but the job test below writes values with repr
+    toml = repr(value).lower() if isinstance(value, bool) else repr(value).replace("'", '"')
+    job = tmp_path / "job.toml"
+    job.write_text(
+        f'queries = ""\n[job]\ncheckpoint = "ck"\n[input]\nkind = "generator"\n'
+        f"[standing]\n{key} = {toml}\n"
+    )
+    expected = f"[standing] {message}" if key != "ticks" else "unknown key 'ticks' in [standing]"
+    with pytest.raises(JobError, match=re.escape(expected)):
+        load_job(job)
+
+
+def test_the_tick_is_given_once_and_settings_must_be_a_mapping() -> None:
+    with pytest.raises(ValueError, match=re.escape("give the tick once: standing_tick or")):
+        Monitor(["a"], standing_tick="5m", standing={"tick": "1m"})
+    with pytest.raises(TypeError, match="standing settings must be a mapping"):
+        Monitor(["a"], standing="max_dt = 3")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="tick: cannot read duration"):
+        Monitor(["a"], standing_tick="often")
+
+
+def test_good_settings_load_from_a_job_and_a_monitor(tmp_path: Path) -> None:
+    job = tmp_path / "job.toml"
+    job.write_text(
+        'queries = ""\n[job]\ncheckpoint = "ck"\n[input]\nkind = "generator"\n[standing]\n'
+        'tick = "5m"\npartitions = 3\nk = 50\ndrift_test = false\nmax_dt = inf\n'
+        'reestimate = "1h"\ninterrupt_after = 2.5\ninterrupt_retry = "10m"\nbudget = 500\n'
+        'max_wait = "30m"\ncombine = "rss"\n'
+    )
+    expected = StandingSettings(
+        tick_ms=300_000, partitions=3, k=50, drift_z=None, max_dt_periods=math.inf,
+        t_max_periods=math.inf, t_max_ms=3_600_000, interrupt_factor=2.5,
+        t_interrupt_ms=600_000, budget=500, max_wait_ms=1_800_000, combine="rss",
+    )  # fmt: skip
+    assert load_job(job).standing == expected
+    assert set(SETTINGS_KEYS) == {
+        "tick", "partitions", "k", "drift_test", "max_dt", "reestimate", "interrupt_after",
+        "interrupt_retry", "budget", "max_wait", "combine",
+    }  # fmt: skip
+    assert standing_settings(expected, tick="1m") == StandingSettings(
+        **{**expected.__dict__, "tick_ms": 60_000}
+    )
+    defaults = standing_settings()
+    assert (defaults.tick_ms, defaults.max_dt_periods, defaults.t_max_periods) == (1_000, 100, 100)
+    assert (defaults.max_wait_ms, defaults.t_interrupt_ms, defaults.drift_z) == (None, None, 2.0)
+    options = defaults.partition_options()
+    assert (options["max_wait_ms"], options["t_interrupt_ms"]) == (10_000, 1_000)
+
+
+@pytest.mark.parametrize(
+    ("standing", "step_ms"),
+    [
+        ({}, 100 * 60_000),  # 100 sampling intervals of 1 minute
+        ({"max_dt": 7}, 7 * 60_000),
+        ({"max_dt": "20m"}, 20 * 60_000),
+        # the cap is in sampling intervals, not ticks; a deadline before the next tick is
+        # served at this one, so 12 minutes come down to two 5-minute ticks
+        ({"max_dt": 12, "tick": "5m"}, 10 * 60_000),
+        ({"max_dt": math.inf}, math.inf),  # no cap: a flat series is never due again
+    ],
+)
+def test_the_cap_reaches_the_queries(standing: dict, step_ms: float) -> None:
+    """A flat series (σ̂ = μ̂ = 0: never due by its model) sampled every minute: the query is
+    re-evaluated every ``max_dt``, or never without a cap."""
+    monitor = Monitor(["flat.v"], standing=standing | {"tick": standing.get("tick", "1m")})
+    monitor.add_query("QUERY f AS SUM(flat.v) WITHIN 1 CONFIDENCE 0.9")
+    evaluated = set()
+    for minute in range(1, 400):
+        monitor.ingest(["flat.v"], [minute * 60_000], [5.0])
+        evaluated.add(monitor.standing_answers()["f"].ts_ms)
+    steady = sorted(t for t in evaluated if t > 150 * 60_000)  # after the warm-up
+    gaps = np.diff(steady)
+    if math.isinf(step_ms):
+        assert steady == []
+    else:
+        assert len(steady) >= 2 and set(gaps.tolist()) == {step_ms}
