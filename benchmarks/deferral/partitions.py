@@ -90,13 +90,14 @@ from scale import N_STREAMS, P, Walks, build_engine, make_queries, replay
 from tsmon.engine.deferred import (
     StandingCoordinator,
     StandingPartition,
-    StandingSettings,
     StandingSource,
     _encode_query,
     partition_key,
     partition_of,
 )
+from tsmon.engine.standing_settings import StandingSettings
 from tsmon.protocols.deferral import StandingQuery, StreamModels, StreamSnapshot
+from tsmon.query import parse_query
 from tsmon.spark.host import run_step, split_rows
 
 TICK_MS = 1_000
@@ -127,7 +128,8 @@ def stream_side(seed: int, n_ticks: int) -> tuple[list[str], np.ndarray, list[fl
     wall time of source report + coordinator receive + snapshot + JSON encoding."""
     walks = Walks(seed)
     probe = f"QUERY probe AS AVG({SERIES[0]}) WITHIN 1 CONFIDENCE 0.9"  # only to get snapshots
-    coord = StandingCoordinator(probe, SETTINGS)
+    coord = StandingCoordinator(SETTINGS)
+    coord.add(parse_query(probe), [])
     src = StandingSource(SERIES, SETTINGS)
     src.models = source_models()
     texts, xs, walls = [], np.empty((n_ticks, N_STREAMS)), []

@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tsmon.engine.batched import BatchedRuntime
-from tsmon.engine.deferred import PARTITION_PREFIX, StandingSettings
+from tsmon.engine.deferred import PARTITION_PREFIX
+from tsmon.engine.standing_settings import StandingSettings
 from tsmon.query.parser import parse_query
 
 QUERIES = """

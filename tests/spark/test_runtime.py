@@ -190,7 +190,9 @@ def test_spark_job_equals_the_batch_runtime_and_survives_a_restart(spark, tmp_pa
     assert all(a.hi - a.lo <= deltas[q] * (1 + 1e-9) for q, a in last.items())
     x_series = sorted(s for s in SERIES if s.endswith(".x"))
     state = runner.coordinator.node_for(len(progress_lines(tmp_path)))  # after the last batch
-    assert state.coordinator.queries["g"].objects == x_series  # every .x series rows showed
+    assert (
+        state.part("bounded").coordinator.queries["g"].objects == x_series
+    )  # every .x series rows showed
 
     dead = pd.concat(pd.read_parquet(p) for p in (tmp_path / "out" / "dead_letters").iterdir())
     assert sorted(dead["reason"]) == sorted([*REASONS, "too_late"])  # one bad row of each kind

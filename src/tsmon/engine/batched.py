@@ -15,12 +15,12 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tsmon.engine.standing_settings import StandingSettings
 from tsmon.engine.events import event_order
 from tsmon.engine.hub import BatchCounts, CoordinatorNode
 from tsmon.engine.node import SourceNode, new_node, parse_data
 from tsmon.engine.replicas import DEFAULT_PHASE_MS
 from tsmon.engine.settings import HostSettings, RegisterSettings
+from tsmon.engine.standing_settings import StandingSettings
 from tsmon.kinds import JobStatements, reserved_part
 from tsmon.protocols.filters.queries import Query
 from tsmon.query import parse_queries

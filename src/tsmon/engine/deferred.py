@@ -61,20 +61,17 @@ from tsmon.protocols.deferral import (
     approximate_values,
 )
 from tsmon.protocols.deferral.model import NO_TS
-from tsmon.query import parse_queries, parse_query
+from tsmon.query import parse_query
 from tsmon.query.ast import StandingDef
 from tsmon.query.parser import query_key
-from tsmon.query.patterns import is_glob
 
 __all__ = [
     "PARTITION_PREFIX",
     "StandingCoordinator",
     "StandingPartition",
-    "StandingSettings",
     "StandingSource",
     "is_partition",
     "partition_key",
-    "standing_series",
 ]
 
 Row = dict[str, Any]
@@ -98,16 +95,6 @@ def is_partition(key: str) -> bool:
 def partition_of(name: str, partitions: int) -> int:
     """The partition of query ``name`` (stable across runs and processes)."""
     return zlib.crc32(query_key(name).encode()) % partitions
-
-
-def _statements(text: str) -> list[StandingDef]:
-    return [s for s in parse_queries(text) if isinstance(s, StandingDef)] if text.strip() else []
-
-
-def standing_series(text: str) -> list[str]:
-    """The series named (not globbed) by the standing queries in ``text``, in order."""
-    named = (t.series for s in _statements(text) for t in s.terms if not is_glob(t.series))
-    return list(dict.fromkeys(named))
 
 
 # ---------------------------------------------------------------------------- source side
@@ -275,12 +262,14 @@ class StandingCoordinator(StandingRegistry):
 
     Examples
     --------
-    >>> sc = StandingCoordinator("QUERY s AS SUM(a.x, b.x) WITHIN 1 CONFIDENCE 0.9")
+    >>> from tsmon.query import parse_query
+    >>> sc = StandingCoordinator()
+    >>> sc.add(parse_query("QUERY s AS SUM(a.x, b.x) WITHIN 1 CONFIDENCE 0.9"), [])
     >>> sc.control_for(["n1"])["n1"][0]["payload"]["series"]   # sources model these
     ['a.x', 'b.x']
     """
 
-    def __init__(self, initial: str = "", settings: StandingSettings | None = None) -> None:
+    def __init__(self, settings: StandingSettings | None = None) -> None:
         super().__init__()
         self.settings = settings or StandingSettings()
         self.stream_of: dict[str, int] = {}  # series -> stream id in the table
@@ -297,8 +286,6 @@ class StandingCoordinator(StandingRegistry):
         self.counters: dict[int, Counters] = {}  # by partition, as last reported
         self.estimations: dict[str, int] = {}  # by source
         self.skipped: dict[str, int] = {}  # by source
-        for statement in _statements(initial):
-            self.add(statement, [])
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)

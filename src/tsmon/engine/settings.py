@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from tsmon.engine.standing_settings import StandingSettings
 from tsmon.engine.monitor import Monitor
 from tsmon.engine.replicas import DEFAULT_PHASE_MS
+from tsmon.engine.standing_settings import StandingSettings
 
 __all__ = ["HostSettings", "RegisterSettings"]
 

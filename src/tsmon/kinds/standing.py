@@ -67,7 +67,7 @@ class StandingPart(CoordinatorPart):
     row_kinds = ("streams", "standing")
 
     def __init__(self, settings: HostSettings) -> None:
-        self.standing = StandingCoordinator("", settings.standing)
+        self.standing = StandingCoordinator(settings.standing)
         self.rows: list[Row] = []
 
     def parse_row(self, hub: CoordinatorNode, row: Mapping[str, Any], where: str) -> Row:
