@@ -23,9 +23,16 @@ from rich.table import Table
 from tsmon.core.units import UnitError, format_duration_ms, parse_duration_ms
 from tsmon.engine.events import Event
 from tsmon.engine.monitor import Monitor
-from tsmon.query import QuerySyntaxError, compile_query, parse_queries
-from tsmon.query.ast import AggregateDef, AlterPrecision, AlterTopK, TopKDef
-from tsmon.query.printer import format_terms
+from tsmon.query import (
+    AggregateDef,
+    AlterPrecision,
+    AlterTopK,
+    QuerySyntaxError,
+    TopKDef,
+    compile_query,
+    format_terms,
+    parse_queries,
+)
 from tsmon.report import events_table, format_event, summary_line
 from tsmon.spark.session import JavaError
 
@@ -361,8 +368,11 @@ def _read_text(path: Path) -> str:
 
 def _check(args: argparse.Namespace) -> int:
     from tsmon.core.timestamps import format_instant_ms
-    from tsmon.query.ast import ApproxDef, CorrelatedDef, StandingDef, WaveletDef
-    from tsmon.query.printer import (
+    from tsmon.query import (
+        ApproxDef,
+        CorrelatedDef,
+        StandingDef,
+        WaveletDef,
         format_approx_call,
         format_correlated_call,
         format_percent,

@@ -89,9 +89,8 @@ from tsmon.protocols.filters.messages import (
 )
 from tsmon.protocols.filters.queries import Query, check_delta
 from tsmon.protocols.filters.source import SourceFilter
+from tsmon.query import AggregateDef, AlterTopK, StandingDef, TopKDef, query_key
 from tsmon.query.aggregate import resolve_aggregate
-from tsmon.query.ast import AggregateDef, AlterTopK, StandingDef, TopKDef
-from tsmon.query.parser import query_key
 from tsmon.query.patterns import series_matches
 
 __all__ = ["BatchCounts", "BatchedRuntime", "CoordinatorNode", "SourceNode", "new_node"]

@@ -64,9 +64,7 @@ from tsmon.protocols.deferral import (
     approximate_values,
 )
 from tsmon.protocols.deferral.model import NO_TS
-from tsmon.query import parse_queries, parse_query
-from tsmon.query.ast import StandingDef
-from tsmon.query.parser import query_key
+from tsmon.query import StandingDef, parse_queries, parse_query, query_key
 from tsmon.query.patterns import is_glob
 
 __all__ = [

@@ -35,18 +35,22 @@ from tsmon.engine.series import Plan, SeriesNode
 from tsmon.engine.standing import StandingAnswer, StandingQueries
 from tsmon.engine.summaries import SummaryAnswer, SummaryQueries
 from tsmon.protocols.filters import Answer, MessageCounts
-from tsmon.query import CompiledQuery, compile_query, parse_expr, parse_queries, query_key
-from tsmon.query.ast import (
+from tsmon.query import (
     AggregateDef,
     AlterPrecision,
     AlterTopK,
     ApproxDef,
+    CompiledQuery,
     CorrelatedDef,
     QueryDef,
     StandingDef,
     Stat,
     TopKDef,
     WaveletDef,
+    compile_query,
+    parse_expr,
+    parse_queries,
+    query_key,
 )
 from tsmon.query.patterns import is_glob, series_matches
 

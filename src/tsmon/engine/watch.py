@@ -41,8 +41,15 @@ import numpy as np
 from tsmon.engine.events import Event
 from tsmon.engine.monitor import Monitor
 from tsmon.engine.summaries import SummaryDef, SummaryQueries
-from tsmon.query import compile_query, parse_queries, query_key
-from tsmon.query.ast import ApproxDef, CorrelatedDef, QueryDef, WaveletDef
+from tsmon.query import (
+    ApproxDef,
+    CorrelatedDef,
+    QueryDef,
+    WaveletDef,
+    compile_query,
+    parse_queries,
+    query_key,
+)
 
 __all__ = [
     "LOCAL_KINDS",

@@ -48,16 +48,18 @@ from typing import Any
 from tsmon.engine.batched import CoordinatorNode
 from tsmon.engine.bounded import to_query
 from tsmon.engine.watch import LOCAL_KINDS
-from tsmon.query import QuerySyntaxError, compile_query, parse_queries
-from tsmon.query.aggregate import resolve_aggregate
-from tsmon.query.ast import (
+from tsmon.query import (
     AggregateDef,
     AlterPrecision,
     AlterTopK,
     QueryDef,
+    QuerySyntaxError,
     StandingDef,
     TopKDef,
+    compile_query,
+    parse_queries,
 )
+from tsmon.query.aggregate import resolve_aggregate
 from tsmon.query.patterns import is_glob
 from tsmon.spark.files import atomic_write
 

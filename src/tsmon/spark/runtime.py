@@ -54,9 +54,8 @@ from tsmon.engine.summaries import SummaryAnswer
 from tsmon.engine.topk import TopKAnswer
 from tsmon.engine.watch import LOCAL_KINDS, event_order
 from tsmon.protocols.filters import Answer, Query
-from tsmon.query import parse_queries
+from tsmon.query import AggregateDef, StandingDef, TopKDef, parse_queries
 from tsmon.query.aggregate import resolve_aggregate
-from tsmon.query.ast import AggregateDef, StandingDef, TopKDef
 from tsmon.query.patterns import is_glob, series_matches
 from tsmon.spark.commands import CommandLog, apply, runnable
 from tsmon.spark.control import ControlChannel
