@@ -56,9 +56,9 @@ def watch_def(tree: Tree, source: str, fail: Fail) -> QueryDef:
     Examples
     --------
     >>> from tsmon.query import parse_query
-    >>> q = parse_query("QUERY q ON a.b WHEN abs(value) > 3 * std(1h) SINCE -2h")
-    >>> q.since_ms, q.when.right.right
-    (7200000, Stat(name='stddev', window=WindowSpec(kind=<WindowKind.TIME: 'time'>, size=3600000)))
+    >>> q = parse_query("QUERY q ON a.*, b WHEN value > 1 EMIT series, ts_ms AS t SINCE -2h")
+    >>> q.triggers, [item.alias for item in q.emit], q.since_ms
+    (('a.*', 'b'), [None, 't'], 7200000)
     """
     name, body = tree.children
     triggers, when, emit, since = body.children
