@@ -1,15 +1,41 @@
-"""Shared fixtures. ``spark``: one SparkSession for the whole test session (starting one costs
-5-9 s), skipped with the reason when Java 17+ is missing."""
+"""Shared fixtures and Hypothesis settings.
+
+``spark``: one SparkSession for the whole test session (starting one costs 5-9 s), skipped with
+the reason when Java 17+ is missing. The query language's LALR parser is built once, before the
+first test (:func:`query_parser`), so no test pays for it inside a Hypothesis deadline.
+
+Hypothesis profiles: ``dev`` (the default: random examples, a 1 s deadline per example, the
+example database on) and ``ci`` (selected when ``CI=true``: derandomized, so a run is
+reproducible, no deadline on a shared machine, no database, and the blob to reproduce a
+failure printed). ``HYPOTHESIS_PROFILE=<name>`` picks one explicitly.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
+
+from tsmon.query.grammar import lark_parser
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import SparkSession
+
+settings.register_profile("dev", deadline=timedelta(seconds=1))
+settings.register_profile("ci", derandomize=True, deadline=None, database=None, print_blob=True)
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") == "true" else "dev")
+)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def query_parser() -> None:
+    """Build the query language's parser once per session, before the first test."""
+    lark_parser()
 
 
 @pytest.fixture(scope="session")

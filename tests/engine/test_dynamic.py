@@ -7,11 +7,11 @@ from fnmatch import fnmatchcase
 import numpy as np
 import pytest
 
+import tsmon.query as A
 from tests.engine.test_monitor_events import evaluate_at, match_events
 from tests.oracle import tolerance, window_index, window_stats
 from tsmon import Monitor
 from tsmon.query import QuerySyntaxError, parse_query
-from tsmon.query import ast as A
 
 T0 = 1_700_000_000_000
 

@@ -20,11 +20,11 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import tsmon.query as A
 from tests.oracle import tolerance, window_index, window_stats
-from tests.query.query_strategies import _CMP, _div, _mod
+from tests.query.watch_strategies import _CMP, _div, _mod
 from tsmon import Monitor
 from tsmon.core.window_spec import WindowSpec
-from tsmon.query import ast as A
 from tsmon.query import format_expr, parse_query
 
 T0 = 1_700_000_000_000  # 2023-11-14T22:13:20Z

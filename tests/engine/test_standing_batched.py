@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from tsmon.engine.batched import BatchedRuntime
 from tsmon.engine.deferred import PARTITION_PREFIX
 from tsmon.engine.standing_settings import StandingSettings
-from tsmon.query.parser import parse_query
+from tsmon.query import parse_query
 
 QUERIES = """
 QUERY port AS SUM(0.3*a.x + 0.7*b.y) WITHIN 0.2 CONFIDENCE 0.9

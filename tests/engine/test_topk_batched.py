@@ -15,8 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tsmon.engine.batched import BatchedRuntime
-from tsmon.query.ast import AlterTopK
-from tsmon.query.parser import parse_query
+from tsmon.query import AlterTopK, parse_query
 
 
 class Exact:

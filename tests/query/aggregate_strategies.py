@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from hypothesis import strategies as st
-from query_strategies import names
+from watch_strategies import names
 
-from tsmon.query import ast as A
-from tsmon.query.printer import format_number, format_series
+import tsmon.query as A
+from tsmon.query import format_number, format_series
 
 # ---- pieces -----------------------------------------------------------------------------------
 

@@ -6,13 +6,13 @@ from dataclasses import dataclass
 
 from aggregate_strategies import series_names, weights
 from hypothesis import strategies as st
-from query_strategies import names
+from watch_strategies import names
 
+import tsmon.query as A
 from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS, format_instant_ms
 from tsmon.core.units import MAX_DURATION_MS, UNIT_MS, parse_duration_ms
 from tsmon.core.window_spec import MAX_POINTS, WindowSpec
-from tsmon.query import ast as A
-from tsmon.query.printer import format_number, format_percent, format_series, format_terms
+from tsmon.query import format_number, format_percent, format_series, format_terms
 
 #: Absolute tolerances: finite numbers > 0.
 absolute_eps = st.one_of(

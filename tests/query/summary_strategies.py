@@ -8,18 +8,18 @@ from decimal import Decimal, localcontext
 
 from aggregate_strategies import series_names
 from hypothesis import strategies as st
-from query_strategies import names
 from standing_strategies import relative_eps
+from watch_strategies import names
 
+import tsmon.query as A
 from tsmon.core.window_spec import MAX_POINTS
-from tsmon.query import ast as A
-from tsmon.query.patterns import is_glob
-from tsmon.query.printer import (
+from tsmon.query import (
     format_coefficient,
     format_number,
     format_percent,
     format_series,
 )
+from tsmon.query.patterns import is_glob
 
 #: One series each (a summary is kept per series): no glob characters.
 summary_series = series_names.filter(lambda s: not is_glob(s))
@@ -227,9 +227,12 @@ def _wavelet_args(draw: st.DrawFn, s: A.WaveletDef) -> str:
 
 
 @st.composite
-def raw_summaries(draw: st.DrawFn) -> RawSummary:
-    """Summary queries written the way people do: any case, spacing, comments and spellings."""
-    statement = draw(summary_defs)
+def raw_summaries(
+    draw: st.DrawFn, defs: st.SearchStrategy[A.SummaryDef] = summary_defs
+) -> RawSummary:
+    """Summary queries (drawn from ``defs``) written the way people do: any case, spacing,
+    comments and spellings."""
+    statement = draw(defs)
     sp = lambda: draw(_SPACE)  # noqa: E731
     gap = lambda: draw(_GAP)  # noqa: E731
     word = lambda w: _case(draw, w)  # noqa: E731

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+import tsmon.query as A
 from tsmon.query import (
     QuerySyntaxError,
     compile_query,
     format_query,
+    format_series,
     parse_queries,
     parse_query,
 )
-from tsmon.query import ast as A
-from tsmon.query.printer import format_series
 
 
 def terms(*pairs: tuple[float, str]) -> tuple[A.Term, ...]:
@@ -209,3 +209,10 @@ def test_compile_query_refuses_aggregate_statements_with_a_position() -> None:
         compile_query("ALTER QUERY s WITHIN 1")
     with pytest.raises(TypeError, match="takes a QueryDef or query text"):
         compile_query(42)  # type: ignore[arg-type]
+
+
+def test_expected_lists_inside_aggregates_are_not_collapsed_into_operators() -> None:
+    with pytest.raises(QuerySyntaxError) as info:
+        parse_queries("QUERY q AS SUM(a b) WITHIN 1")
+    assert "an arithmetic operator like + or *" not in info.value.expected
+    assert info.value.expected.count("a series name") == 0

@@ -1,5 +1,6 @@
-"""Property tests for aggregate statements: canonical text round-trips, weights pool exactly,
-and resolving agrees with a from-scratch expansion using the engine's glob rule."""
+"""Property tests of bounded aggregates beyond the contract (test_contract.py): weights pool
+exactly, widths parse or fail, and resolving agrees with a from-scratch expansion using the
+engine's glob rule."""
 
 from __future__ import annotations
 
@@ -8,40 +9,22 @@ from fnmatch import fnmatchcase
 
 import pytest
 from aggregate_strategies import (
-    aggregate_defs,
-    aggregate_statements,
-    alters,
     raw_aggregates,
     reference_pool,
     series_names,
 )
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from query_strategies import queries
 
+import tsmon.query as A
 from tsmon.query import (
     QueryResolveError,
     QuerySyntaxError,
     compile_query,
     format_query,
-    parse_queries,
     parse_query,
-    query_key,
     resolve_aggregate,
 )
-from tsmon.query import ast as A
-
-
-@given(aggregate_statements)
-@settings(max_examples=300)
-def test_canonical_aggregate_text_parses_back_to_the_same_tree(
-    statement: A.AggregateDef | A.AlterPrecision,
-) -> None:
-    text = format_query(statement)
-    parsed = parse_query(text)
-    assert parsed == statement, text
-    assert parsed.text == text
-    assert format_query(parsed) == text
 
 
 @given(st.data())
@@ -59,25 +42,6 @@ def test_written_terms_pool_like_a_from_scratch_pooling(data: st.DataObject) -> 
     assert parsed.weights == want, raw.text
     assert list(parsed.weights) == list(want)  # order of first mention
     assert parse_query(format_query(parsed)) == parsed
-
-
-@given(
-    st.lists(
-        st.one_of(queries(), aggregate_defs(), alters),
-        min_size=1,
-        max_size=5,
-    )
-)
-@settings(max_examples=100)
-def test_files_mixing_every_statement_kind_round_trip(statements: list[A.Statement]) -> None:
-    keys = [query_key(s.name) for s in statements if not isinstance(s, A.AlterPrecision)]
-    assume(len(keys) == len(set(keys)))
-    watch = {query_key(s.name) for s in statements if isinstance(s, A.QueryDef)}
-    assume(
-        not any(isinstance(s, A.AlterPrecision) and query_key(s.name) in watch for s in statements)
-    )
-    text = "\n".join(f"{format_query(s)}  -- #{i}" for i, s in enumerate(statements))
-    assert parse_queries(text) == statements
 
 
 @given(

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import ast as pyast
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 
+import tsmon.query as A
 from tsmon.query import (
     QueryResolveError,
     ResolvedAggregate,
-    aggregate,
     parse_query,
-    patterns,
     resolve_aggregate,
 )
-from tsmon.query import ast as A
 
 SERIES = ["host2.cpu", "host1.cpu", "host10.cpu", "Host3.cpu", "db.cpu", "a.x", "b.x", "a-b.x"]
 
@@ -142,20 +136,3 @@ def test_a_hand_built_definition_is_checked() -> None:
         resolve_aggregate(A.AggregateDef("q", "median", (A.Term(1.0, "a.x"),), 1.0), SERIES)
     with pytest.raises(ValueError, match="has no terms"):
         resolve_aggregate(A.AggregateDef("q", "sum", (), 1.0), SERIES)
-
-
-@pytest.mark.parametrize("module", [aggregate, A, patterns])
-def test_the_resolver_imports_no_protocol_or_engine_code(module: ModuleType) -> None:
-    """The resolver and what it imports stay free of protocol (and runtime) code."""
-    tree = pyast.parse(Path(module.__file__ or "").read_text(encoding="utf-8"))
-    imported = [
-        alias.name
-        for node in pyast.walk(tree)
-        if isinstance(node, pyast.Import)
-        for alias in node.names
-    ]
-    imported += [
-        node.module or "" for node in pyast.walk(tree) if isinstance(node, pyast.ImportFrom)
-    ]
-    forbidden = ("tsmon.protocols", "tsmon.engine", "tsmon.spark", "pyspark", "lark")
-    assert not [name for name in imported if name.startswith(forbidden)], imported

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import tsmon.query as A
 from tsmon.query import (
     AggregateDef,
     QuerySyntaxError,
@@ -13,7 +14,6 @@ from tsmon.query import (
     parse_queries,
     parse_query,
 )
-from tsmon.query import ast as A
 
 T = A.Term
 NEW_YEAR_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -316,3 +316,8 @@ def test_compile_query_refuses_standing_statements_with_a_position() -> None:
         compile_query(statement)
     with pytest.raises(QuerySyntaxError, match="compile_query compiles watch queries"):
         compile_query("QUERY s AS SUM(a) WITHIN 1% CONFIDENCE 0.5")
+
+
+def test_a_tiny_relative_tolerance_written_in_full_is_fine() -> None:
+    parsed = parse_queries(f"QUERY q AS SUM(a) WITHIN 0.{'0' * 300}1% CONFIDENCE 0.9")[0]
+    assert parsed.relative and parsed.eps == 1e-303

@@ -1,6 +1,6 @@
-"""Property tests for standing queries: canonical text round-trips, any spelling reads back to
-the same tree, CONFIDENCE turns any bounded SUM/AVG into a standing query with the same terms,
-and tolerances and confidences parse or fail at their token."""
+"""Property tests of standing queries beyond the contract (test_contract.py): CONFIDENCE turns
+any bounded SUM/AVG into a standing query with the same terms, and tolerances and confidences
+parse or fail at their token."""
 
 from __future__ import annotations
 
@@ -9,36 +9,16 @@ import re
 from decimal import Decimal
 
 import pytest
-from aggregate_strategies import RawAggregate, aggregate_defs, alters, raw_aggregates
+from aggregate_strategies import RawAggregate, raw_aggregates
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from query_strategies import queries
-from standing_strategies import RawStanding, raw_standings, standing_defs
-from topk_strategies import alter_topks, topk_defs
 
-from tsmon.query import QuerySyntaxError, format_query, parse_queries, parse_query, query_key
-from tsmon.query import ast as A
-from tsmon.query.printer import format_percent
-
-
-@given(standing_defs())
-@settings(max_examples=500)
-def test_canonical_standing_text_parses_back_to_the_same_tree(statement: A.StandingDef) -> None:
-    text = format_query(statement)
-    parsed = parse_query(text)
-    assert parsed == statement, text
-    assert type(parsed) is A.StandingDef
-    assert parsed.text == text
-    assert (parsed.line, parsed.column) == (1, 1)
-    assert format_query(parsed) == text
-
-
-@given(raw_standings())
-@settings(max_examples=500)
-def test_any_spelling_parses_to_the_tree_it_was_written_from(raw: RawStanding) -> None:
-    parsed = parse_query(raw.text)
-    assert parsed == raw.statement, raw.text
-    assert parse_query(format_query(parsed)) == parsed
+import tsmon.query as A
+from tsmon.query import (
+    QuerySyntaxError,
+    format_percent,
+    parse_query,
+)
 
 
 @given(raw_aggregates(), st.sampled_from(["", "MAX OVER 5m OF ", "min since start of "]))
@@ -70,45 +50,6 @@ def test_confidence_turns_a_bounded_sum_or_avg_into_a_standing_query(
     )
     assert standing.confidence == 0.9
     assert standing.extremum == (window.split()[0].lower() if window else None)
-
-
-def _conflicts(statements: list[A.Statement]) -> bool:
-    """Whether parse_queries must reject the file for its names (see _check_name)."""
-    defined: dict[str, A.Statement] = {}
-    for s in statements:
-        key, first = query_key(s.name), defined.get(query_key(s.name))
-        if isinstance(s, A.AlterPrecision):
-            if isinstance(first, A.QueryDef | A.TopKDef):
-                return True
-            if isinstance(first, A.StandingDef) and first.relative:
-                return True
-        elif isinstance(s, A.AlterTopK):
-            if isinstance(first, A.QueryDef | A.AggregateDef | A.StandingDef):
-                return True
-            if isinstance(first, A.TopKDef) and first.bottom != s.bottom:
-                return True
-        elif first is not None:
-            return True
-        else:
-            defined[key] = s
-    return False
-
-
-@given(
-    st.lists(
-        st.one_of(queries(), aggregate_defs(), alters, topk_defs, alter_topks, standing_defs()),
-        min_size=1,
-        max_size=6,
-    )
-)
-@settings(max_examples=200)
-def test_files_mixing_every_statement_kind_round_trip(statements: list[A.Statement]) -> None:
-    assume(not _conflicts(statements))
-    text = ";\n".join(f"{format_query(s)}  -- #{i}" for i, s in enumerate(statements))
-    parsed = parse_queries(text)
-    assert parsed == statements
-    assert [type(s) for s in parsed] == [type(s) for s in statements]
-    assert [s.line for s in parsed] == list(range(1, len(statements) + 1))
 
 
 _NUMBERS = st.one_of(

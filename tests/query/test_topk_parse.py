@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
+import tsmon.query as A
 from tsmon.query import (
     AlterTopK,
     QuerySyntaxError,
     TopKDef,
     compile_query,
+    format_objects,
     format_query,
     parse_queries,
     parse_query,
 )
-from tsmon.query import ast as A
-from tsmon.query.printer import format_objects
 
 # The statements of the brief, in one file with the other kinds and comments.
 FILE = """
@@ -261,3 +261,22 @@ def test_compile_query_refuses_top_k_statements_with_a_position() -> None:
         compile_query(statement)
     with pytest.raises(QuerySyntaxError, match="ALTER QUERY t changes the k of a top-k query"):
         compile_query("ALTER QUERY t TOP 3")
+
+
+def test_a_quoted_pattern_is_not_offered_as_a_series_name() -> None:
+    with pytest.raises(QuerySyntaxError) as info:
+        parse_queries("QUERY q AS TOP 3 OF")
+    assert info.value.expected == ["an object name or pattern"]
+
+
+def test_alter_precision_of_an_aggregate_is_still_fine_next_to_top_k_queries() -> None:
+    statements = parse_queries(
+        "QUERY s AS SUM(a) WITHIN 1\nQUERY t AS TOP 1 OF x BY y WITHIN 0\n"
+        "ALTER QUERY s WITHIN 2 IMMEDIATELY\nALTER QUERY t TOP 2 WITHIN 1"
+    )
+    assert [type(s).__name__ for s in statements] == [
+        "AggregateDef",
+        "TopKDef",
+        "AlterPrecision",
+        "AlterTopK",
+    ]

@@ -1,86 +1,20 @@
-"""Property tests for top-k statements: canonical text round-trips, any spelling reads back to
-the same tree, k and ε parse or fail at their token, and objects map to series and back."""
+"""Property tests of top-k statements beyond the contract (test_contract.py): k and ε parse or
+fail at their token, and objects map to series and back."""
 
 from __future__ import annotations
 
 import math
 from fnmatch import fnmatchcase
 
-from aggregate_strategies import aggregate_defs, alters
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from query_strategies import queries
 from topk_strategies import (
-    RawTopK,
-    alter_topks,
     metrics,
     objects,
-    raw_topks,
-    topk_defs,
-    topk_statements,
 )
 
-from tsmon.query import QuerySyntaxError, format_query, parse_queries, parse_query, query_key
-from tsmon.query import ast as A
-
-
-@given(topk_statements)
-@settings(max_examples=500)
-def test_canonical_top_k_text_parses_back_to_the_same_tree(
-    statement: A.TopKDef | A.AlterTopK,
-) -> None:
-    text = format_query(statement)
-    parsed = parse_query(text)
-    assert parsed == statement, text
-    assert type(parsed) is type(statement)
-    assert parsed.text == text
-    assert (parsed.line, parsed.column) == (1, 1)
-    assert format_query(parsed) == text
-
-
-@given(raw_topks())
-@settings(max_examples=500)
-def test_any_spelling_parses_to_the_tree_it_was_written_from(raw: RawTopK) -> None:
-    parsed = parse_query(raw.text)
-    assert parsed == raw.statement, raw.text
-    assert parse_query(format_query(parsed)) == parsed
-
-
-def _conflicts(statements: list[A.Statement]) -> bool:
-    """Whether parse_queries must reject the file for its names (see _check_name)."""
-    defined: dict[str, A.Statement] = {}
-    for s in statements:
-        key, first = query_key(s.name), defined.get(query_key(s.name))
-        if isinstance(s, A.AlterPrecision):
-            if isinstance(first, A.QueryDef | A.TopKDef):
-                return True
-        elif isinstance(s, A.AlterTopK):
-            if isinstance(first, A.QueryDef | A.AggregateDef):
-                return True
-            if isinstance(first, A.TopKDef) and first.bottom != s.bottom:
-                return True
-        elif first is not None:
-            return True
-        else:
-            defined[key] = s
-    return False
-
-
-@given(
-    st.lists(
-        st.one_of(queries(), aggregate_defs(), alters, topk_defs, alter_topks),
-        min_size=1,
-        max_size=6,
-    )
-)
-@settings(max_examples=200)
-def test_files_mixing_every_statement_kind_round_trip(statements: list[A.Statement]) -> None:
-    assume(not _conflicts(statements))
-    text = ";\n".join(f"{format_query(s)}  -- #{i}" for i, s in enumerate(statements))
-    parsed = parse_queries(text)
-    assert parsed == statements
-    assert [type(s) for s in parsed] == [type(s) for s in statements]
-    assert [s.line for s in parsed] == list(range(1, len(statements) + 1))
+import tsmon.query as A
+from tsmon.query import QuerySyntaxError, parse_query
 
 
 @given(

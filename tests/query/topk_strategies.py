@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hypothesis import strategies as st
-from query_strategies import names
+from watch_strategies import names
 
+import tsmon.query as A
 from tsmon.core.units import MAX_DURATION_MS, UNIT_MS
-from tsmon.query import ast as A
-from tsmon.query.printer import format_number, format_objects
+from tsmon.query import format_number, format_objects
 
 _C = r"[A-Za-z0-9_.:*?\[\]!]"
 #: Object patterns: plain ones (one OBJECTS token), real-looking ones, and arbitrary text that

@@ -24,9 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tsmon.protocols.filters import Answer, FilterNetwork, MessageCounts, Query
+from tsmon.query import AggregateDef, AlterPrecision, query_key
 from tsmon.query.aggregate import ResolvedAggregate, resolve_aggregate
-from tsmon.query.ast import AggregateDef, AlterPrecision
-from tsmon.query.parser import query_key
 
 #: The newest point ``(ts_ms, value)`` of a series, or ``None`` if it holds none.
 NewestPoint = Callable[[str], tuple[int, float] | None]

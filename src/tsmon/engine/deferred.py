@@ -61,9 +61,7 @@ from tsmon.protocols.deferral import (
     approximate_values,
 )
 from tsmon.protocols.deferral.model import NO_TS
-from tsmon.query import parse_query
-from tsmon.query.ast import StandingDef
-from tsmon.query.parser import query_key
+from tsmon.query import StandingDef, parse_query, query_key
 
 __all__ = [
     "PARTITION_PREFIX",

@@ -21,7 +21,7 @@ from tsmon import kinds
 from tsmon.engine.settings import HostSettings
 from tsmon.kinds import CoordinatorPart
 from tsmon.protocols.filters.messages import MessageCounts
-from tsmon.query.parser import query_key
+from tsmon.query import query_key
 
 __all__ = ["BatchCounts", "CoordinatorNode"]
 

@@ -37,8 +37,7 @@ from tsmon.engine.standing import StandingQueries, standing_settings
 from tsmon.engine.standing_settings import StandingSettings
 from tsmon.engine.summaries import SummaryQueries
 from tsmon.protocols.filters import MessageCounts
-from tsmon.query import CompiledQuery, compile_query, parse_expr, parse_queries, query_key
-from tsmon.query.ast import Stat
+from tsmon.query import CompiledQuery, Stat, compile_query, parse_expr, parse_queries, query_key
 from tsmon.query.patterns import is_glob, series_matches
 
 

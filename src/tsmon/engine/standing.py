@@ -52,10 +52,9 @@ from tsmon.engine.standing_settings import (
 )
 from tsmon.protocols.deferral import DeferralEngine, StandingQuery
 from tsmon.protocols.deferral.partition import Answer, Counters
-from tsmon.query.ast import StandingDef
-from tsmon.query.parser import query_key
+from tsmon.query import StandingDef, query_key
 from tsmon.query.patterns import is_glob, series_matches
-from tsmon.query.window_syntax import window_spec
+from tsmon.query.tokens import window_spec
 
 __all__ = [
     "DEFAULT_DRIFT_Z",

@@ -32,9 +32,8 @@ import numpy as np
 from tsmon.core.correlated import CorrelatedAggregate, CorrelatedQuery
 from tsmon.core.exphist import BasicCounting, WindowSum
 from tsmon.core.swat import SWAT
-from tsmon.query.ast import ApproxDef, CorrelatedDef, WaveletDef
+from tsmon.query import ApproxDef, CorrelatedDef, WaveletDef, query_key
 from tsmon.query.compile import COMPARISONS
-from tsmon.query.parser import query_key
 
 __all__ = ["SummaryAnswer", "SummaryQueries"]
 

@@ -40,9 +40,7 @@ from tsmon.protocols.topk.coordinator import Coordinator
 from tsmon.protocols.topk.messages import Install, MessageCounts, ToCoordinator, ToNode
 from tsmon.protocols.topk.node import MonitorNode
 from tsmon.protocols.topk.resolver import Resolver
-from tsmon.query.ast import AlterTopK, TopKDef
-from tsmon.query.parser import parse_queries, query_key
-from tsmon.query.printer import format_topk
+from tsmon.query import AlterTopK, TopKDef, format_topk, parse_queries, query_key
 
 __all__ = [
     "THETA",

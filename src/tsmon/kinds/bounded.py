@@ -47,9 +47,8 @@ from tsmon.protocols.filters.messages import (
 )
 from tsmon.protocols.filters.queries import Query, check_delta
 from tsmon.protocols.filters.source import SourceFilter
-from tsmon.query import AggregateDef, AlterPrecision, resolve_aggregate
+from tsmon.query import AggregateDef, AlterPrecision, format_terms, resolve_aggregate
 from tsmon.query.patterns import is_glob, series_matches
-from tsmon.query.printer import format_terms
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from tsmon.engine.hub import CoordinatorNode

@@ -19,9 +19,8 @@ from tsmon.engine.deferred import (
 )
 from tsmon.engine.standing import StandingAnswer, check_window, series_weights
 from tsmon.kinds.base import CoordinatorPart, NodePart, Part, Points, QueryKind, Row
-from tsmon.query import StandingDef
+from tsmon.query import StandingDef, format_percent, format_terms
 from tsmon.query.patterns import is_glob
-from tsmon.query.printer import format_percent, format_terms
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from tsmon.engine.hub import CoordinatorNode

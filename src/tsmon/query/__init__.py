@@ -3,6 +3,15 @@ parse bounded-aggregate queries (``QUERY ... AS SUM(...) WITHIN ...``) and resol
 parse top-k queries (``QUERY ... AS TOP 10 OF doc:* BY hits WITHIN 5``) and standing queries
 (``QUERY ... AS MAX OVER 30m OF AVG(...) WITHIN 0.5 CONFIDENCE 0.9``).
 
+One module per kind of statement holds its syntax-tree nodes, its builder (from the lark tree)
+and its canonical text: :mod:`~tsmon.query.watch` (over :mod:`~tsmon.query.expr`),
+:mod:`~tsmon.query.aggregate` (over :mod:`~tsmon.query.terms`, with the resolver),
+:mod:`~tsmon.query.topk`, :mod:`~tsmon.query.standing`, and the summaries
+:mod:`~tsmon.query.wavelet`, :mod:`~tsmon.query.approx` and :mod:`~tsmon.query.correlated`
+(over :mod:`~tsmon.query.summary`). :mod:`~tsmon.query.tokens` reads and writes the tokens they
+share, :mod:`~tsmon.query.statements` dispatches on the kind, and :mod:`~tsmon.query.parser`
+reads whole files. Other packages import the names below from ``tsmon.query``.
+
 Examples
 --------
 >>> from tsmon.query import compile_query, parse_query
@@ -30,46 +39,157 @@ CorrelatedDef(name='slow', dependent='sum', series='calls.dur', independent='max
     window_points=None)
 """
 
-from tsmon.query.aggregate import QueryResolveError, ResolvedAggregate, resolve_aggregate
-from tsmon.query.ast import (
+from tsmon.query.aggregate import (
     AggregateDef,
     AlterPrecision,
-    AlterTopK,
+    QueryResolveError,
+    ResolvedAggregate,
+    format_aggregate,
+    format_alter,
+    resolve_aggregate,
+)
+from tsmon.query.approx import (
+    APPROX_KINDS,
+    MAX_SUM_VALUE,
     ApproxDef,
-    CorrelatedDef,
-    QueryDef,
-    StandingDef,
-    Statement,
-    Term,
-    TopKDef,
-    WaveletDef,
+    format_approx,
+    format_approx_call,
 )
 from tsmon.query.compile import ArrayBindings, Bindings, CompiledQuery, compile_query
+from tsmon.query.correlated import (
+    DEPENDENT_AGGREGATES,
+    INDEPENDENT_AGGREGATES,
+    CorrelatedDef,
+    format_coefficient,
+    format_correlated,
+    format_correlated_call,
+)
 from tsmon.query.errors import QuerySyntaxError
+from tsmon.query.expr import (
+    ARITH_OPS,
+    COMPARE_OPS,
+    STAT_ALIASES,
+    STATS,
+    BinOp,
+    BoolOp,
+    Call,
+    Compare,
+    Duration,
+    Expr,
+    Neg,
+    Not,
+    Number,
+    Pos,
+    SeriesName,
+    Stat,
+    Timestamp,
+    TimestampMs,
+    Value,
+    format_expr,
+)
+from tsmon.query.nodes import Node
 from tsmon.query.parser import parse_expr, parse_queries, parse_query, query_key
-from tsmon.query.printer import format_expr, format_query
+from tsmon.query.standing import EXTREMA, StandingDef, format_standing
+from tsmon.query.statements import Statement, SummaryDef, format_query
+from tsmon.query.terms import AGGREGATES, WEIGHTED_AGGREGATES, Term, format_terms
+from tsmon.query.tokens import (
+    format_number,
+    format_percent,
+    format_points,
+    format_series,
+    format_window,
+)
+from tsmon.query.topk import (
+    MAX_TOPK,
+    AlterTopK,
+    TopKDef,
+    format_alter_topk,
+    format_objects,
+    format_topk,
+)
+from tsmon.query.watch import EmitItem, QueryDef, format_item, format_watch
+from tsmon.query.wavelet import (
+    DEFAULT_SWAT_POINTS,
+    WAVELET_KINDS,
+    WaveletDef,
+    format_wavelet,
+    format_wavelet_call,
+)
 
 __all__ = [
+    "AGGREGATES",
+    "APPROX_KINDS",
+    "ARITH_OPS",
+    "COMPARE_OPS",
+    "DEFAULT_SWAT_POINTS",
+    "DEPENDENT_AGGREGATES",
+    "EXTREMA",
+    "INDEPENDENT_AGGREGATES",
+    "MAX_SUM_VALUE",
+    "MAX_TOPK",
+    "STATS",
+    "STAT_ALIASES",
+    "WAVELET_KINDS",
+    "WEIGHTED_AGGREGATES",
     "AggregateDef",
     "AlterPrecision",
     "AlterTopK",
     "ApproxDef",
     "ArrayBindings",
+    "BinOp",
     "Bindings",
+    "BoolOp",
+    "Call",
+    "Compare",
     "CompiledQuery",
     "CorrelatedDef",
+    "Duration",
+    "EmitItem",
+    "Expr",
+    "Neg",
+    "Node",
+    "Not",
+    "Number",
+    "Pos",
     "QueryDef",
     "QueryResolveError",
     "QuerySyntaxError",
     "ResolvedAggregate",
+    "SeriesName",
     "StandingDef",
+    "Stat",
     "Statement",
+    "SummaryDef",
     "Term",
+    "Timestamp",
+    "TimestampMs",
     "TopKDef",
+    "Value",
     "WaveletDef",
     "compile_query",
+    "format_aggregate",
+    "format_alter",
+    "format_alter_topk",
+    "format_approx",
+    "format_approx_call",
+    "format_coefficient",
+    "format_correlated",
+    "format_correlated_call",
     "format_expr",
+    "format_item",
+    "format_number",
+    "format_objects",
+    "format_percent",
+    "format_points",
     "format_query",
+    "format_series",
+    "format_standing",
+    "format_terms",
+    "format_topk",
+    "format_watch",
+    "format_wavelet",
+    "format_wavelet_call",
+    "format_window",
     "parse_expr",
     "parse_queries",
     "parse_query",

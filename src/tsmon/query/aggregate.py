@@ -1,6 +1,9 @@
-"""Bind a parsed aggregate query to the series that exist: expand globs, pool weights.
+"""Bounded aggregates, ``QUERY name AS SUM|AVG|MIN|MAX(...) WITHIN delta`` and ``ALTER QUERY
+name WITHIN delta [IMMEDIATELY]``: their syntax-tree nodes, builders and canonical text, and
+their binding to the series that exist.
 
-:func:`resolve_aggregate` turns an :class:`~tsmon.query.ast.AggregateDef` into a
+The arguments (weighted terms, pooled per series) are read and written by
+:mod:`tsmon.query.terms`. :func:`resolve_aggregate` turns an :class:`AggregateDef` into a
 :class:`ResolvedAggregate` over concrete series names, once, when the query is registered
 (series created later do not join it). It uses the engine's matching rule for ``ON`` triggers
 (:mod:`tsmon.query.patterns`: case-sensitive fnmatch; ``*``, ``?`` or ``[`` make a glob).
@@ -14,12 +17,189 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from fractions import Fraction
 
-from tsmon.query.ast import AGGREGATES, WEIGHTED_AGGREGATES, AggregateDef, Term
+from lark import Token, Tree
+
+from tsmon.core.units import abbreviate
+from tsmon.query.nodes import Node
 from tsmon.query.patterns import is_glob, series_matches
+from tsmon.query.terms import (
+    AGGREGATES,
+    WEIGHTED_AGGREGATES,
+    Term,
+    exact_sum,
+    format_terms,
+    pooled_terms,
+)
+from tsmon.query.tokens import Fail, format_number, pos, source_text, within_number
 
 _WEIGHT_AFTER = re.compile(r"(.+)\*((\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?)")
+
+
+@dataclass(frozen=True)
+class AggregateDef(Node):
+    """One ``QUERY name AS AGG(...) WITHIN delta`` statement: a bounded-aggregate query.
+
+    The answer is an interval ``[lo, hi]`` of width at most ``delta`` holding the exact
+    aggregate of the series' current values (Olston, Jiang & Widom 2003):
+
+    * ``sum``: ``Σ K_i·V_i``; ``avg``: ``(1/|S|)·Σ K_i·V_i`` with ``|S|`` the number of
+      distinct series (Appendix B); weights may be negative but never 0;
+    * ``min`` / ``max``: the least / greatest ``V_i``; every weight is 1 (Appendix A).
+
+    ``terms`` are pooled: one :class:`Term` per distinct series spelling, in order of first
+    mention, with the weights of all its mentions summed (so ``SUM(a, a)`` equals ``SUM(2*a)``;
+    for MIN and MAX a repeated series counts once). A glob is pooled by its spelling here;
+    :func:`resolve_aggregate` pools again after expanding it.
+    ``text`` is the statement's source text.
+
+    Examples
+    --------
+    >>> q = AggregateDef("diff", "sum", (Term(2.0, "a.x"), Term(-1.0, "b.x")), 0.5)
+    >>> q.weights, q.delta
+    ({'a.x': 2.0, 'b.x': -1.0}, 0.5)
+    """
+
+    name: str
+    aggregate: str
+    terms: tuple[Term, ...]
+    delta: float
+    text: str = field(default="", compare=False, repr=False)
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """Series (or glob) spelling -> weight, in the order of the terms."""
+        return {term.series: term.coefficient for term in self.terms}
+
+
+@dataclass(frozen=True)
+class AlterPrecision(Node):
+    """``ALTER QUERY name WITHIN delta [IMMEDIATELY]``: a new width for an aggregate query.
+
+    It defines no query; it changes the precision constraint of one registered earlier (in
+    the same file or before). Following §3.4 of the paper, a larger ``delta`` takes effect at
+    the next bound growth; a smaller one is reached gradually, as bounds shrink, unless
+    ``immediately`` is set, which asks the coordinator to shrink bounds at once (explicit
+    shrink messages). ``IMMEDIATELY`` makes no difference when ``delta`` grows.
+
+    Examples
+    --------
+    >>> AlterPrecision("diff", 0.1, immediately=True)
+    AlterPrecision(name='diff', delta=0.1, immediately=True)
+    """
+
+    name: str
+    delta: float
+    immediately: bool = False
+    text: str = field(default="", compare=False, repr=False)
+
+
+# ---- building -----------------------------------------------------------------------------------
+
+
+def width(token: Token, fail: Fail) -> float:
+    """The precision constraint δ of ``WITHIN <token>``: a finite plain number > 0.
+
+    Examples
+    --------
+    >>> def fail(detail, where):
+    ...     raise ValueError(detail)
+    >>> width(Token("WIDTH", "1e-3"), fail), width(Token("WIDTH", "+5"), fail)
+    (0.001, 5.0)
+    >>> width(Token("WIDTH", "5ms"), fail)
+    Traceback (most recent call last):
+    ...
+    ValueError: WITHIN takes a plain number, in the units of the series' values, got '5ms';
+        write e.g. WITHIN 0.5
+    """
+    value = within_number(
+        token, fail, bound="> 0", units="the series' values", example="0.5", noun="width"
+    )
+    if value <= 0:
+        fail(
+            f"WITHIN takes a width > 0 (the largest answer interval hi - lo), got "
+            f"{abbreviate(str(token))}",
+            token,
+        )
+    return value
+
+
+def alter_precision(tree: Tree, source: str, fail: Fail) -> AlterPrecision:
+    """``ALTER QUERY name WITHIN w [IMMEDIATELY]``.
+
+    Examples
+    --------
+    >>> from tsmon.query import parse_query
+    >>> parse_query("alter query diff within 0.1 immediately")
+    AlterPrecision(name='diff', delta=0.1, immediately=True)
+    """
+    name, within, immediately = tree.children
+    return AlterPrecision(
+        str(name),
+        width(within.children[0], fail),
+        immediately is not None,
+        text=source_text(tree, source),
+        **pos(tree),
+    )
+
+
+def aggregate_def(tree: Tree, source: str, fail: Fail) -> AggregateDef:
+    """``QUERY name AS AGG(arg, ...) WITHIN w``, with the terms of all arguments pooled.
+
+    With a ``CONFIDENCE`` clause the body is a standing query, read by
+    :func:`tsmon.query.standing.standing_def` instead.
+
+    Examples
+    --------
+    >>> from tsmon.query import parse_query
+    >>> q = parse_query("QUERY mix AS AVG(0.5*a.x + 1.5 * b.x, -c.x / 4, a.x) WITHIN 0.1")
+    >>> q.weights
+    {'a.x': 1.5, 'b.x': 1.5, 'c.x': -0.25}
+    """
+    name, body = tree.children
+    func, *args, within, _confidence = body.children
+    aggregate = func.lower()
+    return AggregateDef(
+        str(name),
+        aggregate,
+        pooled_terms(args, aggregate, fail),
+        width(within.children[0], fail),
+        text=source_text(tree, source),
+        **pos(tree),
+    )
+
+
+# ---- writing ------------------------------------------------------------------------------------
+
+
+def format_aggregate(query: AggregateDef) -> str:
+    """Canonical text of ``QUERY name AS AGG(...) WITHIN delta``.
+
+    Examples
+    --------
+    >>> from tsmon.query.terms import Term
+    >>> format_aggregate(AggregateDef("m", "max", (Term(1.0, "host*.cpu"),), 1.0))
+    'QUERY m AS MAX(host*.cpu) WITHIN 1'
+    """
+    return (
+        f"QUERY {query.name} AS {query.aggregate.upper()}({format_terms(query.terms)}) "
+        f"WITHIN {format_number(query.delta)}"
+    )
+
+
+def format_alter(alter: AlterPrecision) -> str:
+    """Canonical text of ``ALTER QUERY name WITHIN delta [IMMEDIATELY]``.
+
+    Examples
+    --------
+    >>> format_alter(AlterPrecision("d", 2.5))
+    'ALTER QUERY d WITHIN 2.5'
+    """
+    text = f"ALTER QUERY {alter.name} WITHIN {format_number(alter.delta)}"
+    return f"{text} IMMEDIATELY" if alter.immediately else text
+
+
+# ---- binding to series --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -123,21 +303,6 @@ def _expand(defn: AggregateDef, term: Term, known: dict[str, None]) -> list[str]
         detail = f"unknown series '{term.series}'{_literal_hint(term.series, known)}"
         raise _error(defn, term, detail)
     return [term.series]
-
-
-def exact_sum(values: Iterable[float]) -> float:
-    """The sum of ``values`` rounded once (exact rational arithmetic), so the order of the
-    values does not matter; ``inf`` when it is beyond the float range.
-
-    Examples
-    --------
-    >>> exact_sum([0.1, 0.2, -0.3]), exact_sum([1e308, 1e308, -1e308]), exact_sum([1e308] * 2)
-    (2.7755575615628914e-17, 1e+308, inf)
-    """
-    try:
-        return float(sum((Fraction(value) for value in values), Fraction(0)))
-    except OverflowError:
-        return math.inf
 
 
 def _weight(defn: AggregateDef, name: str, terms: list[Term]) -> float:

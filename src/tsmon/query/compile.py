@@ -23,11 +23,34 @@ from typing import Any, Protocol
 import numpy as np
 
 from tsmon.core.window_spec import WindowSpec
-from tsmon.query import ast
+from tsmon.query.aggregate import AggregateDef, AlterPrecision
+from tsmon.query.approx import ApproxDef
+from tsmon.query.correlated import CorrelatedDef
 from tsmon.query.errors import QuerySyntaxError
+from tsmon.query.expr import (
+    BinOp,
+    BoolOp,
+    Call,
+    Compare,
+    Duration,
+    Expr,
+    Neg,
+    Not,
+    Number,
+    Pos,
+    SeriesName,
+    Stat,
+    Timestamp,
+    TimestampMs,
+    Value,
+    format_expr,
+)
 from tsmon.query.parser import parse_query
 from tsmon.query.patterns import series_matches
-from tsmon.query.printer import format_expr
+from tsmon.query.standing import StandingDef
+from tsmon.query.topk import AlterTopK, TopKDef
+from tsmon.query.watch import EmitItem, QueryDef
+from tsmon.query.wavelet import WaveletDef
 
 
 class Bindings(Protocol):
@@ -103,48 +126,48 @@ def _constant(number: float) -> Evaluator:
     return lambda b: np.full(len(b.value), number, dtype=np.float64)
 
 
-def _build(expr: ast.Expr) -> Evaluator:
-    if isinstance(expr, ast.Number):
+def _build(expr: Expr) -> Evaluator:
+    if isinstance(expr, Number):
         return _constant(expr.value)
-    if isinstance(expr, ast.Duration):
+    if isinstance(expr, Duration):
         return _constant(expr.seconds)
-    if isinstance(expr, ast.Value):
+    if isinstance(expr, Value):
         return lambda b: np.asarray(b.value, dtype=np.float64)
-    if isinstance(expr, ast.Timestamp):
+    if isinstance(expr, Timestamp):
         return lambda b: np.asarray(b.ts_ms, dtype=np.int64) / 1000.0
-    if isinstance(expr, ast.TimestampMs):
+    if isinstance(expr, TimestampMs):
         return lambda b: np.asarray(b.ts_ms, dtype=np.int64)
-    if isinstance(expr, ast.SeriesName):
+    if isinstance(expr, SeriesName):
         return lambda b: np.full(len(b.value), b.series, dtype=object)
-    if isinstance(expr, ast.Stat):
+    if isinstance(expr, Stat):
         name, window = expr.name, expr.window
         return lambda b: np.asarray(b.stat(name, window), dtype=np.float64)
-    if isinstance(expr, ast.Call):
+    if isinstance(expr, Call):
         func, args = _FUNCTIONS[expr.func], [_build(arg) for arg in expr.args]
         return lambda b: func(*(_num(arg(b)) for arg in args))
-    if isinstance(expr, ast.Neg):
+    if isinstance(expr, Neg):
         operand = _build(expr.operand)
         return lambda b: np.negative(_num(operand(b)))
-    if isinstance(expr, ast.Pos):
+    if isinstance(expr, Pos):
         operand = _build(expr.operand)
         return lambda b: _num(operand(b))
-    if isinstance(expr, ast.Not):
+    if isinstance(expr, Not):
         operand = _build(expr.operand)
         return lambda b: ~_truthy(operand(b))
     left, right = _build(expr.left), _build(expr.right)  # type: ignore[attr-defined]
-    if isinstance(expr, ast.BinOp):
+    if isinstance(expr, BinOp):
         arith = _ARITH[expr.op]
         return lambda b: arith(_num(left(b)), _num(right(b)))
-    if isinstance(expr, ast.Compare):
+    if isinstance(expr, Compare):
         compare = COMPARISONS[expr.op]
         return lambda b: compare(_num(left(b)), _num(right(b)))
-    if isinstance(expr, ast.BoolOp):
+    if isinstance(expr, BoolOp):
         both = np.logical_and if expr.op == "and" else np.logical_or
         return lambda b: both(_truthy(left(b)), _truthy(right(b)))
     raise TypeError(f"cannot compile {type(expr).__name__}")  # pragma: no cover
 
 
-def compile_expr(expr: ast.Expr) -> Evaluator:
+def compile_expr(expr: Expr) -> Evaluator:
     """Compile an expression once into a function of :class:`Bindings`.
 
     The result is a float64 array for numeric expressions and a bool array for comparisons
@@ -152,7 +175,7 @@ def compile_expr(expr: ast.Expr) -> Evaluator:
 
     Examples
     --------
-    >>> from tsmon.query.parser import parse_expr
+    >>> from tsmon.query import parse_expr
     >>> f = compile_expr(parse_expr("value / (ts - 1) > 1 OR value % 0"))
     >>> f(ArrayBindings("x", [1000, 2000, 3000], [0.0, 2.0, 3.0]))
     array([False,  True,  True])
@@ -166,7 +189,7 @@ def compile_expr(expr: ast.Expr) -> Evaluator:
     return evaluator
 
 
-_DEFAULT_PAYLOAD = (ast.EmitItem(ast.SeriesName()), ast.EmitItem(ast.Value()))
+_DEFAULT_PAYLOAD = (EmitItem(SeriesName()), EmitItem(Value()))
 
 
 @dataclass(frozen=True)
@@ -193,7 +216,7 @@ class CompiledQuery:
     windows: frozenset[WindowSpec]
     condition: Evaluator = field(repr=False, compare=False)
     payload: tuple[tuple[str, Evaluator], ...] = field(repr=False, compare=False)
-    query: ast.QueryDef = field(repr=False, compare=False)
+    query: QueryDef = field(repr=False, compare=False)
 
     def matches(self, series: str) -> bool:
         """Whether ``series`` matches one of the trigger patterns (case-sensitive fnmatch).
@@ -206,7 +229,7 @@ class CompiledQuery:
         """
         return series_matches(series, self.triggers)
 
-    def __reduce__(self) -> tuple[Any, tuple[ast.QueryDef]]:
+    def __reduce__(self) -> tuple[Any, tuple[QueryDef]]:
         """Pickle as the parsed statement and compile again on load (the evaluators are
         closures): source nodes on Spark keep their queries in pickled state."""
         return compile_query, (self.query,)
@@ -214,33 +237,33 @@ class CompiledQuery:
 
 def _not_a_watch_query(statement: object) -> Exception:
     """The error for compiling anything but a watch query (``QUERY name ON ...``)."""
-    if isinstance(statement, ast.AggregateDef):
+    if isinstance(statement, AggregateDef):
         what = (
             f"QUERY {statement.name} AS {statement.aggregate.upper()}(...) is a bounded-aggregate "
             "query (resolve it with tsmon.query.aggregate.resolve_aggregate)"
         )
-    elif isinstance(statement, ast.AlterPrecision):
+    elif isinstance(statement, AlterPrecision):
         what = f"ALTER QUERY {statement.name} changes the width of an aggregate query"
-    elif isinstance(statement, ast.TopKDef):
+    elif isinstance(statement, TopKDef):
         direction = "BOTTOM" if statement.bottom else "TOP"
         what = f"QUERY {statement.name} AS {direction} {statement.k} OF ... is a top-k query"
-    elif isinstance(statement, ast.AlterTopK):
+    elif isinstance(statement, AlterTopK):
         what = f"ALTER QUERY {statement.name} changes the k of a top-k query"
-    elif isinstance(statement, ast.StandingDef):
+    elif isinstance(statement, StandingDef):
         what = (
             f"QUERY {statement.name} AS ... CONFIDENCE {statement.confidence:g} is a standing query"
         )
-    elif isinstance(statement, ast.WaveletDef):
+    elif isinstance(statement, WaveletDef):
         what = (
             f"QUERY {statement.name} AS {statement.kind.upper()}(...) is a wavelet query "
             "(answered from a SWAT tree)"
         )
-    elif isinstance(statement, ast.ApproxDef):
+    elif isinstance(statement, ApproxDef):
         what = (
             f"QUERY {statement.name} AS APPROX {statement.kind.upper()}(...) is an "
             "approximate-aggregate query (answered from an exponential histogram)"
         )
-    elif isinstance(statement, ast.CorrelatedDef):
+    elif isinstance(statement, CorrelatedDef):
         what = (
             f"QUERY {statement.name} AS {statement.dependent.upper()}(... "
             f"{statement.comparison} {statement.independent.upper()}) is a correlated-aggregate "
@@ -255,7 +278,7 @@ def _not_a_watch_query(statement: object) -> Exception:
     )
 
 
-def compile_query(query: ast.QueryDef | str) -> CompiledQuery:
+def compile_query(query: QueryDef | str) -> CompiledQuery:
     """Compile a parsed statement (or the text of one) into a :class:`CompiledQuery`.
 
     Examples
@@ -284,16 +307,13 @@ def compile_query(query: ast.QueryDef | str) -> CompiledQuery:
     """
     if isinstance(query, str):
         query = parse_query(query)
-    if not isinstance(query, ast.QueryDef):
+    if not isinstance(query, QueryDef):
         raise _not_a_watch_query(query)
     exprs = [item.expr for item in query.emit]
     if query.when is not None:
         exprs.append(query.when)
     needs = frozenset(
-        (node.name, node.window)
-        for expr in exprs
-        for node in expr.walk()
-        if isinstance(node, ast.Stat)
+        (node.name, node.window) for expr in exprs for node in expr.walk() if isinstance(node, Stat)
     )
     if query.when is None:
         condition: Evaluator = lambda b: np.ones(len(b.value), dtype=np.bool_)  # noqa: E731

@@ -3,73 +3,38 @@
 A file holds, in any mix (see ``grammar.lark`` for the syntax):
 
 =========================================================  ======================================
-``QUERY name ON ...``                                       :class:`~tsmon.query.ast.QueryDef`
-``QUERY name AS AGG(...) WITHIN w``                         :class:`~tsmon.query.ast.AggregateDef`
-``ALTER QUERY name WITHIN w [IMMEDIATELY]``                 :class:`~tsmon.query.ast.AlterPrecision`
-``QUERY name AS TOP|BOTTOM k OF p BY m [OVER d] WITHIN e``  :class:`~tsmon.query.ast.TopKDef`
-``ALTER QUERY name TOP|BOTTOM k [WITHIN e]``                :class:`~tsmon.query.ast.AlterTopK`
-``QUERY name AS SUM|AVG(...) WITHIN e CONFIDENCE p``        :class:`~tsmon.query.ast.StandingDef`
-``QUERY name AS MAX|MIN OVER|SINCE ... OF SUM|AVG(...)``    :class:`~tsmon.query.ast.StandingDef`
+``QUERY name ON ...``                                       :class:`~tsmon.query.QueryDef`
+``QUERY name AS AGG(...) WITHIN w``                         :class:`~tsmon.query.AggregateDef`
+``ALTER QUERY name WITHIN w [IMMEDIATELY]``                 :class:`~tsmon.query.AlterPrecision`
+``QUERY name AS TOP|BOTTOM k OF p BY m [OVER d] WITHIN e``  :class:`~tsmon.query.TopKDef`
+``ALTER QUERY name TOP|BOTTOM k [WITHIN e]``                :class:`~tsmon.query.AlterTopK`
+``QUERY name AS SUM|AVG(...) WITHIN e CONFIDENCE p``        :class:`~tsmon.query.StandingDef`
+``QUERY name AS MAX|MIN OVER|SINCE ... OF SUM|AVG(...)``    :class:`~tsmon.query.StandingDef`
 ``WITHIN e CONFIDENCE p``
-``QUERY name AS INNER|POINT|RANGE(s, ...) [OVER N points]``  :class:`~tsmon.query.ast.WaveletDef`
+``QUERY name AS INNER|POINT|RANGE(s, ...) [OVER N points]``  :class:`~tsmon.query.WaveletDef`
 ``[WITHIN d]``
-``QUERY name AS APPROX COUNT|SUM(...) OVER N points``       :class:`~tsmon.query.ast.ApproxDef`
+``QUERY name AS APPROX COUNT|SUM(...) OVER N points``       :class:`~tsmon.query.ApproxDef`
 ``WITHIN p% [MAX R]``
-``QUERY name AS COUNT|SUM(s > AVG) [OVER N points]``        :class:`~tsmon.query.ast.CorrelatedDef`
+``QUERY name AS COUNT|SUM(s > AVG) [OVER N points]``        :class:`~tsmon.query.CorrelatedDef`
 =========================================================  ======================================
 """
 
 from __future__ import annotations
 
 import re
-from functools import cache
-from pathlib import Path
 from typing import NoReturn
 
-from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedInput
+from lark import Tree
 
-from tsmon.core.window_spec import WindowSpec
-from tsmon.query import ast
-from tsmon.query.aggregate_syntax import aggregate_def, alter_precision, finite_number
-from tsmon.query.errors import QuerySyntaxError, from_lark
-from tsmon.query.printer import format_expr, format_percent
-from tsmon.query.standing_syntax import standing_def
-from tsmon.query.summary_syntax import approx_def, correlated_def, wavelet_def
-from tsmon.query.topk_syntax import alter_topk, topk_def
-from tsmon.query.window_syntax import duration_ms, window_spec
-
-_KEYWORDS = frozenset({"query", "on", "when", "emit", "since", "as", "and", "or", "not"})
-_NAMES = {
-    "value": ast.Value,
-    "ts": ast.Timestamp,
-    "ts_ms": ast.TimestampMs,
-    "series": ast.SeriesName,
-}
-
-
-@cache
-def _lark() -> Lark:
-    grammar = Path(__file__).with_name("grammar.lark").read_text(encoding="utf-8")
-    return Lark(
-        grammar,
-        start=["start", "expr"],
-        parser="lalr",
-        lexer="contextual",
-        propagate_positions=True,
-        maybe_placeholders=True,
-    )
-
-
-def terminal_pattern(name: str) -> re.Pattern[str]:
-    """The compiled regex of a terminal of ``grammar.lark``, its one definition.
-
-    Examples
-    --------
-    >>> bool(terminal_pattern("AGG_NAME").fullmatch("aws.cpu-utilisation_5f5533"))
-    True
-    """
-    return re.compile(_lark().get_terminal(name).pattern.to_regexp())
+from tsmon.query.aggregate import AggregateDef, AlterPrecision
+from tsmon.query.errors import QuerySyntaxError
+from tsmon.query.expr import Expr, build_expr, check_no_series
+from tsmon.query.grammar import parse_tree
+from tsmon.query.standing import StandingDef
+from tsmon.query.statements import KIND_NAMES, Definition, Statement, SummaryDef, build
+from tsmon.query.tokens import Fail, format_percent
+from tsmon.query.topk import AlterTopK, TopKDef, direction
+from tsmon.query.watch import QueryDef
 
 
 def query_key(name: str) -> str:
@@ -86,19 +51,19 @@ def query_key(name: str) -> str:
     return name.casefold()
 
 
-def parse_queries(text: str) -> list[ast.Statement]:
+def parse_queries(text: str) -> list[Statement]:
     """Parse a query file: any number of statements separated by newlines or ``;``.
 
-    Returns, in file order, a :class:`~tsmon.query.ast.QueryDef` for each ``QUERY name ON``,
-    an :class:`~tsmon.query.ast.AggregateDef` for each ``QUERY name AS AGG(...) WITHIN w``,
-    an :class:`~tsmon.query.ast.AlterPrecision` for each ``ALTER QUERY name WITHIN w``, a
-    :class:`~tsmon.query.ast.TopKDef` for each ``QUERY name AS TOP|BOTTOM k OF ...``, an
-    :class:`~tsmon.query.ast.AlterTopK` for each ``ALTER QUERY name TOP|BOTTOM k``, a
-    :class:`~tsmon.query.ast.StandingDef` for each ``QUERY name AS ... CONFIDENCE p`` (a
+    Returns, in file order, a :class:`~tsmon.query.QueryDef` for each ``QUERY name ON``,
+    an :class:`~tsmon.query.AggregateDef` for each ``QUERY name AS AGG(...) WITHIN w``,
+    an :class:`~tsmon.query.AlterPrecision` for each ``ALTER QUERY name WITHIN w``, a
+    :class:`~tsmon.query.TopKDef` for each ``QUERY name AS TOP|BOTTOM k OF ...``, an
+    :class:`~tsmon.query.AlterTopK` for each ``ALTER QUERY name TOP|BOTTOM k``, a
+    :class:`~tsmon.query.StandingDef` for each ``QUERY name AS ... CONFIDENCE p`` (a
     standing query: ``SUM|AVG(...)``, or ``MAX|MIN OVER|SINCE ... OF SUM|AVG(...)``), and for
-    the queries answered from stream summaries a :class:`~tsmon.query.ast.WaveletDef` for each
-    ``QUERY name AS INNER|POINT|RANGE(...)``, an :class:`~tsmon.query.ast.ApproxDef` for each
-    ``QUERY name AS APPROX COUNT|SUM(...)`` and a :class:`~tsmon.query.ast.CorrelatedDef` for
+    the queries answered from stream summaries a :class:`~tsmon.query.WaveletDef` for each
+    ``QUERY name AS INNER|POINT|RANGE(...)``, an :class:`~tsmon.query.ApproxDef` for each
+    ``QUERY name AS APPROX COUNT|SUM(...)`` and a :class:`~tsmon.query.CorrelatedDef` for
     each ``QUERY name AS COUNT|SUM(s > AVG)`` (or ``<= c * MIN``, ``>= c * MAX``).
 
     Raises :class:`QuerySyntaxError` (line, column, expected tokens) on any parse or semantic
@@ -171,81 +136,76 @@ def parse_queries(text: str) -> list[ast.Statement]:
     >>> near.span, near.value, near.radius, near.window_points, errs.op, errs.eps, fast.eps
     ((0, 64), 30.0, 2.0, 256, '>', 0.01, 0.1)
     """
-    tree = _parse(text, "start")
+    tree = parse_tree(text, "start")
     try:
-        return _statements(tree, _Builder(text))
+        return _statements(tree, text)
     except RecursionError:
         raise QuerySyntaxError("expression is nested too deeply", 1, 1, text) from None
 
 
-def _statements(tree: Tree, builder: _Builder) -> list[ast.Statement]:
-    text = builder.source
-    statements: list[ast.Statement] = []
-    defined: dict[str, _Definition] = {}
+def _failure(source: str) -> Fail:
+    """The ``fail`` callback of the builders: a :class:`QuerySyntaxError` at ``where`` (a
+    token, tree, node or meta), quoting ``source``."""
+
+    def fail(detail: str, where: object) -> NoReturn:
+        if isinstance(where, Tree):
+            where = where.meta
+        line, column = getattr(where, "line", 1), getattr(where, "column", 1)
+        raise QuerySyntaxError(detail, line, column, source)
+
+    return fail
+
+
+def _statements(tree: Tree, text: str) -> list[Statement]:
+    fail = _failure(text)
+    statements: list[Statement] = []
+    defined: dict[str, Definition] = {}
     previous_end = 0
     for child in tree.children:
         start = child.meta.start_pos
         if statements and not re.search(r"[\n;]", text[previous_end:start]):
-            builder.fail("start each statement on a new line or after ';'", child.meta)
+            fail("start each statement on a new line or after ';'", child.meta)
         previous_end = child.meta.end_pos
-        statement = builder.statement(child)
-        _check_name(statement, defined, builder)
+        statement = build(child, text, fail)
+        _check_name(statement, defined, fail)
         statements.append(statement)
     return statements
 
 
-_Definition = ast.QueryDef | ast.AggregateDef | ast.TopKDef | ast.StandingDef | ast.SummaryDef
-_KINDS = {
-    ast.QueryDef: "a watch query (QUERY ... ON)",
-    ast.AggregateDef: "a bounded-aggregate query (QUERY ... AS AGG(...))",
-    ast.TopKDef: "a top-k query (QUERY ... AS TOP|BOTTOM k)",
-    ast.StandingDef: "a standing query (QUERY ... WITHIN ... CONFIDENCE p)",
-    ast.WaveletDef: "a wavelet query (QUERY ... AS INNER|POINT|RANGE(...))",
-    ast.ApproxDef: "an approximate-aggregate query (QUERY ... AS APPROX COUNT|SUM(...))",
-    ast.CorrelatedDef: "a correlated-aggregate query (QUERY ... AS COUNT|SUM(x > AVG))",
-}
-
-
-def _direction(bottom: bool) -> str:
-    return "BOTTOM" if bottom else "TOP"
-
-
 def _check_name(
-    statement: ast.Statement,
-    defined: dict[str, _Definition],
-    builder: _Builder,
+    statement: Statement,
+    defined: dict[str, Definition],
+    fail: Fail,
 ) -> None:
     """Record a definition by :func:`query_key`; reject duplicates and ALTERs that do not fit
     the kind of query defined earlier in the file."""
     key = query_key(statement.name)
     first = defined.get(key)
-    if isinstance(statement, ast.AlterPrecision | ast.AlterTopK) and isinstance(
-        first, ast.WaveletDef | ast.ApproxDef | ast.CorrelatedDef
-    ):
-        builder.fail(
-            f"query '{first.name}' (line {first.line}:{first.column}) is {_KINDS[type(first)]},"
+    if isinstance(statement, AlterPrecision | AlterTopK) and isinstance(first, SummaryDef):
+        fail(
+            f"query '{first.name}' (line {first.line}:{first.column}) is {KIND_NAMES[type(first)]},"
             " answered from a stream summary, and cannot be altered; to change it, remove the "
             "query and define it again",
             statement,
         )
-    if isinstance(statement, ast.AlterPrecision):
-        if isinstance(first, ast.QueryDef):
-            builder.fail(
+    if isinstance(statement, AlterPrecision):
+        if isinstance(first, QueryDef):
+            fail(
                 f"query '{first.name}' (line {first.line}:{first.column}) is a watch query "
                 "(QUERY ... ON) and has no width; ALTER QUERY ... WITHIN changes aggregate "
                 "queries (QUERY name AS ...)",
                 statement,
             )
-        if isinstance(first, ast.TopKDef):
-            rank = f"{_direction(first.bottom)} {first.k}"
-            builder.fail(
+        if isinstance(first, TopKDef):
+            rank = f"{direction(first.bottom)} {first.k}"
+            fail(
                 f"query '{first.name}' (line {first.line}:{first.column}) is a top-k query and "
                 f"has no width; change its tolerance with ALTER QUERY {statement.name} {rank} "
                 "WITHIN <tolerance>",
                 statement,
             )
-        if isinstance(first, ast.StandingDef) and first.relative:
-            builder.fail(
+        if isinstance(first, StandingDef) and first.relative:
+            fail(
                 f"query '{first.name}' (line {first.line}:{first.column}) has a relative "
                 f"tolerance (WITHIN {format_percent(first.eps)}%) and ALTER QUERY ... WITHIN "
                 "sets an absolute one; to change a relative tolerance, remove the query and "
@@ -253,24 +213,24 @@ def _check_name(
                 statement,
             )
         return
-    if isinstance(statement, ast.AlterTopK):
-        if isinstance(first, ast.QueryDef | ast.AggregateDef | ast.StandingDef):
-            builder.fail(
+    if isinstance(statement, AlterTopK):
+        if isinstance(first, QueryDef | AggregateDef | StandingDef):
+            fail(
                 f"query '{first.name}' (line {first.line}:{first.column}) is "
-                f"{_KINDS[type(first)]} and has no k; ALTER QUERY ... TOP|BOTTOM k changes "
+                f"{KIND_NAMES[type(first)]} and has no k; ALTER QUERY ... TOP|BOTTOM k changes "
                 "top-k queries (QUERY name AS TOP|BOTTOM k ...)",
                 statement,
             )
-        if isinstance(first, ast.TopKDef) and first.bottom != statement.bottom:
-            builder.fail(
+        if isinstance(first, TopKDef) and first.bottom != statement.bottom:
+            fail(
                 f"query '{first.name}' (line {first.line}:{first.column}) is a "
-                f"{_direction(first.bottom)} k query; write ALTER QUERY {statement.name} "
-                f"{_direction(first.bottom)} {statement.k} (ALTER changes k, not the direction)",
+                f"{direction(first.bottom)} k query; write ALTER QUERY {statement.name} "
+                f"{direction(first.bottom)} {statement.k} (ALTER changes k, not the direction)",
                 statement,
             )
         return
     if first is not None:
-        builder.fail(
+        fail(
             f"duplicate query name '{statement.name}' (first defined at line "
             f"{first.line}:{first.column}); give each query its own name",
             statement,
@@ -278,7 +238,7 @@ def _check_name(
     defined[key] = statement
 
 
-def parse_query(text: str) -> ast.Statement:
+def parse_query(text: str) -> Statement:
     """Parse text holding exactly one statement (of any kind, see :func:`parse_queries`).
 
     Examples
@@ -306,7 +266,7 @@ def parse_query(text: str) -> ast.Statement:
     return queries[0]
 
 
-def parse_expr(text: str) -> ast.Expr:
+def parse_expr(text: str) -> Expr:
     """Parse a bare expression, as written after ``WHEN``.
 
     Examples
@@ -314,189 +274,11 @@ def parse_expr(text: str) -> ast.Expr:
     >>> parse_expr("-value % 2")
     BinOp(op='%', left=Neg(operand=Value(spelling='value')), right=Number(value=2.0))
     """
-    builder = _Builder(text)
-    tree = _parse(text, "expr")
+    tree = parse_tree(text, "expr")
+    fail = _failure(text)
     try:
-        expr = builder.expr(tree)
+        expr = build_expr(tree, fail)
     except RecursionError:
         raise QuerySyntaxError("expression is nested too deeply", 1, 1, text) from None
-    builder.no_series(expr)
+    check_no_series(expr, fail)
     return expr
-
-
-def _parse(text: str, start: str) -> Tree:
-    try:
-        return _lark().parse(text, start=start)
-    except UnexpectedInput as exc:
-        raise from_lark(exc, text) from None
-    except RecursionError:
-        raise QuerySyntaxError("expression is nested too deeply", 1, 1, text) from None
-
-
-class _Builder:
-    """Turns lark trees into AST nodes and reports semantic errors at the offending token."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-
-    def fail(self, detail: str, where: object) -> NoReturn:
-        """Raise a :class:`QuerySyntaxError` at ``where`` (a token, tree, node or meta)."""
-        if isinstance(where, Tree):
-            where = where.meta
-        line, column = getattr(where, "line", 1), getattr(where, "column", 1)
-        raise QuerySyntaxError(detail, line, column, self.source)
-
-    @staticmethod
-    def _pos(where: Token | Tree) -> dict[str, int]:
-        meta = where if isinstance(where, Token) else where.meta
-        return {"line": meta.line, "column": meta.column}
-
-    def statement(self, tree: Tree) -> ast.Statement:
-        """Dispatch on the statement kind: ALTER (WITHIN / TOP|BOTTOM), or the body of QUERY
-        (ON ... / AS AGG(...) / AS AGG(...) ... CONFIDENCE p / AS MAX|MIN OVER|SINCE ... /
-        AS TOP|BOTTOM k / AS INNER|POINT|RANGE(...) / AS APPROX ... / AS COUNT|SUM(x > AVG))."""
-        if tree.data == "alter":
-            return alter_precision(tree, self.source, self.fail)
-        if tree.data == "alter_topk":
-            return alter_topk(tree, self.source, self.fail)
-        body = tree.children[1]
-        if body.data == "standing_body" or (
-            body.data == "aggregate_body" and body.children[-1] is not None  # CONFIDENCE p
-        ):
-            return standing_def(tree, self.source, self.fail)
-        if body.data == "aggregate_body":
-            return aggregate_def(tree, self.source, self.fail)
-        if body.data == "topk_body":
-            return topk_def(tree, self.source, self.fail)
-        if body.data in ("inner_body", "point_body", "range_body"):
-            return wavelet_def(tree, self.source, self.fail)
-        if body.data in ("approx_count", "approx_sum"):
-            return approx_def(tree, self.source, self.fail)
-        if body.data == "correlated_body":
-            return correlated_def(tree, self.source, self.fail)
-        return self.watch(tree)
-
-    def watch(self, tree: Tree) -> ast.QueryDef:
-        name, body = tree.children
-        triggers, when, emit, since = body.children
-        items = self.emit(emit) if emit is not None else ()
-        when_expr = self.expr(when.children[0]) if when is not None else None
-        if when_expr is not None:
-            self.no_series(when_expr)
-        text = self.source[tree.meta.start_pos : tree.meta.end_pos]
-        return ast.QueryDef(
-            str(name),
-            self.triggers(triggers),
-            when_expr,
-            items,
-            self.since(since) if since is not None else None,
-            text=text,
-            **self._pos(tree),
-        )
-
-    def triggers(self, tree: Tree) -> tuple[str, ...]:
-        for token in tree.children:
-            if token.lower() in _KEYWORDS:
-                self.fail(f"expected a series name or pattern but got '{token}'", token)
-        return tuple(str(token) for token in tree.children)
-
-    def emit(self, tree: Tree) -> tuple[ast.EmitItem, ...]:
-        items: list[ast.EmitItem] = []
-        labels: dict[str, ast.EmitItem] = {}
-        for child in tree.children:
-            expr_tree, alias = child.children
-            expr = self.expr(expr_tree)
-            if not isinstance(expr, ast.WHOLE_ITEM_ONLY):
-                self.no_series(expr)
-            item = ast.EmitItem(expr, str(alias) if alias is not None else None, **self._pos(child))
-            label = item.alias if item.alias is not None else format_expr(expr)
-            if label in labels:
-                self.fail(f"duplicate EMIT label '{label}'; add AS <name> to tell them apart", item)
-            labels[label] = item
-            items.append(item)
-        return tuple(items)
-
-    def since(self, tree: Tree) -> int:
-        sign, duration = tree.children
-        if sign is None or sign.children[0].type != "MINUS":
-            self.fail("SINCE takes a negative duration, e.g. SINCE -1h", sign or duration)
-        return self.duration_ms(duration)
-
-    def duration_ms(self, token: Token) -> int:
-        return duration_ms(token, self.fail)
-
-    def no_series(self, expr: ast.Expr) -> None:
-        """Reject ``series`` and ``ts_ms`` anywhere but as a whole EMIT item."""
-        for node in expr.walk():
-            if isinstance(node, ast.SeriesName):
-                self.fail("'series' is a string; it can only be a whole EMIT item", node)
-            if isinstance(node, ast.TimestampMs):
-                self.fail(
-                    "'ts_ms' (int64 milliseconds) can only be a whole EMIT item; "
-                    "use ts (seconds) in expressions",
-                    node,
-                )
-
-    def expr(self, tree: Tree | Token) -> ast.Expr:
-        kind = tree.data if isinstance(tree, Tree) else tree.type
-        kids = tree.children if isinstance(tree, Tree) else []
-        pos = self._pos(tree)
-        if kind == "number":
-            return ast.Number(finite_number(kids[0], self.fail), **pos)
-        if kind == "duration":
-            return ast.Duration(self.duration_ms(kids[0]), **pos)
-        if kind == "name":
-            return self.name(kids[0])
-        if kind == "bare_stat":
-            stat = ast.STAT_ALIASES[kids[0].lower()]
-            if stat != "last":
-                self.fail(f"{stat} needs a window, e.g. {stat}(5m) or {stat}(100 points)", kids[0])
-            return ast.Value("last", **pos)
-        if kind == "stat":
-            window = self.window(kids[1])
-            return ast.Stat(ast.STAT_ALIASES[kids[0].lower()], window, **pos)
-        if kind == "call":
-            return self.call(kids[0], kids[1])
-        if kind in ("unary", "bool_not"):
-            operand = self.expr(kids[-1])
-            if kind == "bool_not":
-                return ast.Not(operand, **pos)
-            return (ast.Neg if kids[0] == "-" else ast.Pos)(operand, **pos)
-        if kind in ("arith", "compare"):
-            left, op, right = kids
-            lhs, rhs = self.expr(left), self.expr(right)
-            if kind == "compare":
-                return ast.Compare(ast.COMPARE_ALIASES[str(op)], lhs, rhs, **pos)
-            return ast.BinOp(str(op), lhs, rhs, **pos)
-        if kind in ("bool_and", "bool_or"):
-            return ast.BoolOp(kind[5:], self.expr(kids[0]), self.expr(kids[1]), **pos)
-        raise AssertionError(f"unhandled grammar rule {kind}")  # pragma: no cover
-
-    def name(self, token: Token) -> ast.Expr:
-        word = token.lower()
-        if word in _NAMES:
-            node = _NAMES[word]
-            return node(**self._pos(token))
-        if word in ast.FUNCTIONS:
-            self.fail(f"{word} is a function; call it like {word}(value)", token)
-        self.fail(
-            f"unknown name '{token}'; use value, last, ts, a number, a duration like 5m, "
-            "or a statistic like mean(5m)",
-            token,
-        )
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def call(self, token: Token, args: Tree | None) -> ast.Expr:
-        func = token.lower()
-        if func not in ast.FUNCTIONS:
-            known = ", ".join([*ast.FUNCTIONS, *ast.STATS])
-            self.fail(f"unknown function '{token}'; functions are {known}", token)
-        params = tuple(self.expr(arg) for arg in args.children) if args is not None else ()
-        arity = ast.FUNCTIONS[func]
-        if len(params) != arity:
-            plural = "" if arity == 1 else "s"
-            self.fail(f"{func} takes exactly {arity} argument{plural}, got {len(params)}", token)
-        return ast.Call(func, params, **self._pos(token))
-
-    def window(self, token: Token) -> WindowSpec:
-        return window_spec(token, self.fail)

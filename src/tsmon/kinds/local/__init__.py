@@ -42,8 +42,12 @@ from tsmon.engine.summaries import SummaryAnswer
 from tsmon.kinds.base import Part, QueryKind
 from tsmon.kinds.local.coordinator import LocalCoordinator
 from tsmon.kinds.local.node import LocalNode
-from tsmon.query import ApproxDef, CorrelatedDef, QueryDef, WaveletDef, compile_query
-from tsmon.query.printer import (
+from tsmon.query import (
+    ApproxDef,
+    CorrelatedDef,
+    QueryDef,
+    WaveletDef,
+    compile_query,
     format_approx_call,
     format_correlated_call,
     format_percent,

@@ -13,8 +13,7 @@ from tsmon.engine.events import event_row
 from tsmon.engine.monitor import Monitor
 from tsmon.engine.summaries import SummaryDef, SummaryQueries
 from tsmon.kinds.base import NodePart, Points, Row
-from tsmon.query import QueryDef, compile_query, parse_queries
-from tsmon.query.ast import ApproxDef, CorrelatedDef, WaveletDef
+from tsmon.query import ApproxDef, CorrelatedDef, QueryDef, WaveletDef, compile_query, parse_queries
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from tsmon.engine.settings import HostSettings, RegisterSettings

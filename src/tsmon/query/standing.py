@@ -1,48 +1,113 @@
-"""Build standing-query statements from lark trees: the aggregate, the window, ε and p.
+"""Standing queries with probabilistic deferral, ``QUERY name AS SUM|AVG(...) WITHIN eps
+CONFIDENCE p`` and ``QUERY name AS MAX|MIN OVER|SINCE ... OF SUM|AVG(...) WITHIN eps
+CONFIDENCE p``: their syntax-tree node, builder (the aggregate, the window, ε and p) and
+canonical text.
 
-Used by :mod:`tsmon.query.parser` for ``QUERY name AS SUM|AVG(...) WITHIN eps CONFIDENCE p``
-(an ``aggregate_body`` with a CONFIDENCE clause) and ``QUERY name AS MAX|MIN OVER|SINCE ... OF
-SUM|AVG(...) WITHIN eps CONFIDENCE p`` (a ``standing_body``); the syntax is in ``grammar.lark``
-("Standing aggregate queries"). The arguments of the aggregate are read and pooled as those of
-bounded aggregates (:func:`~tsmon.query.aggregate_syntax.pooled_terms`), windows as those of
-statistics (:func:`~tsmon.query.window_syntax.window_spec`). Every error is a
+The syntax is in ``grammar.lark`` ("Standing aggregate queries"): an ``aggregate_body`` with a
+CONFIDENCE clause, or a ``standing_body``. The arguments of the aggregate are read and pooled
+as those of bounded aggregates (:func:`~tsmon.query.terms.pooled_terms`), windows as those of
+statistics (:func:`~tsmon.query.tokens.window_spec`). Every error is a
 :class:`~tsmon.query.errors.QuerySyntaxError` at the offending token, raised by the ``fail``
 callback the parser passes in.
 """
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from lark import Token, Tree
 
+from tsmon.core.timestamps import format_instant_ms
 from tsmon.core.units import abbreviate
 from tsmon.core.window_spec import WindowKind
-from tsmon.query import ast
-from tsmon.query.aggregate_syntax import Fail, pooled_terms, within_number
-from tsmon.query.window_syntax import instant_ms, window_spec
+from tsmon.query.nodes import Node
+from tsmon.query.terms import WEIGHTED_AGGREGATES, Term, format_terms, pooled_terms
+from tsmon.query.tokens import (
+    DURATION,
+    NOT_FINITE,
+    NUMBER,
+    Fail,
+    format_number,
+    format_percent,
+    instant_ms,
+    percent_fraction,
+    pos,
+    shift,
+    source_text,
+    window_spec,
+    within_number,
+)
 
-_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
-_DURATION = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)(ms|s|m|h|d|w)")
-_NOT_FINITE = frozenset({"inf", "infinity", "nan"})
 _START = "start"
 
-
-def _pos(where: Token | Tree) -> dict[str, int]:
-    meta = where if isinstance(where, Token) else where.meta
-    return {"line": meta.line, "column": meta.column}
+#: Extrema over time of a standing query (``QUERY name AS MAX OVER 30m OF SUM(...) ...``).
+EXTREMA: tuple[str, ...] = ("max", "min")
 
 
-def _text(tree: Tree, source: str) -> str:
-    return source[tree.meta.start_pos : tree.meta.end_pos]
+@dataclass(frozen=True)
+class StandingDef(Node):
+    """One ``QUERY name AS ... WITHIN eps CONFIDENCE p`` statement: a standing aggregate query.
+
+    Standing queries with probabilistic deferral (Zhu & Ravishankar 2004): the linear
+    aggregate ``A = Σ a_i·S_i`` of the series' current values (``aggregate`` is ``"sum"``, or
+    ``"avg"``, which divides by the number of distinct series) is re-evaluated only when a
+    drifting-Brownian-motion model of ``A`` says that ``|A(t) - A(t_eval)|`` may exceed ``eps``
+    with a probability above ``1 - confidence`` (§4.2). ``terms`` are pooled as in
+    :class:`AggregateDef` (one :class:`Term` per distinct series spelling, globs included).
+
+    * ``eps`` is > 0: an absolute tolerance in the units of ``A``, or, when ``relative``
+      (``WITHIN 1%``), the fraction ``p / 100`` of ``|A|`` (so ``0 < eps < 1``, Equation 9);
+    * ``confidence`` is the belief threshold ``p``, ``0 < p < 1``;
+    * ``extremum`` (``"max"`` / ``"min"``) asks for the largest / smallest value of ``A`` over
+      a window instead (§4.3, Theorem 1): a sliding ``window`` (canonical text such as
+      ``"30m"`` or ``"100 points"``, ``MAX OVER 30m OF ...``) or a landmark window, from the
+      instant ``landmark_ms`` (epoch ms, ``MAX SINCE 2026-01-01T00:00:00Z OF ...``) or from when
+      the query started (``since_start``, ``MAX SINCE START OF ...``). Exactly one of the
+      three is set when ``extremum`` is, none otherwise.
+
+    ``text`` is the statement's source text.
+
+    Examples
+    --------
+    >>> from tsmon.query.terms import Term
+    >>> q = StandingDef("port", "sum", (Term(0.3, "ibm.px"), Term(0.7, "msft.px")), 0.5, False, 0.9)
+    >>> q.weights, q.eps, q.relative, q.confidence, q.extremum
+    ({'ibm.px': 0.3, 'msft.px': 0.7}, 0.5, False, 0.9, None)
+    >>> peak = StandingDef("peak", "avg", (Term(1.0, "a.px"),), 0.01, True, 0.95, "max", "30m")
+    >>> peak.window, peak.landmark_ms, peak.since_start
+    ('30m', None, False)
+    >>> peak == StandingDef(
+    ...     "peak", "avg", (Term(1.0, "a.px"),), 0.01, True, 0.95, "max", "30m", text="QUERY ..."
+    ... )
+    True
+    """
+
+    name: str
+    aggregate: str
+    terms: tuple[Term, ...]
+    eps: float
+    relative: bool
+    confidence: float
+    extremum: str | None = None
+    window: str | None = None
+    landmark_ms: int | None = None
+    since_start: bool = False
+    text: str = field(default="", compare=False, repr=False)
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """Series (or glob) spelling -> weight, in the order of the terms.
+
+        Examples
+        --------
+        >>> StandingDef("d", "sum", (Term(2.0, "a.x"), Term(-1.0, "b.x")), 1.0, False, 0.9).weights
+        {'a.x': 2.0, 'b.x': -1.0}
+        """
+        return {term.series: term.coefficient for term in self.terms}
 
 
-def _percent_of(number: str) -> Decimal:
-    """``number`` / 100, exactly (a decimal shift, no rounding)."""
-    sign, digits, exponent = Decimal(number).as_tuple()
-    assert isinstance(exponent, int)  # a finite number
-    return Decimal((sign, digits, exponent - 2))
+# ---- building -----------------------------------------------------------------------------------
 
 
 def tolerance(token: Token, fail: Fail) -> tuple[float, bool]:
@@ -76,22 +141,13 @@ def tolerance(token: Token, fail: Fail) -> tuple[float, bool]:
                 token,
             )
         return value, False
-    number = text[:-1]
-    if not _NUMBER.fullmatch(number):
+    if not NUMBER.fullmatch(text[:-1]):
         fail(f"WITHIN takes a number like 0.5 or a percentage like 1%, got '{shown}'", token)
-    percent = Decimal(number)
-    if not 0 < percent < 100:
-        fail(
-            "WITHIN takes a relative tolerance > 0% and < 100% (a fraction of |A|, the "
-            f"aggregate's absolute value), got {shown}",
-            token,
-        )
-    eps = float(_percent_of(number))
-    if eps == 0:
-        fail(f"relative tolerance '{shown}' is too small to be told apart from 0%", token)
-    if eps >= 1:
-        fail(f"relative tolerance '{shown}' is too close to 100% to be told apart from it", token)
-    return eps, True
+    out_of_range = (
+        "WITHIN takes a relative tolerance > 0% and < 100% (a fraction of |A|, the "
+        f"aggregate's absolute value), got {shown}"
+    )
+    return percent_fraction(token, fail, noun="tolerance", out_of_range=out_of_range), True
 
 
 def confidence(token: Token, fail: Fail) -> float:
@@ -116,16 +172,16 @@ def confidence(token: Token, fail: Fail) -> float:
     """
     text = str(token)
     shown = abbreviate(text)
-    if text.endswith("%") and _NUMBER.fullmatch(text[:-1]):
-        fraction = _percent_of(text[:-1])
+    if text.endswith("%") and NUMBER.fullmatch(text[:-1]):
+        fraction = shift(Decimal(text[:-1]), -2)
         write = f"{fraction.normalize():f}" if 0 < fraction < 1 else "0.9"
         fail(
             "CONFIDENCE takes a probability as a plain number, not a percentage: write "
             f"CONFIDENCE {abbreviate(write)}, not CONFIDENCE {shown}",
             token,
         )
-    if not _NUMBER.fullmatch(text):
-        if text.lstrip("+-").lower() in _NOT_FINITE:
+    if not NUMBER.fullmatch(text):
+        if text.lstrip("+-").lower() in NOT_FINITE:
             fail(f"CONFIDENCE takes a finite probability 0 < p < 1, got '{shown}'", token)
         fail(
             f"CONFIDENCE takes a probability like 0.9 (0 < p < 1), got '{shown}'; "
@@ -161,7 +217,7 @@ def _window(outer: Token, tree: Tree, fail: Fail) -> dict[str, object]:
     text = str(token)
     if text.casefold() == _START:
         return {"since_start": True}
-    if _DURATION.fullmatch(text):
+    if DURATION.fullmatch(text):
         fail(
             f"SINCE takes an instant like 2026-01-01T00:00:00Z or START, got '{abbreviate(text)}';"
             f" for a sliding window write {word} OVER {text.lstrip('+-')} OF ...",
@@ -180,7 +236,7 @@ def _window(outer: Token, tree: Tree, fail: Fail) -> dict[str, object]:
 def _linear(func: Token, fail: Fail, *, outer: Token | None) -> str:
     """The aggregate of ``func``: SUM or AVG (a standing query watches a linear aggregate)."""
     aggregate = func.lower()
-    if aggregate in ast.WEIGHTED_AGGREGATES:
+    if aggregate in WEIGHTED_AGGREGATES:
         return aggregate
     name = func.upper()
     if outer is not None:
@@ -200,12 +256,12 @@ def _linear(func: Token, fail: Fail, *, outer: Token | None) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def standing_def(tree: Tree, source: str, fail: Fail) -> ast.StandingDef:
+def standing_def(tree: Tree, source: str, fail: Fail) -> StandingDef:
     """``QUERY name AS [MAX|MIN OVER|SINCE ... OF] SUM|AVG(...) WITHIN eps CONFIDENCE p``.
 
     Examples
     --------
-    >>> from tsmon.query.parser import parse_query
+    >>> from tsmon.query import parse_query
     >>> parse_query("QUERY peak AS MAX OVER 30m OF AVG(a.px, b.px) WITHIN 0.5 CONFIDENCE 0.9")
     StandingDef(name='peak', aggregate='avg', terms=(Term(coefficient=1.0, series='a.px'),
         Term(coefficient=1.0, series='b.px')), eps=0.5, relative=False, confidence=0.9,
@@ -219,7 +275,7 @@ def standing_def(tree: Tree, source: str, fail: Fail) -> ast.StandingDef:
     else:
         outer, window, func, *args, within, clause = body.children
         extremum = outer.lower()
-        if extremum not in ast.EXTREMA:
+        if extremum not in EXTREMA:
             fail(
                 "a window (OVER or SINCE) follows MAX or MIN, the largest or smallest value of "
                 f"the aggregate over time, e.g. MAX OVER 30m OF SUM(a.x, b.x); got {outer}",
@@ -229,7 +285,7 @@ def standing_def(tree: Tree, source: str, fail: Fail) -> ast.StandingDef:
         aggregate = _linear(func, fail, outer=outer)
     terms = pooled_terms(args, aggregate, fail)
     eps, relative = tolerance(within.children[0], fail)
-    return ast.StandingDef(
+    return StandingDef(
         str(name),
         aggregate,
         terms,
@@ -237,6 +293,48 @@ def standing_def(tree: Tree, source: str, fail: Fail) -> ast.StandingDef:
         relative,
         confidence(clause.children[0], fail),
         **fields,  # type: ignore[arg-type]
-        text=_text(tree, source),
-        **_pos(tree),
+        text=source_text(tree, source),
+        **pos(tree),
+    )
+
+
+# ---- writing ------------------------------------------------------------------------------------
+
+
+def _format_tolerance(eps: float, relative: bool) -> str:
+    return f"{format_percent(eps)}%" if relative else format_number(eps)
+
+
+def format_standing(query: StandingDef) -> str:
+    """Canonical text of ``QUERY name AS [MAX|MIN OVER|SINCE ... OF] SUM|AVG(...) WITHIN eps
+    CONFIDENCE p``.
+
+    Examples
+    --------
+    >>> from tsmon.query.terms import Term
+    >>> port = (Term(0.3, "ibm.px"), Term(0.7, "msft.px"))
+    >>> format_standing(StandingDef("port", "sum", port, 0.5, False, 0.9))
+    'QUERY port AS SUM(0.3 * ibm.px + 0.7 * msft.px) WITHIN 0.5 CONFIDENCE 0.9'
+    >>> two = (Term(1.0, "a.px"), Term(1.0, "b.px"))
+    >>> format_standing(StandingDef("low", "avg", two, 0.02, True, 0.8, "min", "100 points"))
+    'QUERY low AS MIN OVER 100 points OF AVG(a.px, b.px) WITHIN 2% CONFIDENCE 0.8'
+    >>> format_standing(StandingDef("top", "avg", two, 0.5, False, 0.9, "max", since_start=True))
+    'QUERY top AS MAX SINCE START OF AVG(a.px, b.px) WITHIN 0.5 CONFIDENCE 0.9'
+    >>> high = StandingDef("high", "sum", two[:1], 0.5, False, 0.9, "max", None, 1767225600000)
+    >>> format_standing(high)
+    'QUERY high AS MAX SINCE 2026-01-01T00:00:00Z OF SUM(a.px) WITHIN 0.5 CONFIDENCE 0.9'
+    """
+    text = f"QUERY {query.name} AS "
+    if query.extremum is not None:
+        if query.window is not None:
+            window = f"OVER {query.window}"
+        elif query.landmark_ms is not None:
+            window = f"SINCE {format_instant_ms(query.landmark_ms)}"
+        else:
+            window = "SINCE START"
+        text += f"{query.extremum.upper()} {window} OF "
+    return (
+        f"{text}{query.aggregate.upper()}({format_terms(query.terms)}) "
+        f"WITHIN {_format_tolerance(query.eps, query.relative)} "
+        f"CONFIDENCE {format_number(query.confidence)}"
     )

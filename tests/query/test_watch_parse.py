@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import tsmon.query as A
 from tsmon.core.window_spec import WindowSpec
 from tsmon.query import (
     ArrayBindings,
@@ -17,7 +18,6 @@ from tsmon.query import (
     parse_query,
     query_key,
 )
-from tsmon.query import ast as A
 
 FIVE_M, ONE_H = WindowSpec.time(300_000), WindowSpec.time(3_600_000)
 
@@ -257,3 +257,30 @@ def test_query_key_is_the_duplicate_name_rule() -> None:
     assert len({query_key(n) for n in names}) == 2
     with pytest.raises(QuerySyntaxError, match="duplicate query name 'A'"):
         parse_queries("QUERY a ON x\nQUERY A ON x")
+
+
+def test_unknown_function_lists_the_functions() -> None:
+    with pytest.raises(QuerySyntaxError) as info:
+        parse_query("QUERY q ON x WHEN meen(5m) > 1")
+    for name in ["abs", "mean", "stddev", "coverage", "slope", "rate"]:
+        assert name in str(info.value)
+
+
+def test_deep_nesting_is_a_syntax_error_not_a_crash() -> None:
+    text = "QUERY q ON x WHEN " + "abs(" * 3000 + "1" + ")" * 3000
+    with pytest.raises(QuerySyntaxError, match="nested too deeply"):
+        parse_query(text)
+
+
+def test_limits_are_inclusive() -> None:
+    q = parse_query(
+        "QUERY q ON x WHEN mean(36525d) + count(1099511627776 points) + first(since "
+        "2262-04-11T23:47:16.854Z) + last(since 1677-09-21T00:12:43.146Z) > 1 SINCE -36525d"
+    )
+    assert q.since_ms == 36_525 * 86_400_000
+    assert sorted(str(s.window) for s in q.when.walk() if hasattr(s, "window")) == [
+        "1099511627776 points",
+        "36525d",
+        "since 1677-09-21T00:12:43.146Z",
+        "since 2262-04-11T23:47:16.854Z",
+    ]

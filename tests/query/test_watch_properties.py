@@ -1,4 +1,5 @@
-"""Property tests: canonical text round-trips, and vectorized evaluation matches a scalar model."""
+"""Property tests of watch queries beyond the contract (test_contract.py): expressions and
+windows round-trip through their text, and vectorized evaluation matches a scalar model."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import math
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from query_strategies import all_windows, exprs, queries, reference, source_text, truthy
+from watch_strategies import all_windows, exprs, reference, source_text, truthy
 
+import tsmon.query as A
 from tsmon.core.units import UNIT_MS
 from tsmon.core.window_spec import WindowSpec
 from tsmon.query import (
@@ -17,13 +19,11 @@ from tsmon.query import (
     compile_query,
     format_expr,
     format_query,
+    format_window,
     parse_expr,
-    parse_queries,
     parse_query,
 )
-from tsmon.query import ast as A
 from tsmon.query.compile import compile_expr
-from tsmon.query.printer import format_window
 
 
 @given(exprs)
@@ -44,23 +44,6 @@ def test_parse_print_parse_is_stable_on_raw_source(data: st.DataObject) -> None:
     parsed = parse_expr(text)
     assert parsed == expr, text
     assert parse_expr(format_expr(parsed)) == parsed
-
-
-@given(queries())
-@settings(max_examples=150)
-def test_canonical_statement_round_trip(query: A.QueryDef) -> None:
-    text = format_query(query)
-    parsed = parse_query(text)
-    assert parsed == query, text
-    assert parsed.text == text
-    assert format_query(parsed) == text
-
-
-@given(st.lists(queries(), min_size=1, max_size=4, unique_by=lambda q: q.name.lower()))
-@settings(max_examples=50)
-def test_files_of_statements_round_trip(qs: list[A.QueryDef]) -> None:
-    text = "-- generated\n" + "\n;\n".join(f"{format_query(q)}  -- #{i}" for i, q in enumerate(qs))
-    assert parse_queries(text) == qs
 
 
 @given(all_windows)

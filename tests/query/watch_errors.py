@@ -1,10 +1,7 @@
-"""Malformed queries: exact positions, expected tokens and readable messages."""
+"""Malformed watch queries: exact positions, expected tokens and readable messages (the cases
+of the contract tests in test_contract.py)."""
 
 from __future__ import annotations
-
-import pytest
-
-from tsmon.query import QuerySyntaxError, parse_queries, parse_query
 
 WINDOW = "a window like 5m or 100 points"
 OPERATOR = "an operator like + * or >"
@@ -84,92 +81,5 @@ TOO_LARGE = [
     (f"QUERY q ON x WHEN value > {HUGE}", 1, 27, "is too large"),
 ]
 
-
-@pytest.mark.parametrize(("text", "line", "column", "expected", "found"), PARSE_ERRORS)
-def test_parse_errors(text: str, line: int, column: int, expected: list[str], found: str) -> None:
-    check_parse_error(text, line, column, expected, found)
-
-
-def check_parse_error(text: str, line: int, column: int, expected: list[str], found: str) -> None:
-    """Parsing ``text`` fails at ``line:column`` expecting ``expected``, showing a caret."""
-    with pytest.raises(QuerySyntaxError) as info:
-        parse_queries(text)
-    err = info.value
-    assert (err.line, err.column) == (line, column), str(err)
-    for token in expected:
-        assert token in err.expected, (token, err.expected)
-    message = str(err)
-    assert message.startswith(f"line {line}:{column}: expected "), message
-    assert found in message
-    source_line = text.splitlines()[line - 1]
-    caret_line = message.splitlines()[-1]
-    assert message.splitlines()[-2] == f"  {source_line}"
-    assert caret_line == "  " + " " * (column - 1) + "^"
-
-
-@pytest.mark.parametrize(("text", "line", "column", "detail"), SEMANTIC_ERRORS)
-def test_semantic_errors(text: str, line: int, column: int, detail: str | None) -> None:
-    with pytest.raises(QuerySyntaxError) as info:
-        parse_queries(text)
-    err = info.value
-    assert (err.line, err.column) == (line, column), str(err)
-    assert f"line {line}:{column}: " in str(err)
-    if detail is not None:
-        assert detail in str(err)
-    assert err.expected == []
-
-
-def test_syntax_error_is_value_error_and_never_a_lark_exception() -> None:
-    for text in ["QUERY", "QUERY q ON", "QUERY q ON x WHEN ((", "\x00", "QUERY q ON x WHEN 1 @ 2"]:
-        with pytest.raises(QuerySyntaxError) as info:
-            parse_queries(text)
-        assert isinstance(info.value, ValueError)
-        assert type(info.value) is QuerySyntaxError
-        assert info.value.__cause__ is None
-
-
-def test_unknown_function_lists_the_functions() -> None:
-    with pytest.raises(QuerySyntaxError) as info:
-        parse_query("QUERY q ON x WHEN meen(5m) > 1")
-    for name in ["abs", "mean", "stddev", "coverage", "slope", "rate"]:
-        assert name in str(info.value)
-
-
-def test_parse_query_wants_exactly_one_statement() -> None:
-    with pytest.raises(QuerySyntaxError, match="exactly one"):
-        parse_query("QUERY a ON x; QUERY b ON y")
-    with pytest.raises(QuerySyntaxError, match="exactly one"):
-        parse_query("-- nothing here")
-
-
-def test_deep_nesting_is_a_syntax_error_not_a_crash() -> None:
-    text = "QUERY q ON x WHEN " + "abs(" * 3000 + "1" + ")" * 3000
-    with pytest.raises(QuerySyntaxError, match="nested too deeply"):
-        parse_query(text)
-
-
-@pytest.mark.parametrize(("text", "line", "column", "detail"), TOO_LARGE)
-def test_huge_values_are_syntax_errors_with_a_short_message(
-    text: str, line: int, column: int, detail: str
-) -> None:
-    with pytest.raises(QuerySyntaxError) as info:
-        parse_queries(text)
-    err = info.value
-    assert (err.line, err.column) == (line, column), str(err)
-    first = str(err).splitlines()[0]
-    assert detail in first
-    assert len(first) < 200, first  # the value is abbreviated, not quoted in full
-
-
-def test_limits_are_inclusive() -> None:
-    q = parse_query(
-        "QUERY q ON x WHEN mean(36525d) + count(1099511627776 points) + first(since "
-        "2262-04-11T23:47:16.854Z) + last(since 1677-09-21T00:12:43.146Z) > 1 SINCE -36525d"
-    )
-    assert q.since_ms == 36_525 * 86_400_000
-    assert sorted(str(s.window) for s in q.when.walk() if hasattr(s, "window")) == [
-        "1099511627776 points",
-        "36525d",
-        "since 1677-09-21T00:12:43.146Z",
-        "since 2262-04-11T23:47:16.854Z",
-    ]
+# Huge values: the message's first line stays short (the value is abbreviated).
+ABBREVIATED = [(text, 200) for text, *_ in TOO_LARGE]

@@ -1,11 +1,7 @@
-"""Malformed top-k statements: exact positions, expected tokens and readable messages."""
+"""Malformed top-k statements: exact positions, expected tokens and readable messages (the cases
+of the contract tests in test_contract.py)."""
 
 from __future__ import annotations
-
-import pytest
-from test_query_errors import check_parse_error
-
-from tsmon.query import QuerySyntaxError, parse_queries
 
 RANK = "a whole number like 10"
 OBJECTS = "an object name or pattern"
@@ -156,45 +152,8 @@ SEMANTIC_ERRORS = [
         "is a top-k query and has no width; change its tolerance with ALTER QUERY q TOP 3 WITHIN",
     ),
     ("QUERY q AS TOP 3 OF x BY y WITHIN 0 ALTER QUERY q TOP 4", 1, 37, "new line or after ';'"),
+    ("ALTER QUERY q TOP " + "9" * 5000, 1, 19, "is too large"),
 ]
 
-
-@pytest.mark.parametrize(("text", "line", "column", "expected", "found"), PARSE_ERRORS)
-def test_parse_errors(text: str, line: int, column: int, expected: list[str], found: str) -> None:
-    check_parse_error(text, line, column, expected, found)
-
-
-@pytest.mark.parametrize(("text", "line", "column", "detail"), SEMANTIC_ERRORS)
-def test_semantic_errors(text: str, line: int, column: int, detail: str) -> None:
-    with pytest.raises(QuerySyntaxError) as info:
-        parse_queries(text)
-    err = info.value
-    assert (err.line, err.column) == (line, column), str(err)
-    assert str(err).startswith(f"line {line}:{column}: ")
-    assert detail in str(err), str(err)
-    assert err.expected == []
-
-
-def test_a_huge_k_is_abbreviated() -> None:
-    with pytest.raises(QuerySyntaxError, match="is too large") as info:
-        parse_queries("ALTER QUERY q TOP " + "9" * 5000)
-    assert len(str(info.value).splitlines()[0]) < 200
-
-
-def test_a_quoted_pattern_is_not_offered_as_a_series_name() -> None:
-    with pytest.raises(QuerySyntaxError) as info:
-        parse_queries("QUERY q AS TOP 3 OF")
-    assert info.value.expected == ["an object name or pattern"]
-
-
-def test_alter_precision_of_an_aggregate_is_still_fine_next_to_top_k_queries() -> None:
-    statements = parse_queries(
-        "QUERY s AS SUM(a) WITHIN 1\nQUERY t AS TOP 1 OF x BY y WITHIN 0\n"
-        "ALTER QUERY s WITHIN 2 IMMEDIATELY\nALTER QUERY t TOP 2 WITHIN 1"
-    )
-    assert [type(s).__name__ for s in statements] == [
-        "AggregateDef",
-        "TopKDef",
-        "AlterPrecision",
-        "AlterTopK",
-    ]
+# Huge values: the message's first line stays short (the value is abbreviated).
+ABBREVIATED = [("ALTER QUERY q TOP " + "9" * 5000, 200)]

@@ -1,11 +1,7 @@
-"""Malformed standing queries: exact positions, expected tokens and readable messages."""
+"""Malformed standing queries: exact positions, expected tokens and readable messages (the cases
+of the contract tests in test_contract.py)."""
 
 from __future__ import annotations
-
-import pytest
-from test_query_errors import check_parse_error
-
-from tsmon.query import QuerySyntaxError, parse_queries
 
 WINDOW = "a window like 5m or 100 points"
 LANDMARK = "an instant like 2026-01-01T00:00:00Z or START"
@@ -230,39 +226,11 @@ SEMANTIC_ERRORS = [
     (f"{S} CONFIDENCE 0.9 ALTER QUERY q WITHIN 2", 1, 43, "new line or after ';'"),
 ]
 
-
-@pytest.mark.parametrize(("text", "line", "column", "expected", "found"), PARSE_ERRORS)
-def test_parse_errors(text: str, line: int, column: int, expected: list[str], found: str) -> None:
-    check_parse_error(text, line, column, expected, found)
-
-
-@pytest.mark.parametrize(("text", "line", "column", "detail"), SEMANTIC_ERRORS)
-def test_semantic_errors(text: str, line: int, column: int, detail: str) -> None:
-    with pytest.raises(QuerySyntaxError) as info:
-        parse_queries(text)
-    err = info.value
-    assert (err.line, err.column) == (line, column), str(err)
-    assert str(err).startswith(f"line {line}:{column}: ")
-    assert detail in str(err), str(err)
-    assert err.expected == []
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        f"{S} CONFIDENCE 0.{'9' * 5000}",
-        f"{S} CONFIDENCE {'9' * 5000}%",
-        f"QUERY q AS SUM(a) WITHIN {'9' * 5000}% CONFIDENCE 0.9",
-        f"QUERY q AS SUM(a) WITHIN 0.{'0' * 5000}1% CONFIDENCE 0.9",
-        f"QUERY q AS MAX SINCE {'1' * 5000} OF SUM(a) WITHIN 1 CONFIDENCE .9",
-    ],
-)
-def test_huge_values_are_abbreviated(text: str) -> None:
-    with pytest.raises(QuerySyntaxError) as info:
-        parse_queries(text)
-    assert len(str(info.value).splitlines()[0]) < 300, str(info.value)
-
-
-def test_a_tiny_relative_tolerance_written_in_full_is_fine() -> None:
-    parsed = parse_queries(f"QUERY q AS SUM(a) WITHIN 0.{'0' * 300}1% CONFIDENCE 0.9")[0]
-    assert parsed.relative and parsed.eps == 1e-303
+# Huge values: the message's first line stays short (the value is abbreviated).
+ABBREVIATED = [
+    (f"{S} CONFIDENCE 0.{'9' * 5000}", 300),
+    (f"{S} CONFIDENCE {'9' * 5000}%", 300),
+    (f"QUERY q AS SUM(a) WITHIN {'9' * 5000}% CONFIDENCE 0.9", 300),
+    (f"QUERY q AS SUM(a) WITHIN 0.{'0' * 5000}1% CONFIDENCE 0.9", 300),
+    (f"QUERY q AS MAX SINCE {'1' * 5000} OF SUM(a) WITHIN 1 CONFIDENCE .9", 300),
+]

@@ -7,10 +7,10 @@ import operator
 
 from hypothesis import strategies as st
 
+import tsmon.query as A
 from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS
 from tsmon.core.units import MAX_DURATION_MS, UNIT_MS
 from tsmon.core.window_spec import MAX_POINTS, WindowSpec
-from tsmon.query import ast as A
 
 # ---- syntax trees in canonical form ----------------------------------------------------------
 
@@ -68,7 +68,7 @@ patterns = st.from_regex(r"[A-Za-z0-9_*?][A-Za-z0-9_.:*?\-]{0,10}", fullmatch=Tr
 @st.composite
 def queries(draw: st.DrawFn) -> A.QueryDef:
     """Whole statements with unique EMIT labels."""
-    from tsmon.query.printer import format_expr
+    from tsmon.query import format_expr
 
     items: list[A.EmitItem] = []
     labels: set[str] = set()
@@ -121,7 +121,7 @@ def source_text(draw: st.DrawFn, expr: A.Expr | None = None) -> str:
         if isinstance(e, A.Timestamp):
             return case("ts")
         if isinstance(e, A.Number | A.Duration):
-            from tsmon.query.printer import format_expr
+            from tsmon.query import format_expr
 
             return format_expr(e)
         if isinstance(e, A.Call):

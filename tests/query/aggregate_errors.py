@@ -1,11 +1,7 @@
-"""Malformed aggregate statements: exact positions, expected tokens and readable messages."""
+"""Malformed aggregate statements: exact positions, expected tokens and readable messages (the
+cases of the contract tests in test_contract.py)."""
 
 from __future__ import annotations
-
-import pytest
-from test_query_errors import check_parse_error
-
-from tsmon.query import QuerySyntaxError, parse_queries
 
 SERIES = "a series name"
 WIDTH = "a width like 0.5"
@@ -83,33 +79,8 @@ SEMANTIC_ERRORS = [
     ("QUERY q AS SUM(a) WITHIN 1\nQUERY Q AS MAX(b) WITHIN 1", 2, 1, "duplicate query name 'Q'"),
     ("QUERY q ON x\nALTER QUERY Q WITHIN 1", 2, 1, "query 'q' (line 1:1) is a watch query"),
     ("QUERY q AS SUM(a) WITHIN 1 ALTER QUERY q WITHIN 2", 1, 28, "new line or after ';'"),
+    ("ALTER QUERY q WITHIN " + "9" * 5000, 1, 22, "is too large"),
 ]
 
-
-@pytest.mark.parametrize(("text", "line", "column", "expected", "found"), PARSE_ERRORS)
-def test_parse_errors(text: str, line: int, column: int, expected: list[str], found: str) -> None:
-    check_parse_error(text, line, column, expected, found)
-
-
-@pytest.mark.parametrize(("text", "line", "column", "detail"), SEMANTIC_ERRORS)
-def test_semantic_errors(text: str, line: int, column: int, detail: str) -> None:
-    with pytest.raises(QuerySyntaxError) as info:
-        parse_queries(text)
-    err = info.value
-    assert (err.line, err.column) == (line, column), str(err)
-    assert str(err).startswith(f"line {line}:{column}: ")
-    assert detail in str(err)
-    assert err.expected == []
-
-
-def test_a_huge_width_is_abbreviated() -> None:
-    with pytest.raises(QuerySyntaxError, match="is too large") as info:
-        parse_queries("ALTER QUERY q WITHIN " + "9" * 5000)
-    assert len(str(info.value).splitlines()[0]) < 200
-
-
-def test_expected_lists_inside_aggregates_are_not_collapsed_into_operators() -> None:
-    with pytest.raises(QuerySyntaxError) as info:
-        parse_queries("QUERY q AS SUM(a b) WITHIN 1")
-    assert "an arithmetic operator like + or *" not in info.value.expected
-    assert info.value.expected.count("a series name") == 0
+# Huge values: the message's first line stays short (the value is abbreviated).
+ABBREVIATED = [("ALTER QUERY q WITHIN " + "9" * 5000, 200)]
