@@ -10,6 +10,7 @@ from rich.console import Console
 
 import tsmon.query as A
 from tsmon import cli
+from tsmon.cli import commands
 from tsmon.query import (
     AggregateDef,
     ApproxDef,
@@ -387,7 +388,7 @@ def test_compile_query_refuses_summary_statements_with_a_position(text: str, wha
 def test_check_lists_summary_queries(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli, "console", Console(width=300, highlight=False, markup=False))
+    monkeypatch.setattr(commands, "console", Console(width=300, highlight=False, markup=False))
     path = tmp_path / "summaries.tsq"
     path.write_text(FILE, encoding="utf-8")
     assert cli.main(["check", str(path)]) == 0
