@@ -35,7 +35,7 @@ sliding_windows = st.one_of(
     st.sampled_from([1, 500, 1_800_000, 3_600_000, MAX_DURATION_MS]).map(WindowSpec.time),
     st.integers(1, MAX_POINTS).map(WindowSpec.count),
     st.sampled_from([1, 100, MAX_POINTS]).map(WindowSpec.count),
-).map(str)
+)
 landmarks = st.one_of(
     st.integers(MIN_INSTANT_MS, MAX_INSTANT_MS),
     st.sampled_from([MIN_INSTANT_MS, -1, 0, 1_767_225_600_000, MAX_INSTANT_MS]),
@@ -144,7 +144,7 @@ def raw_standings(draw: st.DrawFn) -> RawStanding:
     if statement.extremum is not None:
         text += f"{word(statement.extremum)}{sp()}"
         if statement.window is not None:
-            text += f"{word('over')}{sp()}{_window_text(draw, statement.window)}"
+            text += f"{word('over')}{sp()}{_window_text(draw, str(statement.window))}"
         elif statement.landmark_ms is not None:
             text += f"{word('since')}{sp()}{_landmark_text(draw, statement.landmark_ms)}"
         else:

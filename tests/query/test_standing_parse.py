@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import tsmon.query as A
+from tsmon.core.window_spec import WindowSpec
 from tsmon.query import (
     AggregateDef,
     QuerySyntaxError,
@@ -45,9 +46,18 @@ def test_the_statements_of_the_brief() -> None:
     assert idx == StandingDef(
         "idx", "avg", (T(1.0, "a.px"), T(1.0, "b.px"), T(1.0, "c.px")), 0.01, True, 0.95
     )
-    assert peak == StandingDef("peak", "avg", AB, 0.5, False, 0.9, "max", "30m")
+    assert peak == StandingDef(
+        "peak", "avg", AB, 0.5, False, 0.9, "max", WindowSpec.time(1_800_000)
+    )
     assert low == StandingDef(
-        "low", "sum", (T(1.0, "a.px"), T(-1.0, "b.px")), 2.0, False, 0.8, "min", "100 points"
+        "low",
+        "sum",
+        (T(1.0, "a.px"), T(-1.0, "b.px")),
+        2.0,
+        False,
+        0.8,
+        "min",
+        WindowSpec.count(100),
     )
     assert high == StandingDef(
         "high", "sum", (T(1.0, "a.px"),), 0.5, False, 0.9, "max", landmark_ms=NEW_YEAR_MS
@@ -68,7 +78,7 @@ def test_field_types_and_defaults() -> None:
         False,
     )
     assert idx.relative and idx.eps == 0.01
-    assert type(peak.window) is str and peak.landmark_ms is None and not peak.since_start
+    assert type(peak.window) is WindowSpec and peak.landmark_ms is None and not peak.since_start
     assert type(high.landmark_ms) is int and high.window is None and not high.since_start
     assert top.since_start and top.window is None and top.landmark_ms is None
     assert port.weights == {"ibm.px": 0.3, "msft.px": 0.7}
@@ -88,7 +98,7 @@ def test_keywords_are_case_insensitive_and_statements_span_lines() -> None:
         "query Peak as\n  max -- the largest\n  Over 1h\n  of avg(a.px,\n b.px)\n"
         "  wItHiN .5 -- absolute\n  cOnFiDeNcE .9"
     )
-    assert q == StandingDef("Peak", "avg", AB, 0.5, False, 0.9, "max", "1h")
+    assert q == StandingDef("Peak", "avg", AB, 0.5, False, 0.9, "max", WindowSpec.time(3_600_000))
     assert q.text.endswith("cOnFiDeNcE .9")
     for spelling in ["confidence", "CONFIDENCE", "Confidence"]:
         assert isinstance(parse_query(f"QUERY q AS SUM(a) WITHIN 1 {spelling} 0.5"), StandingDef)
@@ -98,7 +108,7 @@ def test_keywords_are_case_insensitive_and_statements_span_lines() -> None:
         ).since_start
     for spelling in ["max", "MAX", "Max"]:
         q = parse_query(f"QUERY q AS {spelling} OVER 5 POINTS OF Sum(a) Within 1 Confidence .5")
-        assert (q.extremum, q.window, q.aggregate) == ("max", "5 points", "sum")
+        assert (q.extremum, str(q.window), q.aggregate) == ("max", "5 points", "sum")
 
 
 def test_names_and_series_are_case_sensitive_text() -> None:
@@ -183,7 +193,7 @@ def test_confidence_takes_a_probability(p: str, want: float) -> None:
 )
 def test_over_takes_a_duration_or_a_count(window: str, canonical: str) -> None:
     q = parse_query(f"QUERY q AS MAX OVER {window} OF SUM(a) WITHIN 1 CONFIDENCE 0.9")
-    assert q.window == canonical
+    assert str(q.window) == canonical
 
 
 @pytest.mark.parametrize(

@@ -38,12 +38,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from typing import NoReturn
 
 import numpy as np
-from lark import Token
 
-from tsmon.core.window_spec import WindowKind
+from tsmon.core.window_spec import WindowKind, WindowSpec
 from tsmon.engine.standing_settings import (
     DEFAULT_DRIFT_Z,
     SETTINGS_KEYS,
@@ -54,7 +52,6 @@ from tsmon.protocols.deferral import DeferralEngine, StandingQuery
 from tsmon.protocols.deferral.partition import Answer, Counters
 from tsmon.query import StandingDef, query_key
 from tsmon.query.patterns import is_glob, series_matches
-from tsmon.query.tokens import window_spec
 
 __all__ = [
     "DEFAULT_DRIFT_Z",
@@ -259,11 +256,6 @@ def standing_query(
     )
 
 
-def _duration_ms(window: str) -> int | None:
-    """Milliseconds of a duration window (``"30m"``), ``None`` for a count (``"100 points"``)."""
-
-    def fail(detail: str, where: object) -> NoReturn:
-        raise ValueError(detail)
-
-    spec = window_spec(Token("WINDOW", window), fail)
-    return spec.size if spec.kind is WindowKind.TIME else None
+def _duration_ms(window: WindowSpec) -> int | None:
+    """Milliseconds of a duration window (``30m``), ``None`` for a count (``100 points``)."""
+    return window.size if window.kind is WindowKind.TIME else None

@@ -119,7 +119,7 @@ def _describe(statement: StandingDef) -> tuple[str, str, str]:
     window = "-"
     if statement.extremum is not None:
         if statement.window is not None:
-            window = statement.window
+            window = str(statement.window)
         elif statement.landmark_ms is not None:
             window = f"since {format_instant_ms(statement.landmark_ms)}"
         else:

@@ -20,7 +20,7 @@ from lark import Token, Tree
 
 from tsmon.core.timestamps import format_instant_ms
 from tsmon.core.units import abbreviate
-from tsmon.core.window_spec import WindowKind
+from tsmon.core.window_spec import WindowKind, WindowSpec
 from tsmon.query.nodes import Node
 from tsmon.query.terms import WEIGHTED_AGGREGATES, Term, format_terms, pooled_terms
 from tsmon.query.tokens import (
@@ -60,11 +60,11 @@ class StandingDef(Node):
       (``WITHIN 1%``), the fraction ``p / 100`` of ``|A|`` (so ``0 < eps < 1``, Equation 9);
     * ``confidence`` is the belief threshold ``p``, ``0 < p < 1``;
     * ``extremum`` (``"max"`` / ``"min"``) asks for the largest / smallest value of ``A`` over
-      a window instead (§4.3, Theorem 1): a sliding ``window`` (canonical text such as
-      ``"30m"`` or ``"100 points"``, ``MAX OVER 30m OF ...``) or a landmark window, from the
-      instant ``landmark_ms`` (epoch ms, ``MAX SINCE 2026-01-01T00:00:00Z OF ...``) or from when
-      the query started (``since_start``, ``MAX SINCE START OF ...``). Exactly one of the
-      three is set when ``extremum`` is, none otherwise.
+      a window instead (§4.3, Theorem 1): a sliding ``window`` (a
+      :class:`~tsmon.core.window_spec.WindowSpec`, ``MAX OVER 30m OF ...``) or a landmark
+      window, from the instant ``landmark_ms`` (epoch ms, ``MAX SINCE 2026-01-01T00:00:00Z OF
+      ...``) or from when the query started (``since_start``, ``MAX SINCE START OF ...``).
+      Exactly one of the three is set when ``extremum`` is, none otherwise.
 
     ``text`` is the statement's source text.
 
@@ -74,11 +74,13 @@ class StandingDef(Node):
     >>> q = StandingDef("port", "sum", (Term(0.3, "ibm.px"), Term(0.7, "msft.px")), 0.5, False, 0.9)
     >>> q.weights, q.eps, q.relative, q.confidence, q.extremum
     ({'ibm.px': 0.3, 'msft.px': 0.7}, 0.5, False, 0.9, None)
-    >>> peak = StandingDef("peak", "avg", (Term(1.0, "a.px"),), 0.01, True, 0.95, "max", "30m")
-    >>> peak.window, peak.landmark_ms, peak.since_start
+    >>> from tsmon.core.window_spec import WindowSpec
+    >>> half = WindowSpec.time(1_800_000)
+    >>> peak = StandingDef("peak", "avg", (Term(1.0, "a.px"),), 0.01, True, 0.95, "max", half)
+    >>> str(peak.window), peak.landmark_ms, peak.since_start
     ('30m', None, False)
     >>> peak == StandingDef(
-    ...     "peak", "avg", (Term(1.0, "a.px"),), 0.01, True, 0.95, "max", "30m", text="QUERY ..."
+    ...     "peak", "avg", (Term(1.0, "a.px"),), 0.01, True, 0.95, "max", half, text="QUERY ..."
     ... )
     True
     """
@@ -90,7 +92,7 @@ class StandingDef(Node):
     relative: bool
     confidence: float
     extremum: str | None = None
-    window: str | None = None
+    window: WindowSpec | None = None
     landmark_ms: int | None = None
     since_start: bool = False
     text: str = field(default="", compare=False, repr=False)
@@ -213,7 +215,7 @@ def _window(outer: Token, tree: Tree, fail: Fail) -> dict[str, object]:
                 f"for a landmark window write {word} SINCE <instant> OF ...",
                 token,
             )
-        return {"window": str(spec)}
+        return {"window": spec}
     text = str(token)
     if text.casefold() == _START:
         return {"since_start": True}
@@ -265,7 +267,8 @@ def standing_def(tree: Tree, source: str, fail: Fail) -> StandingDef:
     >>> parse_query("QUERY peak AS MAX OVER 30m OF AVG(a.px, b.px) WITHIN 0.5 CONFIDENCE 0.9")
     StandingDef(name='peak', aggregate='avg', terms=(Term(coefficient=1.0, series='a.px'),
         Term(coefficient=1.0, series='b.px')), eps=0.5, relative=False, confidence=0.9,
-        extremum='max', window='30m', landmark_ms=None, since_start=False)
+        extremum='max', window=WindowSpec(kind=<WindowKind.TIME: 'time'>, size=1800000),
+        landmark_ms=None, since_start=False)
     """
     name, body = tree.children
     fields: dict[str, object] = {}
