@@ -12,7 +12,7 @@ Per set, variant and ``p``:
 * **evaluations / ticks**: evaluations summed over the 10 queries, over 10 × ticks (each query
   could be evaluated once per tick);
 * **per-tick fidelity**: the fraction of (query, tick) pairs whose current answer (the last
-  evaluation's ``value``, as ``Monitor.standing_answers`` gives it) is within ε of the exact AVG
+  evaluation's ``value``, as ``Monitor.answers("standing")`` gives it) is within ε of the exact AVG
   of the series' values at that tick; pooled over the 10 queries, and the worst query's;
 * every evaluation is checked against the exact AVG at its tick (the largest error is printed).
 
@@ -88,7 +88,7 @@ def run(kind: str, variant: str, c: float, ps: tuple[float, ...], ticks: int | N
     for t in range(len(ds.xs)):
         now = START_MS + t * TICK_MS
         mon.ingest(names, [now] * len(names), ds.xs[t].tolist())
-        answers = mon.standing_answers()
+        answers = mon.answers("standing")
         for q, b, _ in queries:
             a = answers[q]
             if a.ts_ms == now:

@@ -124,7 +124,7 @@ def test_the_cap_reaches_the_queries(standing: dict, step_ms: float) -> None:
     evaluated = set()
     for minute in range(1, 400):
         monitor.ingest(["flat.v"], [minute * 60_000], [5.0])
-        evaluated.add(monitor.standing_answers()["f"].ts_ms)
+        evaluated.add(monitor.answers("standing")["f"].ts_ms)
     steady = sorted(t for t in evaluated if t > 150 * 60_000)  # after the warm-up
     gaps = np.diff(steady)
     if math.isinf(step_ms):

@@ -23,7 +23,7 @@ def walks(seed: int, ticks: int, sigma: float = 1.0) -> np.ndarray:
 
 def feed(monitor: Monitor, t: int, row: np.ndarray, names: list[str] = NAMES) -> dict:
     monitor.ingest(names, [t * TICK] * len(names), row.tolist())
-    return monitor.standing_answers()
+    return monitor.answers("standing")
 
 
 @settings(max_examples=6, deadline=None)
