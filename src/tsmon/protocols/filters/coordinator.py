@@ -110,11 +110,11 @@ class Coordinator:
     >>> coord.add_query(Query.avg("q", ["a", "b"], 1.0))
     [Shrink(object_id='a', width=1.0, ts_ms=0, seq=1, adaptive=True), \
 Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
-    >>> for ts, obj, v in [(10, "a", 2.0), (20, "b", 4.0), (30, "a", 3.0)]:
+    >>> for ts, obj, v in [(10, "a", 2.0), (20, "b", 4.0), (30, "a", 2.5)]:
     ...     coord.receive(StreamedUpdate(obj, v, ts, width_seq=coord.seq), arrival_ms=ts)
     >>> _ = coord.advance(30)
     >>> coord.answer("q")
-    Answer(value=3.5, lo=3.0, hi=4.0, as_of_ms=30)
+    Answer(value=3.25, lo=2.75, hi=3.75, as_of_ms=30)
     >>> coord.advance(1_000)    # a was busier: it takes the leftover 0.2
     [Growth(object_id='a', width=1.1, ts_ms=1000, seq=3, adaptive=True)]
     """
@@ -155,9 +155,10 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         for obj, c in self.cost_of.items():
             if not (math.isfinite(c) and c > 0):
                 raise ValueError(f"message cost C of {obj!r} must be finite and > 0, got {c}")
-        self.cache = BoundCache()
+        self.cache = BoundCache(self.factor)
         self.queries: dict[str, Query] = {}
         self.counts = np.zeros(0, dtype=np.int64)  # N_i in the current period (§3.2)
+        self.escapes = np.zeros(0)  # per object, the smallest |V − centre| streamed this period
         self.seq = 0
         self.now_ms: int | None = None  # answers are as of this time
         self.settled_ms: int | None = None  # boundaries and width messages are up to this time
@@ -200,13 +201,26 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
             self.settled_ms = boundary
             self._confirm(boundary)
             out += self._on_period(boundary)
-            self.next_boundary_ms = boundary + self.period_ms
+            self.next_boundary_ms = self._next_busy(boundary, settled, horizon)
         for update in self.queue.release(horizon):
             self._apply(update)
         self.settled_ms = settled
         self._confirm(settled)
         self.now_ms = max(horizon, self.now_ms or horizon)
         return out
+
+    def _next_busy(self, boundary: int, settled: int, horizon: int) -> int:
+        """The next boundary to run after ``boundary``: a boundary with no update counted
+        before it only shrinks (no growth without a burden, see :meth:`_on_period`), so a run
+        of such boundaries is skipped to its last one in O(1) (the shrinks are in closed form,
+        :meth:`BoundCache.set_period`): an event-time jump of any length does not spin."""
+        t = self.period_ms
+        following = boundary + t
+        if self.counts.any():
+            return following
+        nxt = self.queue.next_ts()
+        limit = settled if nxt is None or nxt > horizon else min(settled, nxt)
+        return max(following, limit // t * t)
 
     def start(self, now_ms: int) -> None:
         """Start the coordinator's clock at ``now_ms``; the first boundary is the next multiple
@@ -215,11 +229,15 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
             raise ValueError(f"the coordinator started already, at {self.settled_ms} ms or before")
         self.settled_ms = self.now_ms = int(now_ms)
         self.next_boundary_ms = (self.settled_ms // self.period_ms + 1) * self.period_ms
+        self.cache.set_period(self.settled_ms // self.period_ms)
 
     def _apply(self, update: StreamedUpdate) -> None:
         i = self.cache.i(update.object_id)
         if not update.forced:
             self.counts[i] += 1
+            escape = abs(update.value - self.cache.centres[i])  # nan before a first value
+            if escape < self.escapes[i]:
+                self.escapes[i] = escape
         self.cache.recentre(i, update.value, update.ts_ms, update.seq)
         if update.width_seq is not None and i in self.cache.pending:
             heapq.heappush(self._confirms, (update.ts_ms, i, update.width_seq))
@@ -240,22 +258,31 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
     # ----------------------------------------------------------------- §3.1, §3.2
 
     def _on_period(self, boundary: int) -> list[WidthMessage]:
-        self.cache.shrink_period(self.factor)  # §3.1, in step with the sources
-        widths = self.cache.assumed()
-        costs = np.array([self.cost_of.get(o, 1.0) for o in self.cache.objects])
-        burdens = burden_scores(self.counts, widths, costs, self.period_ms)
+        self.cache.set_period(boundary // self.period_ms)  # §3.1, in step with the sources
+        sent, escapes = self.counts > 0, self.escapes.copy()
+        counts = self.counts.copy()
         self.counts[:] = 0
+        self.escapes[:] = np.inf
         sys_ = self.system
         kk = sys_.k[sys_.growth_rows]
-        if kk.shape[0] == 0:
-            return []
-        candidates = np.flatnonzero(sys_.adaptive & self.cache.adaptive)
+        # beyond §3.2: an object that sent nothing this period cannot send less with more width
+        candidates = np.flatnonzero(sys_.adaptive & self.cache.adaptive & sent)
         candidates = np.array([i for i in candidates if i not in self.cache.pending], dtype=int)
+        if kk.shape[0] == 0 or len(candidates) == 0:
+            return []
+        widths = self.cache.assumed()
+        costs = np.array([self.cost_of.get(o, 1.0) for o in self.cache.objects])
+        burdens = burden_scores(counts, widths, costs, self.period_ms)
         targets = burden_targets(kk, burdens)
         devs = deviations(kk, burdens, targets)
         caps = growth_caps(burdens, devs, widths) if self.growth == "capped" else None
+        # nor by less than would have kept its nearest escape this period (inf when it sent
+        # only a first value: no width avoids that)
+        finite = np.isfinite(escapes)
+        needs = np.full(len(widths), np.inf)
+        needs[finite] = 2 * escapes[finite] - widths[finite]
         grown = grow_greedily(
-            kk, sys_.budgets[sys_.growth_rows], widths, devs, candidates, self.rng, caps
+            kk, sys_.budgets[sys_.growth_rows], widths, devs, candidates, self.rng, caps, needs
         )
         out: list[WidthMessage] = []
         for i in sorted(grown):
@@ -432,7 +459,7 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         """Make ``objects`` known (``W = inf``) before any query reads them."""
         for obj in objects:
             self.cache.add(obj)
-        self.counts = np.concatenate(
-            [self.counts, np.zeros(len(self.cache) - len(self.counts), dtype=np.int64)]
-        )
+        more = len(self.cache) - len(self.counts)
+        self.counts = np.concatenate([self.counts, np.zeros(more, dtype=np.int64)])
+        self.escapes = np.concatenate([self.escapes, np.full(more, np.inf)])
         self.system = self._build(self.queries)

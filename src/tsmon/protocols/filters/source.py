@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from tsmon.protocols.filters.bounds import shrunk
 from tsmon.protocols.filters.messages import Shrink, StreamedUpdate, WidthMessage
 
 
@@ -18,7 +19,10 @@ class SourceFilter:
     Width messages carry an absolute width as of their timestamp ``t_m``. A message from the
     future (``t_m`` after this filter's time) is held until the filter's time reaches ``t_m``; a
     late one is applied with the shrinks of every boundary passed since ``t_m`` replayed, so the
-    width equals the coordinator's to the bit (the same float multiplications in the same order).
+    width equals the coordinator's to the bit (both evaluate :func:`~tsmon.protocols.filters.
+    bounds.shrunk` from the message's period). Time moves in closed form: a jump over ``k``
+    periods costs O(log k) float comparisons (the first boundary whose bound drops the value),
+    not ``k`` iterations.
     A message older than the last one applied (by sequence number) is ignored. A shrink, or a
     change of adaptivity, is answered with the current value (a *forced* update) so that the
     coordinator learns the narrower bound is in force (§3.4, §4).
@@ -58,6 +62,8 @@ class SourceFilter:
         self.object_id = object_id
         self.period_ms = int(period_ms)
         self.factor = 1.0 - float(shrink)
+        self.base = math.inf  # the width as of period `anchor` (§3.1 shrinks in closed form)
+        self.anchor = 0
         self.width = math.inf
         self.adaptive = False
         self.centre: float | None = None
@@ -93,19 +99,55 @@ class SourceFilter:
         ]
 
     def advance(self, now_ms: int) -> list[StreamedUpdate]:
-        """Move this filter's event time to ``now_ms``, running every boundary on the way."""
+        """Move this filter's event time to ``now_ms``, running every boundary on the way.
+
+        Between held messages falling due nothing but the shrinks happens, so each stretch is
+        one step in closed form: the value is sent at most once, at the first boundary whose
+        bound no longer holds it (then it is the centre and stays inside).
+        """
         self._check_time(now_ms)
         start = now_ms if self.now_ms is None else self.now_ms
         out: list[StreamedUpdate] = []
-        for k in range(start // self.period_ms + 1, now_ms // self.period_ms + 1):
-            boundary = k * self.period_ms
-            self.now_ms = boundary
-            if self.adaptive:
-                self.width *= self.factor  # §3.1: W_i := W_i·(1 − S)
-            out += self._release(boundary)
-            out += self._send(boundary, forced=False)  # §3.1: re-apply the filter
+        first, last = start // self.period_ms + 1, now_ms // self.period_ms
+        while first <= last:
+            due = [m.ts_ms for m in self.held if m.ts_ms <= last * self.period_ms]
+            # the next boundary releasing a held message, else the last one
+            stop = min([-(-t // self.period_ms) for t in due] + [last])
+            stop = max(stop, first)
+            escape = self.first_escape(first, stop)
+            if escape is not None:
+                out += self._boundary(escape)
+            out += self._boundary(stop)
+            first = stop + 1
         self.now_ms = now_ms
         return out + self._release(now_ms)
+
+    def _boundary(self, k: int) -> list[StreamedUpdate]:
+        """Boundary ``k``: shrink (§3.1), release due messages, re-apply the filter."""
+        boundary = k * self.period_ms
+        self.now_ms = boundary
+        self._set_period(k)
+        return self._release(boundary) + self._send(boundary, forced=False)
+
+    def _set_period(self, k: int) -> None:
+        if self.adaptive:
+            self.width = shrunk(self.base, self.factor, k - self.anchor)  # W·(1 − S)^k
+
+    def first_escape(self, first: int, stop: int) -> int | None:
+        """The first boundary ``k`` in ``[first, stop)`` (periods) where the shrunk bound no
+        longer holds the current value, with no message applied on the way; ``None`` if none."""
+        if not self.adaptive or first >= stop:
+            return None
+        saved, lo, hi = self.width, first, stop  # the width only narrows: monotone in k
+        while lo < hi:
+            mid = (lo + hi) // 2
+            self.width = shrunk(self.base, self.factor, mid - self.anchor)
+            if self._escaped():
+                hi = mid
+            else:
+                lo = mid + 1
+        self.width = saved
+        return lo if lo < stop else None
 
     def observe(self, now_ms: int, value: float) -> list[StreamedUpdate]:
         """Take the object's new exact value; return what to send (often nothing)."""
@@ -144,10 +186,10 @@ class SourceFilter:
             if self.width_seq is not None and message.seq <= self.width_seq:
                 continue  # older than a message already applied
             changed = isinstance(message, Shrink) or message.adaptive != self.adaptive
-            width = float(message.width)
-            passed = now_ms // self.period_ms - message.ts_ms // self.period_ms
-            for _ in range(passed if message.adaptive else 0):
-                width *= self.factor  # §3.1, the shrinks since t_m, as the coordinator did them
-            self.width, self.adaptive, self.width_seq = width, message.adaptive, message.seq
+            self.base, self.anchor = float(message.width), message.ts_ms // self.period_ms
+            self.adaptive, self.width_seq = message.adaptive, message.seq
+            self.width = self.base
+            self._set_period(now_ms // self.period_ms)  # §3.1, the shrinks since t_m
+            width = self.width
             out += self._send(now_ms, forced=changed and math.isfinite(width))
         return out
