@@ -30,13 +30,13 @@ class DelayedFilters(QueryChanges):
     universe = OBJECTS
 
     @initialize(
-        period=st.integers(1, 60),
+        period=st.one_of(st.none(), st.integers(1, 60)),  # None: T chosen online
         shrink=st.floats(0.0, 0.5),
         latency=st.integers(0, 40),
         seed=st.integers(0, 2**32 - 1),
         fifo=st.booleans(),
     )
-    def start(self, period: int, shrink: float, latency: int, seed: int, fifo: bool) -> None:
+    def start(self, period: int | None, shrink: float, latency: int, seed: int, fifo: bool) -> None:
         rng = np.random.default_rng(seed)
         links: dict[str, int] = {}
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tsmon.protocols.filters.coordinator import Answer, Coordinator
+from tsmon.protocols.filters.coordinator import NEVER_MS, Answer, Coordinator
 from tsmon.protocols.filters.messages import (
     EnvelopeCounts,
     Message,
@@ -49,7 +49,8 @@ class FilterNetwork:
     queries
         Queries registered at ``start_ms``.
     period_ms
-        Adjustment period ``T`` in milliseconds.
+        Adjustment period ``T`` in milliseconds; ``None`` lets the coordinator choose it from
+        the sampling interval it observes (sources learn it from their width messages).
     shrink
         Shrink percentage ``S``.
     rng
@@ -90,7 +91,7 @@ class FilterNetwork:
         self,
         objects: Iterable[str],
         queries: Sequence[Query],
-        period_ms: int,
+        period_ms: int | None,
         shrink: float,
         rng: np.random.Generator,
         *,
@@ -113,7 +114,7 @@ class FilterNetwork:
         )
         self.sources = {o: SourceFilter(o, period_ms, shrink) for o in objects}
         self.coordinator.set_objects(self.sources)
-        self.period_ms = int(period_ms)
+        self.period_ms = self.coordinator.period_ms
         self.shrink = float(shrink)
         self.delay = delay
         self.counts = MessageCounts()
@@ -122,7 +123,9 @@ class FilterNetwork:
         self.now_ms = int(start_ms)
         self._events: list[tuple[int, int, int, str, Any]] = []
         self._order = itertools.count()
-        self._next_boundary = (self.now_ms // self.period_ms + 1) * self.period_ms
+        self._next_boundary = NEVER_MS
+        if self.period_ms is not None:
+            self._next_boundary = (self.now_ms // self.period_ms + 1) * self.period_ms
         self._log: list[Message] = []
         self.coordinator.start(self.now_ms - self._tick_delay())
         for q in queries:
@@ -172,6 +175,9 @@ class FilterNetwork:
         """
         self._push(until_ms, _TICK, "tick")  # answers as of until_ms − λ
         while True:
+            if self.period_ms is None and self.coordinator.period_ms is not None:
+                self.period_ms = self.coordinator.period_ms  # chosen: boundaries from now on
+                self._next_boundary = (self.now_ms // self.period_ms + 1) * self.period_ms
             b = self._next_boundary
             if b <= until_ms and (not self._events or self._events[0][0] >= b):
                 b = self._skip(b, until_ms)
@@ -202,6 +208,7 @@ class FilterNetwork:
         coordinator has nothing counted or queued (so it grows nothing), no source holds a
         message, and no source's shrinking bound drops its value there."""
         t = self.period_ms
+        assert t is not None
         deliveries = [e[0] for e in self._events if e[1] == _DELIVER]
         limit = min([until_ms + 1, *deliveries]) - 1  # the last time before any delivery
         last = limit // t * t
