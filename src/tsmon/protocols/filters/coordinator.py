@@ -36,6 +36,7 @@ from tsmon.protocols.filters.precision import (
     burden_scores,
     burden_targets,
     deviations,
+    finite_burdens,
     grow_greedily,
     growth_caps,
 )
@@ -319,7 +320,7 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
             return []
         widths = self.cache.assumed()
         costs = np.array([self.cost_of.get(o, 1.0) for o in self.cache.objects])
-        burdens = burden_scores(counts, widths, costs, self.period_ms)
+        burdens = finite_burdens(burden_scores(counts, widths, costs, self.period_ms))
         targets = burden_targets(kk, burdens)
         devs = deviations(kk, burdens, targets)
         caps = growth_caps(burdens, devs, widths) if self.growth == "capped" else None

@@ -260,6 +260,8 @@ def burden_scores(
 ) -> np.ndarray:
     """Burden scores ``B_i = C_i/(P_i·W_i)`` with ``P_i = T/N_i`` (§3.2); 0 when ``N_i = 0``.
 
+    A width shrunk to 0 gives ``inf``; :func:`finite_burdens` makes the scores solvable.
+
     Examples
     --------
     >>> burden_scores(np.array([4, 0]), np.array([2.0, 1.0]), np.ones(2), 10).tolist()
@@ -268,8 +270,29 @@ def burden_scores(
     b = np.zeros(len(widths))
     sent = counts > 0
     periods = period_ms / counts[sent]  # §3.2: P_i = T / N_i
-    b[sent] = costs[sent] / (periods * widths[sent])  # §3.2: B_i = C_i / (P_i·W_i)
+    with np.errstate(divide="ignore", over="ignore"):  # W_i = 0 (shrunk away): B_i = inf
+        b[sent] = costs[sent] / (periods * widths[sent])  # §3.2: B_i = C_i / (P_i·W_i)
     return b
+
+
+def finite_burdens(burdens: np.ndarray) -> np.ndarray:
+    """Burden scores scaled to a largest finite score of 1, ``inf`` (``W_i = 0``) as 10^6.
+
+    Targets, deviations and growth caps only compare burdens with each other (App. B is
+    linear, the caps use ratios), so the scale changes no decision; it keeps the solve from
+    overflowing when a width has shrunk to 0 or near it.
+
+    Examples
+    --------
+    >>> finite_burdens(np.array([0.0, 4.0, np.inf, 2.0])).tolist()
+    [0.0, 1.0, 1000000.0, 0.5]
+    """
+    finite = np.isfinite(burdens)
+    top = float(burdens[finite].max()) if finite.any() else 0.0
+    scaled = burdens[finite] / top if top > 0 else burdens[finite]
+    out = np.full(len(burdens), 1e6)
+    out[finite] = scaled
+    return out
 
 
 def burden_targets(k: sp.csr_matrix, burdens: np.ndarray) -> np.ndarray:
