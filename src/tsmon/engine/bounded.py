@@ -35,16 +35,20 @@ _MAKERS = {"avg": Query.avg, "sum": Query.sum, "min": Query.min, "max": Query.ma
 
 @dataclass(frozen=True)
 class FilterSettings:
-    """Algorithm parameters: adjustment period ``T`` (ms), shrink percentage ``S``, seed, and
-    the growth allocation (``"paper"`` or ``"capped"``, see ``protocols.filters.Coordinator``)."""
+    """Algorithm parameters: adjustment period ``T`` (ms; ``None``, the default: chosen online,
+    ten observed sampling intervals, see ``protocols.filters.tuning``), shrink percentage
+    ``S``, seed, and the growth allocation (``"paper"`` or ``"capped"``, see
+    ``protocols.filters.Coordinator``)."""
 
-    period_ms: int = 10_000
+    period_ms: int | None = None
     shrink: float = 0.05
     seed: int = 0
     growth: str = "capped"
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.period_ms, int) and self.period_ms > 0):
+        if self.period_ms is not None and not (
+            isinstance(self.period_ms, int) and self.period_ms > 0
+        ):
             raise ValueError(f"filter period T must be a positive duration, got {self.period_ms}")
         if not 0 <= self.shrink < 1:
             raise ValueError(f"filter shrink S must be in [0, 1), got {self.shrink}; e.g. 0.05")

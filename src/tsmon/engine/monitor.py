@@ -69,7 +69,8 @@ class Monitor:
     duplicates
         ``"keep_last"`` (a point at an existing timestamp replaces it) or ``"keep_first"``.
     filter_period, filter_shrink, filter_growth, seed
-        Adjustment period ``T`` (``"10s"``; the paper uses 10 sampling intervals), shrink
+        Adjustment period ``T`` (default ``None``: chosen online, 10 observed sampling
+        intervals as the paper's ``T = 10`` time units, longer for quiet streams), shrink
         percentage ``S``, growth allocation and tie-break seed of the adaptive filters behind
         bounded-aggregate queries (``QUERY q AS AVG(a, b) WITHIN 2``); see
         :mod:`tsmon.engine.bounded`. Growth defaults to ``"capped"`` rather than the paper's
@@ -101,7 +102,7 @@ class Monitor:
         retention: str | int | None = "1d",
         allowed_lateness: str | int = 0,
         duplicates: str = "keep_last",
-        filter_period: str | int = "10s",
+        filter_period: str | int | None = None,
         filter_shrink: float = 0.05,
         filter_growth: str = "capped",
         seed: int = 0,
@@ -127,8 +128,7 @@ class Monitor:
         self._dead = DeadLetters()
         self._events = EventLog()
         self._counts: Counter[str] = Counter()
-        period = _millis("filter_period", filter_period)
-        assert period is not None
+        period = _millis("filter_period", filter_period)  # None: chosen online
         self._bounded = BoundedQueries(
             FilterSettings(period, float(filter_shrink), int(seed), filter_growth)
         )

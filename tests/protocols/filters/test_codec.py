@@ -26,9 +26,21 @@ messages = st.one_of(
         width_seq=st.none() | ints,
         forced=st.booleans(),
         seq=ints,
+        shadow=st.none() | ints,  # set once the period was chosen online (tuning)
     ),
-    st.builds(Growth, ids, widths, ints, seq=ints, adaptive=st.booleans()),
-    st.builds(Shrink, ids, widths, ints, seq=ints, adaptive=st.booleans()),
+    *(
+        st.builds(
+            kind,
+            ids,
+            widths,
+            ints,
+            seq=ints,
+            adaptive=st.booleans(),
+            period_ms=st.none() | st.integers(1, 2**62),
+            uniform=st.none() | widths,
+        )
+        for kind in (Growth, Shrink)
+    ),
 )
 
 

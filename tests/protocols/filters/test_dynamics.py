@@ -30,13 +30,13 @@ class DelayedFilters(QueryChanges):
     universe = OBJECTS
 
     @initialize(
-        period=st.integers(1, 60),
+        period=st.one_of(st.none(), st.integers(1, 60)),  # None: T chosen online
         shrink=st.floats(0.0, 0.5),
         latency=st.integers(0, 40),
         seed=st.integers(0, 2**32 - 1),
         fifo=st.booleans(),
     )
-    def start(self, period: int, shrink: float, latency: int, seed: int, fifo: bool) -> None:
+    def start(self, period: int | None, shrink: float, latency: int, seed: int, fifo: bool) -> None:
         rng = np.random.default_rng(seed)
         links: dict[str, int] = {}
 
@@ -192,6 +192,7 @@ def test_weaker_delta_is_absorbed_by_growth_at_the_next_boundary() -> None:
     net.update(0, "a", 0.0)
     net.update(0, "b", 0.0)
     assert net.alter_query("q", 3.0) == []
+    net.update(5, "a", 0.6)  # escapes [−0.5, 0.5]: a sent in this period, 1.2 wide would do
     log = net.update(10, "a", 0.0)
     assert any(type(m).__name__ == "Growth" for m in log)
     assert net.answers()["q"].width == pytest.approx(3.0)

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tsmon.protocols.filters import Coordinator, Growth, Shrink, SourceFilter, StreamedUpdate
+from tsmon.protocols.filters.bounds import BoundCache
 
 
 def test_growth_from_the_future_waits_for_its_boundary_and_is_not_shrunk_twice() -> None:
@@ -51,14 +52,18 @@ def test_shrink_and_adaptivity_changes_are_answered_with_the_current_value() -> 
 def test_a_late_message_gives_the_width_the_coordinator_has_to_the_bit(
     width: float, shrink: float, period: int, sent: int, lag: int
 ) -> None:
-    """Replaying the boundary shrinks since t_m is the coordinator's multiplication sequence."""
+    """Replaying the boundary shrinks since t_m gives the coordinator's cached width exactly."""
     f = SourceFilter("a", period, shrink)
     f.advance(sent)
     f.apply(Growth("a", width, sent, seq=1), sent + lag)
-    expected = width
-    for _ in range((sent + lag) // period - sent // period):
-        expected *= 1 - shrink  # what the coordinator does at each boundary
-    assert f.width == expected
+    cache = BoundCache(1 - shrink)  # the coordinator's side: anchored at t_m, then shrunk
+    cache.set_period(sent // period)
+    cache.confirm_width(cache.add("a"), width, adaptive=True)
+    cache.set_period((sent + lag) // period)
+    assert f.width == cache.widths[0]
+    assert abs(f.width - width * (1 - shrink) ** ((sent + lag) // period - sent // period)) <= (
+        1e-12 * width
+    )
 
 
 def test_values_must_be_finite() -> None:

@@ -6,6 +6,10 @@ uses. Widths are kept **conservatively**: a width message that narrows a bound (
 changes whether it shrinks every period is *pending* until the source's next update names it,
 and until then the cache assumes the widest of the old and the new schedule. The coordinator's
 view of a bound is therefore never narrower than the source's, whatever the message delays.
+
+Widths are kept in closed form: each schedule is an *anchor* ``(W, k₀)`` — the width as of
+adjustment period ``k₀`` — and its width in period ``k`` is :func:`shrunk` ``(W, 1−S, k − k₀)``,
+the same expression the source evaluates, so a jump over any number of periods costs O(1).
 """
 
 from __future__ import annotations
@@ -16,19 +20,36 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def shrunk(width: float, factor: float, periods: int) -> float:
+    """``W·(1−S)^k``: the width ``periods`` adjustment periods after it was ``width`` (§3.1).
+
+    The one formula both ends use (the source and the coordinator's cache), so their widths
+    agree to the bit; ``math.pow`` on purpose (numpy's vectorized power may round differently).
+
+    Examples
+    --------
+    >>> shrunk(4.0, 0.5, 2), shrunk(4.0, 0.5, 10**12), shrunk(math.inf, 0.5, 0)
+    (1.0, 0.0, inf)
+    """
+    return width * math.pow(factor, periods) if periods else width
+
+
 @dataclass
 class PendingWidth:
-    """A width schedule sent to a source and not yet confirmed by it."""
+    """A width schedule sent to a source and not yet confirmed by it: ``width`` as of
+    adjustment period ``anchor`` (shrinking every period after it when ``adaptive``)."""
 
     seq: int
     width: float
     adaptive: bool
+    anchor: int = 0
 
 
 class BoundCache:
     """Cached bound ``[centre − W/2, centre + W/2]`` of every object, mirroring its filter.
 
-    Objects start with no value and ``W = inf`` (in no query).
+    Objects start with no value and ``W = inf`` (in no query). ``factor`` is ``1 − S``;
+    :meth:`set_period` moves the cache to adjustment period ``k`` (the shrinks of §3.1).
 
     Examples
     --------
@@ -47,13 +68,16 @@ class BoundCache:
     (4.5, 5.5)
     """
 
-    def __init__(self) -> None:
+    def __init__(self, factor: float = 1.0) -> None:
+        self.factor = float(factor)
+        self.period = 0  # the adjustment period k the widths are as of
         self.objects: list[str] = []
         self.index: dict[str, int] = {}
         self.centres = np.empty(0)
         self.value_ts = np.empty(0, dtype=np.int64)
         self.value_seq = np.empty(0, dtype=np.int64)
-        self.widths = np.empty(0)  # confirmed schedule: never narrower than the source's
+        self.base = np.empty(0)  # confirmed schedule, as of period `anchor`: never narrower
+        self.anchor = np.empty(0, dtype=np.int64)  # than the source's
         self.adaptive = np.empty(0, dtype=bool)
         self.pending: dict[int, list[PendingWidth]] = {}
 
@@ -69,7 +93,8 @@ class BoundCache:
         self.centres = np.append(self.centres, np.nan)
         self.value_ts = np.append(self.value_ts, np.iinfo(np.int64).min)
         self.value_seq = np.append(self.value_seq, np.iinfo(np.int64).min)
-        self.widths = np.append(self.widths, np.inf)
+        self.base = np.append(self.base, np.inf)
+        self.anchor = np.append(self.anchor, self.period)
         self.adaptive = np.append(self.adaptive, False)
         return self.index[object_id]
 
@@ -97,14 +122,18 @@ class BoundCache:
         self.value_seq[i] = seq
         return True
 
-    def confirm_width(self, i: int, width: float, adaptive: bool) -> None:
-        """Set the width schedule known to be (or be wider than) the source's."""
-        self.widths[i] = width
+    def confirm_width(
+        self, i: int, width: float, adaptive: bool, anchor: int | None = None
+    ) -> None:
+        """Set the width schedule known to be (or be wider than) the source's: ``width`` as
+        of period ``anchor`` (default: the current one)."""
+        self.base[i] = width
+        self.anchor[i] = self.period if anchor is None else anchor
         self.adaptive[i] = adaptive
 
     def add_pending(self, i: int, seq: int, width: float, adaptive: bool) -> None:
-        """A width message sent to ``i``'s source and not yet confirmed."""
-        self.pending.setdefault(i, []).append(PendingWidth(seq, width, adaptive))
+        """A width message sent to ``i``'s source and not yet confirmed (width as of now)."""
+        self.pending.setdefault(i, []).append(PendingWidth(seq, width, adaptive, self.period))
 
     def clear_pending(self, i: int) -> None:
         """Forget the messages in flight to ``i`` (a wider, confirmed schedule replaced them)."""
@@ -119,28 +148,40 @@ class BoundCache:
         if not applied:
             return
         newest = max(applied, key=lambda p: p.seq)
-        self.confirm_width(i, newest.width, newest.adaptive)
+        self.confirm_width(i, newest.width, newest.adaptive, newest.anchor)
         rest = [p for p in entries if p.seq > width_seq]
         if rest:
             self.pending[i] = rest
         else:
             del self.pending[i]
 
-    def shrink_period(self, factor: float) -> None:
-        """Period boundary: every adaptive schedule, confirmed or pending, ``W := W·(1−S)``."""
-        self.widths[self.adaptive] *= factor  # §3.1
-        for entries in self.pending.values():
-            for p in entries:
-                if p.adaptive:
-                    p.width *= factor  # §3.1, the same multiplication the source will do
+    def set_period(self, period: int) -> None:
+        """Move to adjustment period ``period``: every adaptive schedule, confirmed or pending,
+        has shrunk ``W := W·(1−S)`` once per period since its anchor (§3.1), in closed form."""
+        self.period = int(period)
+
+    def _now(self, width: float, adaptive: bool, anchor: int) -> float:
+        return shrunk(width, self.factor, self.period - anchor) if adaptive else width
+
+    @property
+    def widths(self) -> np.ndarray:
+        """Confirmed width of every object in the current period."""
+        out = self.base.copy()
+        live = np.flatnonzero(self.adaptive & (self.anchor != self.period))
+        if len(live):
+            # §3.1 in closed form: one math.pow per distinct age (see shrunk)
+            ages, inverse = np.unique(self.period - self.anchor[live], return_inverse=True)
+            powers = np.array([math.pow(self.factor, float(a)) for a in ages.tolist()])
+            out[live] = self.base[live] * powers[inverse]
+        return out
 
     def latest(self, i: int) -> tuple[float, bool]:
         """The width schedule the source will have once every message in flight arrives."""
         entries = self.pending.get(i)
         if not entries:
-            return float(self.widths[i]), bool(self.adaptive[i])
+            return self._now(self.base[i], self.adaptive[i], self.anchor[i]), bool(self.adaptive[i])
         newest = max(entries, key=lambda p: p.seq)
-        return newest.width, newest.adaptive
+        return self._now(newest.width, newest.adaptive, newest.anchor), newest.adaptive
 
     def latest_all(self) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`latest` of every object, as width and adaptivity arrays."""
@@ -153,7 +194,7 @@ class BoundCache:
         """Width per object the answers use: the widest schedule the source may be on."""
         widths = self.widths.copy()
         for i, entries in self.pending.items():
-            widths[i] = max(widths[i], *(p.width for p in entries))
+            widths[i] = max(widths[i], *(self._now(p.width, p.adaptive, p.anchor) for p in entries))
         return widths
 
     def bound(self, object_id: str) -> tuple[float, float]:

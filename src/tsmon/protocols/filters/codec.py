@@ -40,6 +40,12 @@ _KEYS = {
     "growth": ("object_id", "width", "ts_ms", "seq", "adaptive"),
     "shrink": ("object_id", "width", "ts_ms", "seq", "adaptive"),
 }
+#: Keys a message may carry besides those, only when set (with a period chosen online).
+_OPTIONAL = {
+    "update": ("shadow",),
+    "growth": ("period_ms", "uniform"),
+    "shrink": ("period_ms", "uniform"),
+}
 
 
 def _float_out(x: float) -> float | str:
@@ -59,7 +65,7 @@ def to_dict(message: Message) -> dict[str, Any]:
      'forced': True}
     """
     if isinstance(message, StreamedUpdate):
-        return {
+        update = {
             "type": "update",
             "object_id": message.object_id,
             "value": _float_out(message.value),
@@ -68,8 +74,11 @@ def to_dict(message: Message) -> dict[str, Any]:
             "width_seq": None if message.width_seq is None else int(message.width_seq),
             "forced": bool(message.forced),
         }
+        if message.shadow is not None:
+            update["shadow"] = int(message.shadow)
+        return update
     if isinstance(message, Growth | Shrink):
-        return {
+        out = {
             "type": "growth" if isinstance(message, Growth) else "shrink",
             "object_id": message.object_id,
             "width": _float_out(message.width),
@@ -77,6 +86,11 @@ def to_dict(message: Message) -> dict[str, Any]:
             "seq": int(message.seq),
             "adaptive": bool(message.adaptive),
         }
+        if message.period_ms is not None:
+            out["period_ms"] = int(message.period_ms)
+        if message.uniform is not None:
+            out["uniform"] = _float_out(message.uniform)
+        return out
     raise TypeError(
         f"cannot encode {type(message).__name__}; pass a StreamedUpdate, Growth or Shrink"
     )
@@ -101,7 +115,7 @@ def from_dict(d: Mapping[str, Any]) -> Message:
     if kind not in _KEYS:
         raise ValueError(f"message type must be one of {sorted(_KEYS)}, got {kind!r}")
     missing = [k for k in _KEYS[kind] if k not in d]
-    extra = sorted(set(d) - {"type", *_KEYS[kind]})
+    extra = sorted(set(d) - {"type", *_KEYS[kind], *_OPTIONAL[kind]})
     if missing or extra:
         raise ValueError(
             f"{kind} message: missing keys {missing}, unexpected keys {extra}; "
@@ -121,14 +135,18 @@ def from_dict(d: Mapping[str, Any]) -> Message:
             width_seq=width_seq,
             forced=_bool_in(d, "forced", kind),
             seq=seq,
+            shadow=_int_in(d, "shadow", kind) if "shadow" in d else None,
         )
     make = Growth if kind == "growth" else Shrink
+    period = _int_in(d, "period_ms", kind) if "period_ms" in d else None
     return make(
         object_id,
         _float_in(d, "width", kind),
         ts_ms,
         seq=seq,
         adaptive=_bool_in(d, "adaptive", kind),
+        period_ms=period,
+        uniform=_float_in(d, "uniform", kind) if "uniform" in d else None,
     )
 
 

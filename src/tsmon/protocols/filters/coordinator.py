@@ -28,7 +28,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from tsmon.protocols.filters.bounds import BoundCache
 from tsmon.protocols.filters.messages import Growth, Shrink, StreamedUpdate, WidthMessage
@@ -37,11 +36,18 @@ from tsmon.protocols.filters.precision import (
     burden_scores,
     burden_targets,
     deviations,
+    finite_burdens,
     grow_greedily,
     growth_caps,
 )
 from tsmon.protocols.filters.queries import Query
 from tsmon.protocols.filters.serializing import SerializingQueue
+from tsmon.protocols.filters.source import check_period
+from tsmon.protocols.filters.system import System, build_system
+from tsmon.protocols.filters.tuning import PeriodChooser, SafetyNet
+
+#: ``next_boundary_ms`` while no period is chosen: no boundary ever comes.
+NEVER_MS = 1 << 62
 
 
 @dataclass(frozen=True)
@@ -62,28 +68,17 @@ class Answer:
         return self.hi - self.lo
 
 
-@dataclass(frozen=True)
-class _System:
-    """The width constraints of all queries: ``K @ W ≤ budgets`` (App. B), and derived facts."""
-
-    k: sp.csr_matrix
-    budgets: np.ndarray
-    rows_of: dict[str, np.ndarray]
-    adaptive: np.ndarray
-    cap: np.ndarray
-    queried: np.ndarray
-    growth_rows: np.ndarray
-    phi: np.ndarray
-    index_of: dict[str, np.ndarray]  # per query, its objects' cache indices
-
-
 class Coordinator:
     """Keeps every query's bounded answer within its δ while adapting filter widths.
 
     Parameters
     ----------
     period_ms
-        Adjustment period ``T`` in milliseconds (event time).
+        Adjustment period ``T`` in milliseconds (event time); ``None`` chooses it online
+        (:mod:`~tsmon.protocols.filters.tuning`): static uniform widths until the sampling
+        interval is seen, then every width message carries the chosen ``T`` to its source,
+        and a safety net (:class:`~tsmon.protocols.filters.tuning.SafetyNet`) falls back to
+        uniform static widths if adapting costs clearly more.
     shrink
         Shrink percentage ``S`` in ``[0, 1)``.
     rng
@@ -110,18 +105,18 @@ class Coordinator:
     >>> coord.add_query(Query.avg("q", ["a", "b"], 1.0))
     [Shrink(object_id='a', width=1.0, ts_ms=0, seq=1, adaptive=True), \
 Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
-    >>> for ts, obj, v in [(10, "a", 2.0), (20, "b", 4.0), (30, "a", 3.0)]:
+    >>> for ts, obj, v in [(10, "a", 2.0), (20, "b", 4.0), (30, "a", 2.5)]:
     ...     coord.receive(StreamedUpdate(obj, v, ts, width_seq=coord.seq), arrival_ms=ts)
     >>> _ = coord.advance(30)
     >>> coord.answer("q")
-    Answer(value=3.5, lo=3.0, hi=4.0, as_of_ms=30)
+    Answer(value=3.25, lo=2.75, hi=3.75, as_of_ms=30)
     >>> coord.advance(1_000)    # a was busier: it takes the leftover 0.2
     [Growth(object_id='a', width=1.1, ts_ms=1000, seq=3, adaptive=True)]
     """
 
     def __init__(
         self,
-        period_ms: int,
+        period_ms: int | None,
         shrink: float,
         rng: np.random.Generator,
         *,
@@ -130,8 +125,10 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         costs: Mapping[str, float] | None = None,
         growth: str = "paper",
     ) -> None:
-        if not (math.isfinite(period_ms) and period_ms >= 1 and period_ms == int(period_ms)):
-            raise ValueError(f"period T must be a whole number of ms >= 1, got {period_ms}")
+        self.period_ms = None if period_ms is None else check_period(period_ms)
+        self.chooser = PeriodChooser() if period_ms is None else None
+        self.safety = SafetyNet() if period_ms is None else None
+        self.fallback = False  # the safety net tripped: uniform static widths from then on
         if not 0 <= shrink < 1:
             raise ValueError(f"shrink S must be in [0, 1), got {shrink}; e.g. pass 0.05")
         if not isinstance(rng, np.random.Generator):
@@ -142,7 +139,6 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         if growth not in ("paper", "capped"):
             raise ValueError(f"growth must be 'paper' or 'capped', got {growth!r}")
         self.growth = growth
-        self.period_ms = int(period_ms)
         self.factor = 1.0 - float(shrink)
         self.rng = rng
         self.queue = SerializingQueue(latency_ms)
@@ -155,9 +151,10 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         for obj, c in self.cost_of.items():
             if not (math.isfinite(c) and c > 0):
                 raise ValueError(f"message cost C of {obj!r} must be finite and > 0, got {c}")
-        self.cache = BoundCache()
+        self.cache = BoundCache(self.factor)
         self.queries: dict[str, Query] = {}
         self.counts = np.zeros(0, dtype=np.int64)  # N_i in the current period (§3.2)
+        self.escapes = np.zeros(0)  # per object, the smallest |V − centre| streamed this period
         self.seq = 0
         self.now_ms: int | None = None  # answers are as of this time
         self.settled_ms: int | None = None  # boundaries and width messages are up to this time
@@ -200,13 +197,44 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
             self.settled_ms = boundary
             self._confirm(boundary)
             out += self._on_period(boundary)
-            self.next_boundary_ms = boundary + self.period_ms
+            self.next_boundary_ms = self._next_busy(boundary, settled, horizon)
         for update in self.queue.release(horizon):
             self._apply(update)
         self.settled_ms = settled
         self._confirm(settled)
         self.now_ms = max(horizon, self.now_ms or horizon)
+        if self.period_ms is None and self.chooser is not None:
+            out += self._choose_period()
         return out
+
+    def _choose_period(self) -> list[WidthMessage]:
+        """Fix ``T`` once the sampling interval is known; the series in multi-object queries
+        then adapt (a width message each, carrying ``T``; see :mod:`.tuning`)."""
+        assert self.chooser is not None and self.settled_ms is not None
+        period = self.chooser.choose(np.flatnonzero(self.system.multi).tolist())
+        if period is None:
+            return []
+        self.period_ms = period
+        self.cache.set_period(self.settled_ms // period)
+        self.next_boundary_ms = (self.settled_ms // period + 1) * period
+        self.counts[:] = 0
+        self.escapes[:] = np.inf
+        self.system = self._build(self.queries)
+        return self._reconcile(np.empty(0, dtype=int))
+
+    def _next_busy(self, boundary: int, settled: int, horizon: int) -> int:
+        """The next boundary to run after ``boundary``: a boundary with no update counted
+        before it only shrinks (no growth without a burden, see :meth:`_on_period`), so a run
+        of such boundaries is skipped to its last one in O(1) (the shrinks are in closed form,
+        :meth:`BoundCache.set_period`): an event-time jump of any length does not spin."""
+        t = self.period_ms
+        assert t is not None
+        following = boundary + t
+        if self.counts.any():
+            return following
+        nxt = self.queue.next_ts()
+        limit = settled if nxt is None or nxt > horizon else min(settled, nxt)
+        return max(following, limit // t * t)
 
     def start(self, now_ms: int) -> None:
         """Start the coordinator's clock at ``now_ms``; the first boundary is the next multiple
@@ -214,12 +242,24 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         if self.settled_ms is not None:
             raise ValueError(f"the coordinator started already, at {self.settled_ms} ms or before")
         self.settled_ms = self.now_ms = int(now_ms)
+        if self.period_ms is None:
+            self.next_boundary_ms = NEVER_MS
+            return
         self.next_boundary_ms = (self.settled_ms // self.period_ms + 1) * self.period_ms
+        self.cache.set_period(self.settled_ms // self.period_ms)
 
     def _apply(self, update: StreamedUpdate) -> None:
         i = self.cache.i(update.object_id)
+        if self.safety is not None and self.period_ms is not None:
+            self.safety.spend()
+            self.safety.see(i, update.shadow, update.ts_ms)
         if not update.forced:
             self.counts[i] += 1
+            if self.chooser is not None and self.period_ms is None:
+                self.chooser.see(i, update.ts_ms)
+            escape = abs(update.value - self.cache.centres[i])  # nan before a first value
+            if escape < self.escapes[i]:
+                self.escapes[i] = escape
         self.cache.recentre(i, update.value, update.ts_ms, update.seq)
         if update.width_seq is not None and i in self.cache.pending:
             heapq.heappush(self._confirms, (update.ts_ms, i, update.width_seq))
@@ -235,27 +275,62 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
     ) -> WidthMessage:
         self.seq += 1
         assert self.settled_ms is not None
-        return kind(self.cache.objects[i], float(width), self.settled_ms, self.seq, adaptive)
+        if self.safety is None:
+            return kind(self.cache.objects[i], float(width), self.settled_ms, self.seq, adaptive)
+        if self.period_ms is not None:
+            self.safety.spend()
+        # a chosen T travels with every width message: any one may be a source's first
+        uniform = float(self.system.uniform[i])
+        return kind(
+            self.cache.objects[i],
+            float(width),
+            self.settled_ms,
+            self.seq,
+            adaptive,
+            self.period_ms,
+            uniform if math.isfinite(uniform) else None,
+        )
 
     # ----------------------------------------------------------------- §3.1, §3.2
 
     def _on_period(self, boundary: int) -> list[WidthMessage]:
-        self.cache.shrink_period(self.factor)  # §3.1, in step with the sources
-        widths = self.cache.assumed()
-        costs = np.array([self.cost_of.get(o, 1.0) for o in self.cache.objects])
-        burdens = burden_scores(self.counts, widths, costs, self.period_ms)
+        assert self.period_ms is not None
+        self.cache.set_period(boundary // self.period_ms)  # §3.1, in step with the sources
+        sent, escapes = self.counts > 0, self.escapes.copy()
+        counts = self.counts.copy()
         self.counts[:] = 0
+        self.escapes[:] = np.inf
+        multi = np.flatnonzero(self.system.multi)
+        if (
+            self.safety is not None
+            and not self.fallback
+            and self.safety.tripped(boundary, len(multi))
+        ):
+            self.fallback = True  # adapting costs clearly more: uniform static from now on
+            self.system = self._build(self.queries)
+            latest, _ = self.cache.latest_all()
+            uniform = self.system.uniform
+            return [self._retarget(i, float(uniform[i]), False, float(latest[i])) for i in multi]
         sys_ = self.system
         kk = sys_.k[sys_.growth_rows]
-        if kk.shape[0] == 0:
-            return []
-        candidates = np.flatnonzero(sys_.adaptive & self.cache.adaptive)
+        # beyond §3.2: an object that sent nothing this period cannot send less with more width
+        candidates = np.flatnonzero(sys_.adaptive & self.cache.adaptive & sent)
         candidates = np.array([i for i in candidates if i not in self.cache.pending], dtype=int)
+        if kk.shape[0] == 0 or len(candidates) == 0:
+            return []
+        widths = self.cache.assumed()
+        costs = np.array([self.cost_of.get(o, 1.0) for o in self.cache.objects])
+        burdens = finite_burdens(burden_scores(counts, widths, costs, self.period_ms))
         targets = burden_targets(kk, burdens)
         devs = deviations(kk, burdens, targets)
         caps = growth_caps(burdens, devs, widths) if self.growth == "capped" else None
+        # nor by less than would have kept its nearest escape this period (inf when it sent
+        # only a first value: no width avoids that)
+        finite = np.isfinite(escapes)
+        needs = np.full(len(widths), np.inf)
+        needs[finite] = 2 * escapes[finite] - widths[finite]
         grown = grow_greedily(
-            kk, sys_.budgets[sys_.growth_rows], widths, devs, candidates, self.rng, caps
+            kk, sys_.budgets[sys_.growth_rows], widths, devs, candidates, self.rng, caps, needs
         )
         out: list[WidthMessage] = []
         for i in sorted(grown):
@@ -306,56 +381,11 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         rows = [system.rows_of[n] for n in tighten]
         return self._reconcile(np.concatenate(rows) if rows else np.empty(0, dtype=int))
 
-    def _build(self, queries: Mapping[str, Query]) -> _System:
-        rows, cols, data, budgets, owners = [], [], [], [], []
-        rows_of: dict[str, np.ndarray] = {}
-        for q in queries.values():
-            first = len(budgets)
-            for absk, budget in q.constraints():
-                for obj, k in absk.items():
-                    rows.append(len(budgets))
-                    cols.append(self.cache.i(obj))
-                    data.append(k)
-                budgets.append(budget)
-                owners.append(q.name)
-            rows_of[q.name] = np.arange(first, len(budgets))
-        n = len(self.cache)
-        k = sp.csr_matrix((data, (rows, cols)), shape=(len(budgets), n), dtype=float)
-        phi = self._padding(queries)
-        budget_arr = np.array(budgets, dtype=float) - k @ phi  # §4.1: δ′ leaves room for φ
-        bad = np.flatnonzero(budget_arr <= 0)
-        if len(bad):
-            raise ValueError(
-                f"query {owners[bad[0]]!r}: padding φ = 2·R·λ (§4.1) uses all of δ; "
-                "raise δ, lower λ or the objects' max change rates"
-            )
-        sizes = np.diff(k.indptr)
-        adaptive = np.asarray((k[sizes > 1] != 0).sum(axis=0)).ravel() > 0
-        # §3: an object only in single-object queries keeps W = min δ; in no query, W = inf
-        cap = np.full(n, np.inf)
-        single = k[sizes == 1].tocoo()
-        np.minimum.at(cap, single.col, budget_arr[sizes == 1][single.row] / single.data)
-        queried = np.asarray((k != 0).sum(axis=0)).ravel() > 0
-        growth_rows = np.flatnonzero(np.asarray((k[:, adaptive] != 0).sum(axis=1)).ravel() > 0)
-        index_of = {
-            q.name: np.array([self.cache.i(o) for o in q.objects]) for q in queries.values()
-        }
-        return _System(k, budget_arr, rows_of, adaptive, cap, queried, growth_rows, phi, index_of)
-
-    def _padding(self, queries: Mapping[str, Query]) -> np.ndarray:
-        phi = np.zeros(len(self.cache))
-        if not self.padding:
-            return phi
-        for q in queries.values():
-            for obj in q.objects:
-                if obj not in self.max_rates:
-                    raise ValueError(
-                        f"query {q.name!r}: object {obj!r} has no max change rate; padding "
-                        "(§4.1) needs one per queried object"
-                    )
-                # §4.1: φ_i = 2·R_i·λ, with R_i per second and λ in ms
-                phi[self.cache.i(obj)] = 2 * self.max_rates[obj] * self.latency_ms / 1000
-        return phi
+    def _build(self, queries: Mapping[str, Query]) -> System:
+        # static until T is chosen, and for good once the safety net tripped
+        adapting = self.period_ms is not None and not self.fallback
+        rates = self.max_rates if self.padding else None
+        return build_system(queries, self.cache, adapting, rates, self.latency_ms)
 
     def _reconcile(self, tighten_rows: np.ndarray) -> list[WidthMessage]:
         """Width messages that make every constraint hold once they land, for the new system.
@@ -365,7 +395,7 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         """
         sys_ = self.system
         latest, latest_adaptive = self.cache.latest_all()
-        target = np.where(sys_.adaptive, latest, sys_.cap)
+        target = np.where(sys_.multi, latest, sys_.cap)
         target[~sys_.queried] = np.inf
         k = sys_.k
         sums = np.asarray(k.sum(axis=1)).ravel()
@@ -432,7 +462,7 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         """Make ``objects`` known (``W = inf``) before any query reads them."""
         for obj in objects:
             self.cache.add(obj)
-        self.counts = np.concatenate(
-            [self.counts, np.zeros(len(self.cache) - len(self.counts), dtype=np.int64)]
-        )
+        more = len(self.cache) - len(self.counts)
+        self.counts = np.concatenate([self.counts, np.zeros(more, dtype=np.int64)])
+        self.escapes = np.concatenate([self.escapes, np.full(more, np.inf)])
         self.system = self._build(self.queries)

@@ -24,6 +24,8 @@ class StreamedUpdate:
     a value that left its bound; replies are not counted in the streamed update period ``P_i``.
     ``seq`` numbers the updates of ``object_id`` (1, 2, …): of two updates with the same
     ``ts_ms`` the higher ``seq`` is the newer, whatever order they arrive in (§4).
+    ``shadow``, when the source was told its uniform static width, is how many updates a
+    filter of that width would have sent so far (the coordinator's safety net, ``tuning``).
 
     Examples
     --------
@@ -37,6 +39,7 @@ class StreamedUpdate:
     width_seq: int | None = None
     forced: bool = False
     seq: int = 0
+    shadow: int | None = field(default=None, repr=False)  # shown by codec.to_dict
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,9 @@ class Growth:
 
     ``adaptive`` says whether the width then shrinks every period (§3.1); objects only in
     single-object queries keep a fixed width, objects in no query have ``width = inf``.
+    ``period_ms``, when set, tells a source started without a period the adjustment period
+    ``T`` the coordinator chose (once, from the observed sampling interval); ``uniform`` the
+    width uniform static allocation would give it (for ``StreamedUpdate.shadow``).
 
     Examples
     --------
@@ -57,11 +63,15 @@ class Growth:
     ts_ms: int
     seq: int
     adaptive: bool = True
+    period_ms: int | None = field(default=None, repr=False)  # shown by codec.to_dict
+    uniform: float | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
 class Shrink:
     """New, narrower absolute width of ``object_id`` as of ``ts_ms`` (§3.4); asks for a reply.
+
+    ``period_ms`` and ``uniform`` as in :class:`Growth`.
 
     Examples
     --------
@@ -74,6 +84,8 @@ class Shrink:
     ts_ms: int
     seq: int
     adaptive: bool = True
+    period_ms: int | None = field(default=None, repr=False)  # shown by codec.to_dict
+    uniform: float | None = field(default=None, repr=False)
 
 
 WidthMessage = Growth | Shrink

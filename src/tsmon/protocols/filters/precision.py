@@ -134,8 +134,10 @@ class PrecisionPlan:
         return np.asarray(targets, dtype=float)
 
     def deviations(self, burdens: np.ndarray, targets: np.ndarray) -> np.ndarray:
-        """Deviations ``D_i = max{B_i − Σ_j |K_i,j|·T_j, 0}`` (§3.2, App. B)."""
-        return np.maximum(burdens - self.kt @ targets, 0.0)
+        """Deviations ``D_i = max{B_i − Σ_j |K_i,j|·T_j, 0}`` (§3.2, App. B); 0 where
+        ``B_i = 0``: a solve gives targets like −3e-22 for constraints whose objects have no
+        burden, and an object that sent nothing is never overburdened."""
+        return np.where(burdens > 0, np.maximum(burdens - self.kt @ targets, 0.0), 0.0)
 
     def grow(
         self,
@@ -145,6 +147,7 @@ class PrecisionPlan:
         candidates: np.ndarray,
         rng: np.random.Generator,
         caps: np.ndarray | None = None,
+        needs: np.ndarray | None = None,
     ) -> dict[int, float]:
         """Greedy growth (§3.2), the same as :func:`grow_greedily` with this plan's ``K``.
 
@@ -152,7 +155,8 @@ class PrecisionPlan:
         all its objects are marked and later skipped in O(1); only objects that do grow pay
         for a pass over their constraints. The arithmetic is the same, element by element.
         With ``caps`` (beyond the paper, see :func:`growth_caps`) a first pass grows each
-        object by at most its cap, and the paper's pass then hands out what is left.
+        object by at most its cap, and the paper's pass then hands out what is left. With
+        ``needs`` an object grows only by at least ``needs[i]`` (less would not help it).
         """
         leftover = budgets - self.k @ widths  # §3.2.2: leftover width of every constraint
         tiny = LEFTOVER_RTOL * budgets
@@ -163,9 +167,10 @@ class PrecisionPlan:
         blocked = (self._unconstrained | (self.kt @ full.astype(float) > 0)).tolist()
         left, width_l = leftover.tolist(), widths.tolist()
         grown: dict[int, float] = {}
+        need = [0.0] * len(width_l) if needs is None else needs.tolist()
         if caps is not None:
-            self._pass(order, left, tiny.tolist(), blocked, width_l, grown, caps.tolist())
-        self._pass(order, left, tiny.tolist(), blocked, width_l, grown, None)
+            self._pass(order, left, tiny.tolist(), blocked, width_l, grown, caps.tolist(), need)
+        self._pass(order, left, tiny.tolist(), blocked, width_l, grown, None, need)
         return grown
 
     def _pass(
@@ -177,6 +182,7 @@ class PrecisionPlan:
         width: list[float],
         grown: dict[int, float],
         caps: list[float] | None,
+        need: list[float],
     ) -> None:
         """One greedy pass over ``order``, updating ``left``, ``blocked``, ``width``, ``grown``."""
         entries_of, objects_of = self._entries_of, self._objects_of
@@ -187,7 +193,7 @@ class PrecisionPlan:
             delta_w = min([left[r] / a for r, a in entries])  # App. B: min_j leftover_j/|K_i,j|
             if caps is not None:
                 delta_w = min(delta_w, caps[i])
-            if delta_w <= 0.0:
+            if delta_w <= 0.0 or delta_w < need[i]:
                 continue
             width[i] += delta_w
             grown[i] = width[i]
@@ -254,6 +260,8 @@ def burden_scores(
 ) -> np.ndarray:
     """Burden scores ``B_i = C_i/(P_i·W_i)`` with ``P_i = T/N_i`` (§3.2); 0 when ``N_i = 0``.
 
+    A width shrunk to 0 gives ``inf``; :func:`finite_burdens` makes the scores solvable.
+
     Examples
     --------
     >>> burden_scores(np.array([4, 0]), np.array([2.0, 1.0]), np.ones(2), 10).tolist()
@@ -262,8 +270,29 @@ def burden_scores(
     b = np.zeros(len(widths))
     sent = counts > 0
     periods = period_ms / counts[sent]  # §3.2: P_i = T / N_i
-    b[sent] = costs[sent] / (periods * widths[sent])  # §3.2: B_i = C_i / (P_i·W_i)
+    with np.errstate(divide="ignore", over="ignore"):  # W_i = 0 (shrunk away): B_i = inf
+        b[sent] = costs[sent] / (periods * widths[sent])  # §3.2: B_i = C_i / (P_i·W_i)
     return b
+
+
+def finite_burdens(burdens: np.ndarray) -> np.ndarray:
+    """Burden scores scaled to a largest finite score of 1, ``inf`` (``W_i = 0``) as 10^6.
+
+    Targets, deviations and growth caps only compare burdens with each other (App. B is
+    linear, the caps use ratios), so the scale changes no decision; it keeps the solve from
+    overflowing when a width has shrunk to 0 or near it.
+
+    Examples
+    --------
+    >>> finite_burdens(np.array([0.0, 4.0, np.inf, 2.0])).tolist()
+    [0.0, 1.0, 1000000.0, 0.5]
+    """
+    finite = np.isfinite(burdens)
+    top = float(burdens[finite].max()) if finite.any() else 0.0
+    scaled = burdens[finite] / top if top > 0 else burdens[finite]
+    out = np.full(len(burdens), 1e6)
+    out[finite] = scaled
+    return out
 
 
 def burden_targets(k: sp.csr_matrix, burdens: np.ndarray) -> np.ndarray:
@@ -293,7 +322,7 @@ def deviations(k: sp.csr_matrix, burdens: np.ndarray, targets: np.ndarray) -> np
     >>> deviations(k, np.array([3.0, 1.0]), np.array([2.0])).tolist()
     [1.0, 0.0]
     """
-    return np.maximum(burdens - k.T @ targets, 0.0)
+    return plan_for(k).deviations(burdens, targets)
 
 
 def growth_caps(
@@ -328,11 +357,14 @@ def grow_greedily(
     candidates: np.ndarray,
     rng: np.random.Generator,
     caps: np.ndarray | None = None,
+    needs: np.ndarray | None = None,
 ) -> dict[int, float]:
     """Grow ``candidates`` in decreasing deviation, random tie-break (§3.2).
 
     Each object takes ``ΔW_i = min_j leftover_j/|K_i,j|`` over its constraints (App. B), the
-    largest growth that violates none. Returns ``{object index: new absolute width}``.
+    largest growth that violates none. Returns ``{object index: new absolute width}``. Beyond
+    the paper, ``caps`` bound a first pass (:func:`growth_caps`) and an object grows only by
+    at least ``needs[i]``, the growth that would have kept its nearest escape this period.
 
     Examples
     --------
@@ -342,4 +374,4 @@ def grow_greedily(
     ...               np.array([0, 1]), rng)
     {0: 3.0}
     """
-    return plan_for(k).grow(budgets, widths, devs, candidates, rng, caps)
+    return plan_for(k).grow(budgets, widths, devs, candidates, rng, caps, needs)

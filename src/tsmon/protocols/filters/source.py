@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import numbers
 
+from tsmon.protocols.filters.bounds import shrunk
 from tsmon.protocols.filters.messages import Shrink, StreamedUpdate, WidthMessage
 
 
@@ -18,7 +20,10 @@ class SourceFilter:
     Width messages carry an absolute width as of their timestamp ``t_m``. A message from the
     future (``t_m`` after this filter's time) is held until the filter's time reaches ``t_m``; a
     late one is applied with the shrinks of every boundary passed since ``t_m`` replayed, so the
-    width equals the coordinator's to the bit (the same float multiplications in the same order).
+    width equals the coordinator's to the bit (both evaluate :func:`~tsmon.protocols.filters.
+    bounds.shrunk` from the message's period). Time moves in closed form: a jump over ``k``
+    periods costs O(log k) float comparisons (the first boundary whose bound drops the value),
+    not ``k`` iterations.
     A message older than the last one applied (by sequence number) is ignored. A shrink, or a
     change of adaptivity, is answered with the current value (a *forced* update) so that the
     coordinator learns the narrower bound is in force (§3.4, §4).
@@ -28,7 +33,8 @@ class SourceFilter:
     object_id
         The object whose updates this filter sees.
     period_ms
-        Adjustment period ``T`` in milliseconds (event time).
+        Adjustment period ``T`` in milliseconds (event time); ``None`` until the coordinator
+        chooses it (the first width message carrying ``period_ms``): no shrinks until then.
     shrink
         Shrink percentage ``S`` in ``[0, 1)``.
 
@@ -50,14 +56,14 @@ class SourceFilter:
     (2.0, (9.9, 11.9))
     """
 
-    def __init__(self, object_id: str, period_ms: int, shrink: float) -> None:
-        if not (math.isfinite(period_ms) and period_ms >= 1 and period_ms == int(period_ms)):
-            raise ValueError(f"period T must be a whole number of ms >= 1, got {period_ms}")
+    def __init__(self, object_id: str, period_ms: int | None, shrink: float) -> None:
+        self.period_ms = None if period_ms is None else check_period(period_ms)
         if not 0 <= shrink < 1:
             raise ValueError(f"shrink S must be in [0, 1), got {shrink}; e.g. pass 0.05")
         self.object_id = object_id
-        self.period_ms = int(period_ms)
         self.factor = 1.0 - float(shrink)
+        self.base = math.inf  # the width as of period `anchor` (§3.1 shrinks in closed form)
+        self.anchor = 0
         self.width = math.inf
         self.adaptive = False
         self.centre: float | None = None
@@ -66,6 +72,9 @@ class SourceFilter:
         self.width_seq: int | None = None
         self.sent = 0  # updates sent so far: the seq of the last one
         self.held: list[WidthMessage] = []
+        self.uniform: float | None = None  # the uniform static width, once told (tuning)
+        self.shadow_centre: float | None = None
+        self.shadow = 0  # updates a static filter of width `uniform` would have sent
 
     @property
     def low(self) -> float:
@@ -88,24 +97,65 @@ class SourceFilter:
             return []
         self.centre = self.value  # §1.2: recentre on the value sent
         self.sent += 1  # §4: orders this update after any earlier one with the same ts_ms
+        shadow = None if self.uniform is None else self.shadow
         return [
-            StreamedUpdate(self.object_id, self.value, ts_ms, self.width_seq, forced, self.sent)
+            StreamedUpdate(
+                self.object_id, self.value, ts_ms, self.width_seq, forced, self.sent, shadow
+            )
         ]
 
     def advance(self, now_ms: int) -> list[StreamedUpdate]:
-        """Move this filter's event time to ``now_ms``, running every boundary on the way."""
+        """Move this filter's event time to ``now_ms``, running every boundary on the way.
+
+        Between held messages falling due nothing but the shrinks happens, so each stretch is
+        one step in closed form: the value is sent at most once, at the first boundary whose
+        bound no longer holds it (then it is the centre and stays inside).
+        """
         self._check_time(now_ms)
         start = now_ms if self.now_ms is None else self.now_ms
         out: list[StreamedUpdate] = []
-        for k in range(start // self.period_ms + 1, now_ms // self.period_ms + 1):
-            boundary = k * self.period_ms
-            self.now_ms = boundary
-            if self.adaptive:
-                self.width *= self.factor  # §3.1: W_i := W_i·(1 − S)
-            out += self._release(boundary)
-            out += self._send(boundary, forced=False)  # §3.1: re-apply the filter
+        first, last = 1, 0  # no boundaries while the period is not chosen
+        if self.period_ms is not None:
+            first, last = start // self.period_ms + 1, now_ms // self.period_ms
+        while first <= last:
+            due = [m.ts_ms for m in self.held if m.ts_ms <= last * self.period_ms]
+            # the next boundary releasing a held message, else the last one
+            stop = min([-(-t // self.period_ms) for t in due] + [last])
+            stop = max(stop, first)
+            escape = self.first_escape(first, stop)
+            if escape is not None:
+                out += self._boundary(escape)
+            out += self._boundary(stop)
+            first = stop + 1
         self.now_ms = now_ms
         return out + self._release(now_ms)
+
+    def _boundary(self, k: int) -> list[StreamedUpdate]:
+        """Boundary ``k``: shrink (§3.1), release due messages, re-apply the filter."""
+        boundary = k * self.period_ms
+        self.now_ms = boundary
+        self._set_period(k)
+        return self._release(boundary) + self._send(boundary, forced=False)
+
+    def _set_period(self, k: int) -> None:
+        if self.adaptive:
+            self.width = shrunk(self.base, self.factor, k - self.anchor)  # W·(1 − S)^k
+
+    def first_escape(self, first: int, stop: int) -> int | None:
+        """The first boundary ``k`` in ``[first, stop)`` (periods) where the shrunk bound no
+        longer holds the current value, with no message applied on the way; ``None`` if none."""
+        if not self.adaptive or first >= stop:
+            return None
+        saved, lo, hi = self.width, first, stop  # the width only narrows: monotone in k
+        while lo < hi:
+            mid = (lo + hi) // 2
+            self.width = shrunk(self.base, self.factor, mid - self.anchor)
+            if self._escaped():
+                hi = mid
+            else:
+                lo = mid + 1
+        self.width = saved
+        return lo if lo < stop else None
 
     def observe(self, now_ms: int, value: float) -> list[StreamedUpdate]:
         """Take the object's new exact value; return what to send (often nothing)."""
@@ -116,6 +166,11 @@ class SourceFilter:
             )
         out = self.advance(now_ms)
         self.value = float(value)
+        if self.uniform is not None:  # the static uniform filter this one is compared with
+            c, half = self.shadow_centre, self.uniform / 2
+            if c is None or not (c - half <= self.value <= c + half):
+                self.shadow += 1
+                self.shadow_centre = self.value
         return out + self._send(now_ms, forced=False)
 
     def apply(self, message: WidthMessage, now_ms: int) -> list[StreamedUpdate]:
@@ -141,13 +196,33 @@ class SourceFilter:
         self.held = [m for m in self.held if m.ts_ms > now_ms]
         out: list[StreamedUpdate] = []
         for message in sorted(due, key=lambda m: m.seq):
+            if self.period_ms is None and message.period_ms is not None:
+                self.period_ms = check_period(message.period_ms)  # the coordinator chose T
+            if message.uniform is not None:
+                self.uniform = message.uniform
+                if self.shadow_centre is None:
+                    self.shadow_centre = self.centre
             if self.width_seq is not None and message.seq <= self.width_seq:
                 continue  # older than a message already applied
             changed = isinstance(message, Shrink) or message.adaptive != self.adaptive
-            width = float(message.width)
-            passed = now_ms // self.period_ms - message.ts_ms // self.period_ms
-            for _ in range(passed if message.adaptive else 0):
-                width *= self.factor  # §3.1, the shrinks since t_m, as the coordinator did them
-            self.width, self.adaptive, self.width_seq = width, message.adaptive, message.seq
+            period = self.period_ms or 1  # adaptive only once T is known (Coordinator)
+            self.base, self.anchor = float(message.width), message.ts_ms // period
+            self.adaptive, self.width_seq = message.adaptive, message.seq
+            self.width = self.base
+            self._set_period(now_ms // period)  # §3.1, the shrinks since t_m
+            width = self.width
             out += self._send(now_ms, forced=changed and math.isfinite(width))
         return out
+
+
+def check_period(period_ms: object) -> int:
+    """An adjustment period ``T`` as whole milliseconds ``>= 1``, else ``ValueError``."""
+    if not (
+        isinstance(period_ms, numbers.Real)
+        and not isinstance(period_ms, bool)
+        and math.isfinite(period_ms)
+        and period_ms >= 1
+        and period_ms == int(period_ms)
+    ):
+        raise ValueError(f"period T must be a whole number of ms >= 1, got {period_ms}")
+    return int(period_ms)

@@ -109,7 +109,7 @@ def _minus(a: MessageCounts, b: MessageCounts) -> MessageCounts:
 
 
 def _network(
-    workload: Workload, period_ms: int, shrink: float, seed: int, **kwargs: object
+    workload: Workload, period_ms: int | None, shrink: float, seed: int, **kwargs: object
 ) -> FilterNetwork:
     return FilterNetwork(
         workload.objects,
@@ -162,7 +162,7 @@ def _updates(workload: Workload) -> enumerate[tuple[int, int, float]]:
 def run_adaptive(
     workload: Workload,
     *,
-    period_ms: int,
+    period_ms: int | None,
     shrink: float,
     seed: int = 0,
     warmup_ms: int = 0,
@@ -178,7 +178,8 @@ def run_adaptive(
     workload
         Updates and queries.
     period_ms, shrink
-        The algorithm parameters ``T`` and ``S`` (§3.1).
+        The algorithm parameters ``T`` and ``S`` (§3.1); ``period_ms=None`` lets the
+        coordinator choose ``T`` online (:mod:`tsmon.protocols.filters.tuning`).
     seed
         Seed of the growth tie-break.
     warmup_ms
@@ -217,7 +218,8 @@ def run_adaptive(
                     by_key.setdefault(key, []).append(m.object_id)
         if not check:
             continue
-        period = ts // period_ms
+        chosen = net.period_ms
+        period = ts // chosen if chosen else None
         total = net.counts.total
         if exhaustive or total != last_total or period != last_period:
             answers = net.answers()  # changed only by a message or a boundary (zero latency)
