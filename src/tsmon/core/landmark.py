@@ -4,8 +4,8 @@ Their points never leave, so nothing is subtracted; and they do not pin the regi
 would keep all history). Instead, when the register evicts points the window holds, the window
 first folds them into a summary of its evicted history. Any rebuild — after a late point, for
 the view as of a past point — merges that summary with the points still stored, so the window
-stays exact. Only history evicted *before* the window existed is missing, and ``coverage``
-says so.
+stays exact. Only history evicted *before* the window existed is missing; ``coverage`` says
+so, and is also < 1 while the series' first point is later than the landmark.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 
 from tsmon.core.moments import Moments, features, stats_from_sums
 from tsmon.core.register import Register
-from tsmon.core.view import WindowView, check_follows, first_and_rate
+from tsmon.core.view import WindowView, check_follows, covered_from, first_and_rate
 from tsmon.core.window_spec import WindowSpec
 
 
@@ -158,8 +158,8 @@ class LandmarkWindow:
         return WindowView(self.spec, stats)
 
     def _coverage(self, ts: np.ndarray) -> np.ndarray:
-        if self.complete_from_ts is None:
-            return np.ones(len(ts))
+        """Share of ``[landmark, ts]`` observed; 1 before the landmark (nothing to cover)."""
+        start = covered_from(self.register, self.complete_from_ts)
         with np.errstate(divide="ignore", invalid="ignore"):
-            covered = (ts - self.complete_from_ts + 1) / (ts - self.spec.size + 1)
-        return np.clip(covered, 0.0, 1.0)
+            covered = (ts - start + 1) / (ts - self.spec.size + 1)
+        return np.where(ts >= self.spec.size, np.clip(covered, 0.0, 1.0), 1.0)
