@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.oracle import tolerance, window_index, window_stats
+from tests.oracle import observed_coverage, tolerance, window_index, window_stats
 from tsmon.core.register import Register, RegisterConfig
-from tsmon.core.window_spec import WindowKind, WindowSpec
+from tsmon.core.window_spec import WindowSpec
 from tsmon.core.windows import STATS, open_window
 
 MOMENT_AND_ORDER_STATS = [s for s in STATS if s != "coverage"]
@@ -69,18 +69,6 @@ def assert_matches(
     )
 
 
-def expected_coverage(spec: WindowSpec, ts: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Share of each window's span observed since the stream's first point (nothing evicted)."""
-    j = np.arange(lo, hi)
-    if spec.kind is WindowKind.COUNT:
-        return np.minimum((j + 1) / spec.size, 1.0)
-    t = ts[lo:hi]
-    if spec.kind is WindowKind.TIME:
-        return np.minimum((t - ts[0] + 1) / spec.size, 1.0)
-    observed = np.minimum((t - ts[0] + 1) / np.maximum(t - spec.size + 1, 1), 1.0)
-    return np.where(t >= spec.size, observed, 1.0)
-
-
 @settings(max_examples=150, deadline=None)
 @given(data=st.data(), stream=streams())
 def test_every_statistic_matches_recomputation(data: st.DataObject, stream) -> None:
@@ -95,8 +83,8 @@ def test_every_statistic_matches_recomputation(data: st.DataObject, stream) -> N
         view = window.advance(p0, p1, STATS)
         for name in got:
             got[name].append(view.stat(name))
-        coverage = view.stat("coverage")
-        np.testing.assert_allclose(coverage, expected_coverage(spec, ts, lo, hi), rtol=1e-15)
+        expected = [observed_coverage(ts, j, spec) for j in range(lo, hi)]
+        np.testing.assert_allclose(view.stat("coverage"), expected, rtol=1e-15)
     for name, parts in got.items():
         assert_matches(name, np.concatenate(parts), ts, values, spec, 0)
 

@@ -46,6 +46,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from tsmon.core.moments import MAX_ABS_VALUE
 from tsmon.engine.batched import CoordinatorNode, new_node
 from tsmon.engine.bounded import to_query
 from tsmon.engine.deferred import PARTITION_PREFIX, standing_series
@@ -67,7 +68,7 @@ from tsmon.spark.readers import write_replicas
 from tsmon.spark.sinks import DEAD_LETTER_COLUMNS, BatchOutput, Callback, Sinks
 
 #: Dead-letter reasons of unreadable input rows (the ``reason`` column of the dead-letter sink).
-REASONS = ("bad_series", "unreadable_ts", "not_numeric", "nan", "infinite")
+REASONS = ("bad_series", "unreadable_ts", "not_numeric", "nan", "infinite", "value_out_of_range")
 #: Dead-letter reason of a row whose source is a reserved node key (a query partition's).
 BAD_SOURCE = "bad_source"
 
@@ -263,6 +264,7 @@ class JobRunner:
             .when(value.isNull(), "not_numeric")
             .when(F.isnan(value), "nan")
             .when(F.abs(value) == float("inf"), "infinite")
+            .when(F.abs(value) > MAX_ABS_VALUE, "value_out_of_range")
         )
         return raw.select(
             source.alias("source"),
