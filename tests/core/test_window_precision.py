@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from tests.core.exact import EXACT_STATS, ROUNDED_STATS, exact_stats, relative_errors
 from tests.oracle import observed_coverage
+from tsmon import Monitor
 from tsmon.core.moments import MAX_ABS_VALUE, exact_slope, value_in_range
 from tsmon.core.register import Register, RegisterConfig
 from tsmon.core.window_spec import WindowSpec
@@ -54,17 +55,19 @@ def nab_values(name: str) -> np.ndarray:
     return pd.read_csv(NAB / name)["value"].to_numpy(np.float64)
 
 
-def worst_errors(got: dict[str, np.ndarray], exact: dict[str, np.ndarray]) -> dict[str, float]:
+def worst_errors(
+    got: dict[str, np.ndarray], exact: dict[str, np.ndarray], names: tuple[str, ...] = STATS
+) -> dict[str, float]:
     """Largest relative error per statistic; results below the smallest normal float are
     compared relative to it (they have fewer significant bits), picked ones must be equal."""
     out = {}
     tiny = np.finfo(np.float64).tiny
-    for name in ROUNDED_STATS:
+    for name in set(ROUNDED_STATS) & set(names):
         err = relative_errors(got[name], exact[name])
         floor = np.abs(exact[name]) < tiny
         err[floor] = np.abs(got[name] - exact[name])[floor] / tiny
         out[name] = float(err.max(initial=0.0))
-    for name in EXACT_STATS:
+    for name in set(EXACT_STATS) & set(names):
         if name not in ROUNDED_STATS:
             np.testing.assert_array_equal(got[name], exact[name], err_msg=name)
     return out
@@ -264,3 +267,23 @@ def test_exact_slope_is_correctly_rounded_where_the_comoment_cancels() -> None:
     skewed[-1] = np.nextafter(0.134, 1.0)
     exact = exact_stats(ts, skewed, WindowSpec.count(7))["slope"][-1]
     assert exact != 0.0 and exact_slope(ts, skewed) == exact
+
+
+def test_monitor_dead_letters_a_huge_value_and_keeps_mean_exact() -> None:
+    """The issue's in-process case: 100 NAB points with one 1e308, a mean(1h) query. The
+    point goes to the dead letters as value_out_of_range; every event's mean is exact."""
+    values = nab_values(FILES[0])[:100].copy()
+    ts = 1_400_000_000_000 + 300_000 * np.arange(100, dtype=np.int64)
+    values[30] = 1e308
+    mon = Monitor(["s"], retention=None)
+    mon.add_query("QUERY q ON s EMIT mean(1h) AS m")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mon.ingest(["s"] * 100, ts, values)
+    dead = mon.dead_letters()
+    assert dead["reason"].tolist() == ["value_out_of_range"]
+    assert dead["ts_ms"].tolist() == [int(ts[30])]
+    kept = np.arange(100) != 30
+    exact = exact_stats(ts[kept], values[kept], WindowSpec.time(HOUR))["mean"]
+    got = np.array([event.payload["m"] for event in mon.events()])
+    assert max(worst_errors({"mean": got}, {"mean": exact}, ("mean",)).values()) <= TOLERANCE
