@@ -68,7 +68,9 @@ from tsmon.spark.readers import write_replicas
 from tsmon.spark.sinks import DEAD_LETTER_COLUMNS, BatchOutput, Callback, Sinks
 
 #: Dead-letter reasons of unreadable input rows (the ``reason`` column of the dead-letter sink).
-REASONS = ("bad_series", "unreadable_ts", "not_numeric", "nan", "infinite", "value_out_of_range")
+REASONS = ("bad_series", "unreadable_ts", "not_numeric", "nan", "infinite")
+#: Dead-letter reason of a value beyond ``MAX_ABS_VALUE`` (readable, but window sums overflow).
+OUT_OF_RANGE = "value_out_of_range"
 #: Dead-letter reason of a row whose source is a reserved node key (a query partition's).
 BAD_SOURCE = "bad_source"
 
@@ -264,7 +266,7 @@ class JobRunner:
             .when(value.isNull(), "not_numeric")
             .when(F.isnan(value), "nan")
             .when(F.abs(value) == float("inf"), "infinite")
-            .when(F.abs(value) > MAX_ABS_VALUE, "value_out_of_range")
+            .when(F.abs(value) > MAX_ABS_VALUE, OUT_OF_RANGE)
         )
         return raw.select(
             source.alias("source"),
