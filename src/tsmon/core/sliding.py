@@ -45,8 +45,9 @@ from tsmon.core.view import WindowView, check_follows, covered_from, first_and_r
 from tsmon.core.window_spec import WindowKind, WindowSpec
 
 _MOMENTS = frozenset({"sum", "mean", "var", "stddev", "slope"})
-# a batch is advanced in chunks of 8 windows (by points held, and by span for a time window,
-# so that the anchors stay near every window of the chunk), of at least 32 points
+# a batch is advanced in chunks of 8 windows, so the anchors stay near every window of a
+# chunk: 8 times a count window's size (at least 2,048 points), 8 spans of a time window (at
+# least 32 points, that a chunk's fixed cost is spread over)
 _CHUNK_WINDOWS, _MIN_CHUNK, _MIN_COUNT_CHUNK = 8, 32, 256
 
 
@@ -150,9 +151,7 @@ class SlidingWindow:
         return WindowView.concat(self.spec, views)
 
     def _chunk_end(self, p0: int, p1: int) -> int:
-        """Where the chunk starting at ``p0`` ends: a count window's after 8 windows of
-        points (at least 2,048), a time window's after 8 spans (at least 32 points on, so the
-        cost of a chunk is spread over enough points)."""
+        """Where the chunk starting at ``p0`` ends (see ``_CHUNK_WINDOWS``)."""
         if self.spec.kind is WindowKind.COUNT:
             return min(p0 + _CHUNK_WINDOWS * max(self.spec.size, _MIN_COUNT_CHUNK), p1)
         reg = self.register
