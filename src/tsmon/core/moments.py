@@ -178,14 +178,14 @@ def exact_slope(ts_ms: np.ndarray, values: np.ndarray) -> float:
     0.0
     """
     mantissas, exponents = np.frexp(values)
-    ints = (mantissas * 2.0**53).astype(np.int64).tolist()
-    shifts = (exponents - 53).tolist()
-    low = min(shifts)
-    xs = [m << (e - low) for m, e in zip(ints, shifts, strict=True)]
-    ts = (ts_ms - ts_ms[0]).tolist()
-    n, sum_t, sum_x = len(xs), sum(ts), sum(xs)
-    num = n * sum(t * x for t, x in zip(ts, xs, strict=True)) - sum_t * sum_x
-    den = n * sum(t * t for t in ts) - sum_t * sum_t
+    shifts = exponents - 53
+    low = int(shifts.min())
+    ints = (mantissas * 2.0**53).astype(np.int64).astype(object)
+    xs = ints * (2 ** (shifts - low).astype(object))  # Python ints: exact, any size
+    ts = (ts_ms - ts_ms[0]).astype(object)
+    n, sum_t, sum_x = len(xs), ts.sum(), xs.sum()
+    num = n * ts.dot(xs) - sum_t * sum_x
+    den = n * ts.dot(ts) - sum_t * sum_t
     if den == 0:
         return math.nan
     return float(Fraction(1000 * num, den) * Fraction(2) ** low)
@@ -273,8 +273,8 @@ def _weak_slope(n: np.ndarray, sums: np.ndarray, scale: np.ndarray) -> np.ndarra
 
 def exact_stats(ts_ms: np.ndarray, values: np.ndarray, wanted: Set[str]) -> dict[str, float]:
     """The moment statistics of these points computed from them alone (two-pass about the
-    value nearest their mean); sum and mean are correctly rounded (``math.fsum``), exact even
-    where the values cancel.
+    value nearest their mean); sum and mean of values of both signs are correctly rounded
+    (``math.fsum``), exact even where they cancel.
 
     Examples
     --------
@@ -287,9 +287,7 @@ def exact_stats(ts_ms: np.ndarray, values: np.ndarray, wanted: Set[str]) -> dict
     out = {name: float(value[0]) for name, value in one.items()}
     if "slope" in wanted and sums[1, 0] > 0 and _weak_slope(n, sums, sums[SQUARE_ROWS[5]])[0]:
         out["slope"] = exact_slope(ts_ms, values)  # a slope near 0 next to its terms
-    total = math.fsum(values.tolist())
-    if "sum" in wanted:
-        out["sum"] = total
-    if "mean" in wanted and len(values):
-        out["mean"] = total / len(values)
+    if ("sum" in wanted or "mean" in wanted) and values.min() < 0 < values.max():
+        total = math.fsum(values.tolist())  # values of both signs may cancel
+        out |= {k: v for k, v in (("sum", total), ("mean", total / len(values))) if k in wanted}
     return out
