@@ -9,12 +9,19 @@ from __future__ import annotations
 
 from fractions import Fraction
 from math import isqrt
+from pathlib import Path
 
 import numpy as np
 
 from tests.oracle import window_index
 from tsmon.core.window_spec import WindowSpec
 
+#: The NAB data (next to the project, or the shared copy), None when absent.
+_NAB_PLACES = (
+    Path(__file__).resolve().parents[2] / "../shared/data/nab",
+    Path("/work/shared/data/nab"),
+)
+NAB = next((path for path in _NAB_PLACES if path.is_dir()), None)
 _ULP = 1074  # 2**-1074, the smallest subnormal: every float64 is an integer multiple of it
 EXACT_STATS = ("count", "sum", "mean", "var", "stddev", "min", "max", "first", "last", "rate")
 ROUNDED_STATS = ("sum", "mean", "var", "stddev", "rate", "slope")  # the others are picked

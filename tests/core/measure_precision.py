@@ -14,12 +14,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tests.core.exact import ROUNDED_STATS, exact_stats, relative_errors
+from tests.core.exact import NAB, ROUNDED_STATS, exact_stats, relative_errors
 from tsmon.core.register import Register, RegisterConfig
 from tsmon.core.window_spec import WindowSpec
 from tsmon.core.windows import STATS, open_window
 
-NAB = Path(__file__).resolve().parents[2] / "../shared/data/nab"
 HOUR = 3_600_000
 SPECS = (WindowSpec.time(HOUR // 2), WindowSpec.time(HOUR), WindowSpec.time(3 * HOUR))
 
@@ -45,7 +44,9 @@ def errors(path: Path, spec: WindowSpec, seed: int = 1) -> dict[str, float]:
 
 
 def main(argv: list[str]) -> None:
-    files = [Path(f) for f in argv] or sorted(NAB.glob("real*/*.csv"))
+    files = [Path(f) for f in argv] or sorted(NAB.glob("real*/*.csv") if NAB else [])
+    if not files:
+        sys.exit("no NAB files: pass CSV paths, or put the data in ../shared/data/nab")
     worst: dict[str, tuple[float, str]] = {name: (0.0, "") for name in ROUNDED_STATS}
     for path, spec in itertools.product(files, (*SPECS, WindowSpec.count(100))):
         for name, err in errors(path, spec).items():

@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import itertools
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.core.exact import EXACT_STATS, ROUNDED_STATS, exact_stats, relative_errors
+from tests.core.exact import EXACT_STATS, NAB, ROUNDED_STATS, exact_stats, relative_errors
 from tests.oracle import observed_coverage
 from tsmon import Monitor
 from tsmon.core.moments import MAX_ABS_VALUE, exact_slope, value_in_range
@@ -23,17 +22,6 @@ from tsmon.core.register import Register, RegisterConfig
 from tsmon.core.window_spec import WindowSpec
 from tsmon.core.windows import STATS, open_window
 
-NAB = next(
-    (
-        p
-        for p in (
-            Path(__file__).resolve().parents[2] / "../shared/data/nab",
-            Path("/work/shared/data/nab"),
-        )
-        if p.is_dir()
-    ),
-    None,
-)
 pytestmark = pytest.mark.skipif(NAB is None, reason="NAB data (shared/data/nab) not found")
 FILES = (
     "realAWSCloudwatch/ec2_cpu_utilization_5f5533.csv",
