@@ -17,6 +17,18 @@ def window_index(ts: np.ndarray, j: int, spec: WindowSpec) -> np.ndarray:
     return upto[ts[: j + 1] >= spec.size]
 
 
+def observed_coverage(ts: np.ndarray, j: int, spec: WindowSpec) -> float:
+    """``coverage`` of ``spec``'s window as of point ``j`` when nothing was evicted: the share
+    of its span (its N points) observed since the stream's first point ``ts[0]``."""
+    if spec.kind is WindowKind.COUNT:
+        return min((j + 1) / spec.size, 1.0)
+    if spec.kind is WindowKind.TIME:
+        return min((int(ts[j]) - int(ts[0]) + 1) / spec.size, 1.0)
+    if ts[j] < spec.size:  # the landmark is still ahead: nothing to cover
+        return 1.0
+    return min((int(ts[j]) - int(ts[0]) + 1) / (int(ts[j]) - spec.size + 1), 1.0)
+
+
 def window_stats(ts: np.ndarray, values: np.ndarray) -> dict[str, float]:
     """Every statistic of the points given, recomputed with numpy."""
     n = len(values)

@@ -13,6 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.oracle import observed_coverage
+from tsmon.core.window_spec import WindowSpec
+
 REPO = Path(__file__).resolve().parents[1]
 NAB = REPO / "../shared/data/nab/realAWSCloudwatch/ec2_cpu_utilization_5f5533.csv"
 
@@ -201,7 +204,14 @@ def test_replay_nab_matches_pandas(tmp_path: Path, lateness: str | None) -> None
     assert set(flat["ts_ms"]) == flat_want
     merged = flat.merge(oracle, on="ts_ms")
     np.testing.assert_array_equal(merged["payload.hi"], merged["hi12"])
-    assert (events["coverage"] == 1.0).all()
+    ts_all = oracle["ts_ms"].to_numpy()  # coverage: the share of the span since the first point
+    position = {int(t): j for j, t in enumerate(ts_all)}
+    spec = {"spike": WindowSpec.time(3_600_000), "flat": WindowSpec.count(12)}
+    expected = [
+        observed_coverage(ts_all, position[t], spec[q])
+        for q, t in zip(events["query"], events["ts_ms"], strict=True)
+    ]
+    np.testing.assert_allclose(events["coverage"], expected, rtol=1e-12)
     assert not events["replayed"].any()
     assert f"points received {len(oracle)}" in run.stdout.replace("\n", " ")
 

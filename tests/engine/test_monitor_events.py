@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tsmon.query as A
-from tests.oracle import tolerance, window_index, window_stats
+from tests.oracle import observed_coverage, tolerance, window_index, window_stats
 from tests.query.watch_strategies import _CMP, _div, _mod
 from tsmon import Monitor
 from tsmon.core.window_spec import WindowSpec
@@ -204,14 +204,15 @@ def evaluate_at(
     j: int,
     scale_vals: np.ndarray,
     scale_ts: np.ndarray,
-    coverage: float = 1.0,
 ) -> Expected:
-    """Evaluate ``q`` as of point ``j`` of the sorted stored points ``ts``/``vals``."""
+    """Evaluate ``q`` as of point ``j`` of the sorted stored points ``ts``/``vals`` (nothing
+    evicted: a window's coverage is the share of its span since the first point)."""
     stats: dict[tuple[str, WindowSpec], float] = {}
     errs: dict[tuple[str, WindowSpec], float] = {}
+    coverage = min((observed_coverage(ts, j, spec) for _, spec in needs(q)), default=1.0)
     for name, spec in needs(q):
         if name == "coverage":
-            stats[(name, spec)], errs[(name, spec)] = coverage, 0.0
+            stats[(name, spec)], errs[(name, spec)] = observed_coverage(ts, j, spec), 0.0
             continue
         idx = window_index(ts, j, spec)
         v = window_stats(ts[idx], vals[idx])[name]

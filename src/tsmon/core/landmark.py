@@ -4,8 +4,8 @@ Their points never leave, so nothing is subtracted; and they do not pin the regi
 would keep all history). Instead, when the register evicts points the window holds, the window
 first folds them into a summary of its evicted history. Any rebuild — after a late point, for
 the view as of a past point — merges that summary with the points still stored, so the window
-stays exact. Only history evicted *before* the window existed is missing, and ``coverage``
-says so.
+stays exact. Only history evicted *before* the window existed is missing; ``coverage`` says
+so, and is also < 1 while the series' first point is later than the landmark.
 """
 
 from __future__ import annotations
@@ -15,9 +15,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tsmon.core.moments import Moments, features, stats_from_sums
+from tsmon.core.moments import (
+    SQUARE_ROWS,
+    TIME_ROWS,
+    Moments,
+    exact_stats,
+    features,
+    ill_conditioned,
+    stats_from_sums,
+)
 from tsmon.core.register import Register
-from tsmon.core.view import WindowView, check_follows, first_and_rate
+from tsmon.core.view import WindowView, check_follows, covered_from, first_and_rate
 from tsmon.core.window_spec import WindowSpec
 
 
@@ -125,6 +133,9 @@ class LandmarkWindow:
         sums = np.cumsum(rows, axis=1) + base.sums[:, None]
         n = base.n + np.cumsum(np.arange(len(ts)) >= k)
         stats = stats_from_sums(n, sums, base.anchor, wanted)
+        magnitudes = sums[SQUARE_ROWS[TIME_ROWS]]  # sums of squares: nothing subtracted
+        ill = ill_conditioned(n, sums, magnitudes, base.anchor, float(n[-1]), wanted)
+        self._exact_rows(stats, np.flatnonzero(ill), p0, wanted)
         inside = values[k:]
         running_max = np.maximum.accumulate(np.concatenate(([old.max], inside)))[1:]
         running_min = np.minimum.accumulate(np.concatenate(([old.min], inside)))[1:]
@@ -157,9 +168,29 @@ class LandmarkWindow:
         self.end = p1
         return WindowView(self.spec, stats)
 
+    def _exact_rows(
+        self, stats: dict[str, np.ndarray], rows: np.ndarray, p0: int, wanted: frozenset[str]
+    ) -> None:
+        """Recompute ill-conditioned points from the points stored; where history was
+        evicted, from its summary merged with them (exact up to that summary's rounding)."""
+        reg = self.register
+        lo = max(int(reg.search(self.spec.size, side="left")), reg.start)
+        evicted = self._evicted.moments
+        for j in rows.tolist():
+            ts, values = reg.ts(lo, p0 + j + 1), reg.values(lo, p0 + j + 1)
+            if evicted.n == 0:
+                one = exact_stats(ts, values, wanted)
+            else:
+                both = evicted.merged(Moments.exact(ts, values, with_time=True))
+                sums = both.sums[:, None]
+                merged = stats_from_sums(np.array([both.n]), sums, both.anchor, wanted)
+                one = {name: float(value[0]) for name, value in merged.items()}
+            for name, value in one.items():
+                stats[name][j] = value
+
     def _coverage(self, ts: np.ndarray) -> np.ndarray:
-        if self.complete_from_ts is None:
-            return np.ones(len(ts))
+        """Share of ``[landmark, ts]`` observed; 1 before the landmark (nothing to cover)."""
+        start = covered_from(self.register, self.complete_from_ts)
         with np.errstate(divide="ignore", invalid="ignore"):
-            covered = (ts - self.complete_from_ts + 1) / (ts - self.spec.size + 1)
-        return np.clip(covered, 0.0, 1.0)
+            covered = (ts - start + 1) / (ts - self.spec.size + 1)
+        return np.where(ts >= self.spec.size, np.clip(covered, 0.0, 1.0), 1.0)

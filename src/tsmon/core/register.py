@@ -24,6 +24,8 @@ from numbers import Integral
 
 import numpy as np
 
+from tsmon.core.moments import MAX_ABS_VALUE, value_in_range
+
 _INITIAL_CAPACITY = 256
 
 
@@ -100,6 +102,7 @@ class Register:
         self._pins: dict[int, int] = {}
         self._watchers: dict[int, Callable[[int, int], None]] = {}
         self.complete_from_ts: int | None = None  # None: nothing was ever evicted
+        self.first_ts: int | None = None  # the series' first point, evicted or not
 
     # -- positions and reads -------------------------------------------------------------------
     @property
@@ -146,6 +149,9 @@ class Register:
     def append(self, ts_ms: np.ndarray, values: np.ndarray) -> tuple[int, int]:
         """Store points newer than every stored one; return their positions ``[p0, p1)``."""
         count = len(ts_ms)
+        _check_values(values)
+        if count and self.first_ts is None:
+            self.first_ts = int(ts_ms[0])
         self._make_room(count)
         p0 = self.end
         self._ts[self._hi : self._hi + count] = ts_ms
@@ -155,7 +161,9 @@ class Register:
 
     def insert(self, ts_ms: int, value: float) -> int:
         """Insert a late point in timestamp order; return its position (later ones shift by 1)."""
+        _check_values(np.array([value], dtype=np.float64))
         pos = int(self.search(ts_ms))
+        self.first_ts = int(ts_ms) if self.first_ts is None else min(self.first_ts, int(ts_ms))
         self._make_room(1)
         at = pos - self._base
         self._ts[at + 1 : self._hi + 1] = self._ts[at : self._hi].copy()
@@ -167,6 +175,7 @@ class Register:
 
     def replace(self, pos: int, value: float) -> None:
         """Overwrite the value stored at ``pos`` (a keep-last duplicate)."""
+        _check_values(np.array([value], dtype=np.float64))
         self._values[pos - self._base] = value
 
     # -- retention -----------------------------------------------------------------------------
@@ -227,3 +236,13 @@ class Register:
         self._ts, self._values = new_ts, new_values
         self._base += self._lo
         self._lo, self._hi = 0, live
+
+
+def _check_values(values: np.ndarray) -> None:
+    """Windows take only values within ``MAX_ABS_VALUE``: readers reject the others first."""
+    if len(values) and not value_in_range(values).all():
+        bad = values[~value_in_range(values)][0]
+        raise ValueError(
+            f"value {bad!r} is outside +-{MAX_ABS_VALUE:g} (or not finite); reject such points "
+            "before storing them (tsmon.core.moments.value_in_range)"
+        )

@@ -1,28 +1,29 @@
 """Sliding windows (the last N points, or the last span of event time) maintained online.
 
 Every statistic is updated as points enter and leave the window, never by rescanning it:
-moments (sum, mean, variance, slope) by adding the feature sums of entering points and
-subtracting those of leaving ones, minimum and maximum by monotonic queues, count, first and
-last by position. A batch of new points is processed at once with numpy, yet each point gets
-the statistics of the window *as of that point* (per-point semantics): cumulative sums over the
-entering points and over the leaving points give every intermediate window.
+moments (sum, mean, variance, slope) from prefix sums over the points held, minimum and maximum
+by monotonic queues, count, first and last by position. A batch of new points is processed at
+once with numpy, yet each point gets the statistics of the window *as of that point*
+(per-point semantics): the prefix sums differenced at each window's ends give every
+intermediate window.
 
-A window keeps only what its queries read: the time moments (for ``slope``) and the monotonic
-queues (for ``min``/``max``) start when a query first asks for them, rebuilt at once from the
-points the window holds, which it pins in the register so they are always there.
+A window keeps only what its queries read: the monotonic queues (for ``min``/``max``) start
+when a query first asks for them, rebuilt at once from the points the window holds, which it
+pins in the register so they are always there.
 
-Precision: moments are kept about anchors near the window's means (see ``moments``); long
-batches are taken in chunks a few windows long; points whose window is so short next to the
-chunk, or to the sums carried from earlier batches (``Moments.error_scale``), that subtracting
-could lose digits are recomputed exactly from the points held, and so is the state carried to
-the next batch when it is such a window (a single point included); and after the window has
-turned over 16 times its sums are recomputed exactly (amortized O(1) per point), bounding
-accumulated rounding.
+Precision: a batch is taken in chunks of at most 8 windows, in points held and (time windows)
+in span; each chunk's sums are about anchors at the means of its first point's window, so the
+anchors stay near every window of the chunk and no rounding is carried from one chunk to the
+next. Points whose statistics are still so small next to the sums they were computed from that
+subtracting could lose digits (``ill_conditioned``: sum and mean, variance, time moment,
+slope) are recomputed exactly from the points held. Every statistic stays within 1e-9
+relative of the exact value.
 
-``coverage`` says how much of the window's span the stored history covers: a window inserted
-while running is populated at once from the register (which holds at least what the other
-windows of the series pin), and where history was already evicted it reports coverage < 1
-until its span has been observed live.
+``coverage`` says how much of the window's span is observed history: the share of the span
+after the series' first point (of a count window, of its N points), so it is < 1 until a
+whole span has passed since the first point. A window inserted while running is populated at
+once from the register (which holds at least what the other windows of the series pin); where
+history was already evicted it counts only from the oldest point still complete.
 """
 
 from __future__ import annotations
@@ -31,15 +32,23 @@ from collections.abc import Iterable, Set
 
 import numpy as np
 
-from tsmon.core.moments import SQUARE_ROWS, Moments, features, ill_conditioned, stats_from_sums
+from tsmon.core.moments import (
+    SQUARE_ROWS,
+    exact_stats,
+    features,
+    ill_conditioned,
+    stats_from_sums,
+)
 from tsmon.core.monotonic import MaxQueue
 from tsmon.core.register import Register
-from tsmon.core.view import WindowView, check_follows, first_and_rate
+from tsmon.core.view import WindowView, check_follows, covered_from, first_and_rate
 from tsmon.core.window_spec import WindowKind, WindowSpec
 
-_SECOND_MOMENTS = frozenset({"var", "stddev", "slope"})
-_TURNOVERS_BETWEEN_EXACT = 16
-_CHUNK_WINDOWS, _MIN_CHUNK = 8, 256  # a batch is advanced in chunks of 8 windows' points
+_MOMENTS = frozenset({"sum", "mean", "var", "stddev", "slope"})
+# a batch is advanced in chunks of 8 windows, so the anchors stay near every window of a
+# chunk: 8 times a count window's size (at least 2,048 points), 8 spans of a time window (at
+# least 32 points, that a chunk's fixed cost is spread over)
+_CHUNK_WINDOWS, _MIN_CHUNK, _MIN_COUNT_CHUNK = 8, 32, 256
 
 
 class SlidingWindow:
@@ -54,7 +63,7 @@ class SlidingWindow:
     >>> p0, p1 = reg.append(np.array([0, 1000, 2000]), np.array([1.0, 5.0, 3.0]))
     >>> view = win.advance(p0, p1, {"mean", "max", "coverage"})
     >>> view.stat("mean").tolist(), view.stat("max").tolist(), view.stat("coverage").tolist()
-    ([1.0, 3.0, 4.0], [1.0, 5.0, 5.0], [1.0, 1.0, 1.0])
+    ([1.0, 3.0, 4.0], [1.0, 5.0, 5.0], [0.5, 1.0, 1.0])
     """
 
     def __init__(
@@ -69,7 +78,6 @@ class SlidingWindow:
         self.spec = spec
         self.register = register
         self.refcount = 0
-        self._with_time = "slope" in track
         self._max: MaxQueue | None = MaxQueue() if "max" in track else None
         self._neg_min: MaxQueue | None = MaxQueue() if "min" in track else None  # -max(-x)
         self.complete_from_ts = register.complete_from_ts
@@ -77,9 +85,8 @@ class SlidingWindow:
 
     def fork(self, until: int) -> SlidingWindow:
         """A private window as of position ``until``, tracking what this one tracks."""
-        tracked = {"slope"} if self._with_time else set()
         queues = (("max", self._max), ("min", self._neg_min))
-        tracked |= {name for name, queue in queues if queue is not None}
+        tracked = {name for name, queue in queues if queue is not None}
         return SlidingWindow(self.spec, self.register, until, frozenset(tracked))
 
     # -- (re)building from history -------------------------------------------------------------
@@ -88,11 +95,9 @@ class SlidingWindow:
         reg = self.register
         self.end = until
         self.start = self._start_as_of(until)
-        ts, values = reg.ts(self.start, until), reg.values(self.start, until)
-        self.moments = Moments.exact(ts, values, self._with_time)
+        values = reg.values(self.start, until)
         for queue, signed in self._queues(values):
             queue.reset(signed, self.start)
-        self._left_since_exact = 0
         self._pin()
 
     def _start_as_of(self, until: int) -> int:
@@ -105,17 +110,14 @@ class SlidingWindow:
         return max(int(reg.search(last_ts - self.spec.size, side="right")), reg.start)
 
     def _track(self, wanted: Set[str]) -> None:
-        """Start keeping time moments or extremes when a query first reads them."""
-        start_time = "slope" in wanted and not self._with_time
+        """Start keeping the extremes when a query first reads them."""
         start_max = "max" in wanted and self._max is None
         start_min = "min" in wanted and self._neg_min is None
-        if start_time:
-            self._with_time = True
         if start_max:
             self._max = MaxQueue()
         if start_min:
             self._neg_min = MaxQueue()
-        if start_time or start_max or start_min:
+        if start_max or start_min:
             self.populate(self.end)  # the points are pinned: rebuild from them
 
     def _queues(self, values: np.ndarray) -> list[tuple[MaxQueue, np.ndarray]]:
@@ -143,10 +145,18 @@ class SlidingWindow:
         self._track(wanted)
         views = []
         while p0 < p1:  # chunks a few windows long keep the cumulative sums well-conditioned
-            chunk = _CHUNK_WINDOWS * max(int(self.moments.n), _MIN_CHUNK)
-            views.append(self._advance_sliding(p0, min(p0 + chunk, p1), wanted))
-            p0 += chunk
+            end = self._chunk_end(p0, p1)
+            views.append(self._advance_sliding(p0, end, wanted))
+            p0 = end
         return WindowView.concat(self.spec, views)
+
+    def _chunk_end(self, p0: int, p1: int) -> int:
+        """Where the chunk starting at ``p0`` ends (see ``_CHUNK_WINDOWS``)."""
+        if self.spec.kind is WindowKind.COUNT:
+            return min(p0 + _CHUNK_WINDOWS * max(self.spec.size, _MIN_COUNT_CHUNK), p1)
+        reg = self.register
+        horizon = int(reg.ts(p0, p0 + 1)[0]) + _CHUNK_WINDOWS * self.spec.size
+        return min(max(int(reg.search(horizon, side="left")), p0 + _MIN_CHUNK), p1)
 
     def _advance_sliding(self, p0: int, p1: int, wanted: frozenset[str]) -> WindowView:
         reg = self.register
@@ -157,34 +167,10 @@ class SlidingWindow:
             starts = np.maximum(positions - (self.spec.size - 1), old_start)
         else:
             starts = np.maximum(reg.search(ts - self.spec.size, side="right"), old_start)
-        new_start = int(starts[-1])
         n = (positions - starts + 1).astype(np.float64)
-        base = self.moments.rebased(ts, values)
-        squares = SQUARE_ROWS[len(base.sums)]
-        sums = np.cumsum(features(ts, values, base.anchor, base.anchor_t_ms, self._with_time), 1)
-        scale = sums[squares] + base.error_scale[:, None]
-        sums += base.sums[:, None]
-        if new_start > old_start:  # subtract the points that left, as of each new point
-            leaving = features(
-                reg.ts(old_start, new_start),
-                reg.values(old_start, new_start),
-                base.anchor,
-                base.anchor_t_ms,
-                self._with_time,
-            )
-            left = np.zeros((len(leaving), leaving.shape[1] + 1))
-            np.cumsum(leaving, axis=1, out=left[:, 1:])
-            left = left[:, starts - old_start]
-            sums -= left
-            scale += left[squares]
-        stats = stats_from_sums(n, sums, base.anchor, wanted)
-        # the state carried to the next batch must be well-conditioned, even of one point
-        if wanted & _SECOND_MOMENTS:
-            ill = ill_conditioned(n, sums, scale, min_count=1)
-            self._exact_rows(stats, np.flatnonzero(ill & (n >= 2)), starts, p0, wanted)
-            exact = bool(ill[-1])
-        else:
-            exact = bool(ill_conditioned(n[-1:], sums[:, -1:], scale[:, -1:], min_count=1)[0])
+        stats = {"count": n} if "count" in wanted else {}
+        if wanted & _MOMENTS:
+            stats |= self._moments(p0, p1, starts, n, wanted)
         if "min" in wanted or "max" in wanted:
             self._extremes(stats, wanted, values, p0, starts)
         if "first" in wanted or "rate" in wanted:
@@ -192,27 +178,53 @@ class SlidingWindow:
             held_ts, held_values = reg.ts(old_start, p1), reg.values(old_start, p1)
             first_and_rate(stats, held_ts[offset], held_values[offset], ts, values)
         self._last_and_coverage(stats, wanted, ts, values, n)
-        self._commit(base, n[-1], sums[:, -1], scale[:, -1], values, p0, p1, new_start, exact)
+        for queue, signed in self._queues(values):
+            queue.push(signed, p0, keep_from=int(starts[-1]))
+        self.start, self.end = int(starts[-1]), p1
+        self._pin()
         return WindowView(self.spec, stats)
 
-    # -- per-point statistics ------------------------------------------------------------------
-    def _exact_rows(
-        self,
-        stats: dict[str, np.ndarray],
-        rows: np.ndarray,
-        starts: np.ndarray,
-        p0: int,
-        wanted: frozenset[str],
-    ) -> None:
-        """Recompute the moment statistics of ill-conditioned points from the points held."""
+    def _moments(
+        self, p0: int, p1: int, starts: np.ndarray, n: np.ndarray, wanted: frozenset[str]
+    ) -> dict[str, np.ndarray]:
+        """Moment statistics of the window of each point ``p0 + j``: prefix sums of the
+        features of the points held, about anchors at the middle of the first point's window,
+        differenced at the window's ends; ill-conditioned points recomputed exactly."""
         reg = self.register
-        for j in rows.tolist():
+        first = int(starts[0])
+        with_time = "slope" in wanted
+        held_ts, held_values = reg.ts(first, p1), reg.values(first, p1)
+        lead = p0 + 1 - first  # the first point's window
+        anchor = float(held_values[:lead].sum()) / lead
+        anchor_t = (int(held_ts[0]) + int(held_ts[lead - 1])) // 2
+        rows = features(held_ts, held_values, anchor, anchor_t, with_time)
+        # window sums = sum over the first window + entering prefix - leaving prefix
+        leaving = int(starts[-1]) - first
+        ends = np.zeros((len(rows), len(n)))
+        np.cumsum(rows[:, lead:], axis=1, out=ends[:, 1:])
+        ends += rows[:, :lead].sum(axis=1)[:, None]
+        begins = np.zeros((len(rows), leaving + 1))
+        np.cumsum(rows[:, :leaving], axis=1, out=begins[:, 1:])
+        begins = begins[:, starts - first]
+        sums = ends - begins
+        stats = stats_from_sums(n, sums, anchor, wanted)
+        single = n == 1  # exact without sums: its value
+        for name in ("sum", "mean"):
+            if name in wanted:
+                stats[name][single] = held_values[lead - 1 :][single]
+        squares = SQUARE_ROWS[len(rows)]
+        scale = ends[squares] + begins[squares]  # the magnitudes subtracted
+        checked = wanted
+        if held_values.min() >= 0 or held_values.max() <= 0:  # sums of one sign never cancel
+            checked = wanted - {"sum", "mean"}
+        ill = ill_conditioned(n, sums, scale, anchor, float(len(held_values)), checked)
+        for j in np.flatnonzero(ill).tolist():
             lo, hi = int(starts[j]), p0 + j + 1
-            exact = Moments.exact(reg.ts(lo, hi), reg.values(lo, hi), self._with_time)
-            one = stats_from_sums(np.array([exact.n]), exact.sums[:, None], exact.anchor, wanted)
-            for name, value in one.items():
-                stats[name][j] = value[0]
+            for name, value in exact_stats(reg.ts(lo, hi), reg.values(lo, hi), wanted).items():
+                stats[name][j] = value
+        return stats
 
+    # -- per-point statistics ------------------------------------------------------------------
     def _extremes(
         self,
         stats: dict[str, np.ndarray],
@@ -240,38 +252,7 @@ class SlidingWindow:
             stats["coverage"] = self._coverage(ts, n)
 
     def _coverage(self, ts: np.ndarray, count: np.ndarray) -> np.ndarray:
-        complete_from = self.complete_from_ts
-        if complete_from is None:
-            return np.ones(len(ts))
         if self.spec.kind is WindowKind.COUNT:
             return np.minimum(count / self.spec.size, 1.0)
-        return np.clip((ts - complete_from + 1) / self.spec.size, 0.0, 1.0)
-
-    # -- state after a batch -------------------------------------------------------------------
-    def _commit(
-        self,
-        base: Moments,
-        n: float,
-        last_sums: np.ndarray,
-        last_scale: np.ndarray,
-        values: np.ndarray,
-        p0: int,
-        p1: int,
-        new_start: int,
-        exact: bool = False,
-    ) -> None:
-        for queue, signed in self._queues(values):
-            queue.push(signed, p0, keep_from=new_start)
-        self._left_since_exact += new_start - self.start
-        self.start, self.end = new_start, p1
-        self.moments = Moments(
-            base.anchor, base.anchor_t_ms, float(n), last_sums.copy(), last_scale.copy()
-        )
-        turned_over = self._left_since_exact >= _TURNOVERS_BETWEEN_EXACT * max(n, 1.0)
-        if exact or turned_over:
-            reg = self.register
-            self.moments = Moments.exact(
-                reg.ts(new_start, p1), reg.values(new_start, p1), self._with_time
-            )
-            self._left_since_exact = 0
-        self._pin()
+        start = covered_from(self.register, self.complete_from_ts)
+        return np.clip((ts - start + 1) / self.spec.size, 0.0, 1.0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tsmon.core.register import Register
 from tsmon.core.window_spec import WindowSpec
 
 STATS = (
@@ -55,6 +56,14 @@ def first_and_rate(
     rate[~(span_s > 0)] = np.nan
     stats["first"] = np.asarray(first, dtype=np.float64)
     stats["rate"] = rate
+
+
+def covered_from(register: Register, complete_from_ts: int | None) -> int:
+    """The first instant from which a window's history is observed: where the history
+    evicted before the window existed ends, else the series' first point."""
+    if complete_from_ts is not None:
+        return complete_from_ts
+    return register.first_ts if register.first_ts is not None else 0
 
 
 def check_follows(spec: WindowSpec, end: int, p0: int, p1: int) -> None:

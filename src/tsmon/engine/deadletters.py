@@ -17,6 +17,7 @@ class Reason(str, Enum):
     NOT_NUMERIC = "not_numeric"  # a string or object that is no number
     NAN = "nan"
     INFINITE = "infinite"
+    VALUE_OUT_OF_RANGE = "value_out_of_range"  # |value| > tsmon.core.moments.MAX_ABS_VALUE
     BAD_TIMESTAMP = "bad_timestamp"
     BAD_SERIES = "bad_series"  # a series name that is missing or no string
     UNKNOWN_SERIES = "unknown_series"

@@ -16,6 +16,7 @@ from numbers import Real
 import numpy as np
 import pandas as pd
 
+from tsmon.core.moments import MAX_ABS_VALUE, value_in_range
 from tsmon.core.timestamps import as_column, read_epoch_ms
 from tsmon.engine.deadletters import DeadLetters, Reason
 
@@ -69,13 +70,20 @@ def read_batch(
     return Batch(seq[keep], names[keep], ts_ms[keep], numbers[keep], len(names))
 
 
-_VALUE_REASONS = (Reason.MISSING, Reason.NOT_NUMERIC, Reason.NAN, Reason.INFINITE)
+_VALUE_REASONS = (
+    Reason.MISSING,
+    Reason.NOT_NUMERIC,
+    Reason.NAN,
+    Reason.INFINITE,
+    Reason.VALUE_OUT_OF_RANGE,
+)
 _CODE = {"": 0} | {r.value: i + 1 for i, r in enumerate(_VALUE_REASONS)}  # small ints, no strings
 _EXPLAIN = {
     Reason.MISSING: "missing; send a finite number",
     Reason.NOT_NUMERIC: "not a number; send a finite number",
     Reason.NAN: "NaN; send a finite number or leave the point out",
     Reason.INFINITE: "infinite; send a finite number",
+    Reason.VALUE_OUT_OF_RANGE: f"beyond +-{MAX_ABS_VALUE:g}, where sums overflow; rescale it",
 }
 
 
@@ -93,11 +101,13 @@ def _read_values(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         for i, item in enumerate(raw.tolist()):  # tolist: bool_ arrays give Python bools
             numbers[i], reason = _read_value(item)
             reasons[i] = _CODE[reason]
-    finite = np.isfinite(numbers)
-    if not finite.all():
+    in_range = value_in_range(numbers)
+    if not in_range.all():
         good_so_far = reasons == 0
         reasons[good_so_far & np.isnan(numbers)] = _CODE[Reason.NAN.value]
         reasons[good_so_far & np.isinf(numbers)] = _CODE[Reason.INFINITE.value]
+        too_large = good_so_far & np.isfinite(numbers) & ~in_range
+        reasons[too_large] = _CODE[Reason.VALUE_OUT_OF_RANGE.value]
     return numbers, reasons
 
 

@@ -42,6 +42,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
+from tsmon.core.moments import MAX_ABS_VALUE
 from tsmon.engine.events import event_order
 from tsmon.engine.hub import CoordinatorNode
 from tsmon.engine.node import new_node
@@ -58,6 +59,8 @@ from tsmon.spark.sinks import DEAD_LETTER_COLUMNS, BatchOutput, Callback, Sinks
 
 #: Dead-letter reasons of unreadable input rows (the ``reason`` column of the dead-letter sink).
 REASONS = ("bad_series", "unreadable_ts", "not_numeric", "nan", "infinite")
+#: Dead-letter reason of a value beyond ``MAX_ABS_VALUE`` (readable, but window sums overflow).
+OUT_OF_RANGE = "value_out_of_range"
 #: Dead-letter reason of a row whose source is a reserved node key (a query partition's).
 BAD_SOURCE = "bad_source"
 #: Node keys a data source may not have (they belong to a part's own nodes).
@@ -129,6 +132,7 @@ class JobRunner:
             .when(value.isNull(), "not_numeric")
             .when(F.isnan(value), "nan")
             .when(F.abs(value) == float("inf"), "infinite")
+            .when(F.abs(value) > MAX_ABS_VALUE, OUT_OF_RANGE)
         )
         return raw.select(
             source.alias("source"),
