@@ -17,8 +17,12 @@ Choices
       (``ignored`` in the answer), the point itself is stored as usual.
     * Answers are computed when asked (:meth:`SummaryQueries.answers`), from the summaries'
       current state; ``bound`` is the guaranteed absolute error where the summary gives one
-      (SWAT §2.6, ``ε·answer`` for the histograms), ``None`` for correlated aggregates, which
-      carry no bound.
+      (SWAT §2.6; for the histograms half the oldest bucket, at most ``ε·exact``), and the
+      exact answer lies in ``[lower, upper]``. ``satisfied`` says whether that guarantee meets
+      the query's ``WITHIN``: ``bound <= δ`` for INNER/POINT (SWAT answers from its finest
+      nodes when no level meets δ, and says so with ``satisfied=False``), ``bound <= ε·lower``
+      for APPROX; ``None`` without a ``WITHIN`` or a bound (RANGE, correlated aggregates, which
+      carry no bound).
 """
 
 from __future__ import annotations
@@ -45,7 +49,9 @@ SummaryDef = WaveletDef | ApproxDef | CorrelatedDef
 class SummaryAnswer:
     """A summary query's answer: ``value`` (``nan`` before any point), its absolute error
     ``bound`` when the summary guarantees one, ``positions`` for RANGE (those certainly
-    inside; ``possible`` those the bounds allow), ``points`` the points summarized so far."""
+    inside; ``possible`` those the bounds allow), ``points`` the points summarized so far;
+    the exact answer lies in ``[lower, upper]``, and ``satisfied`` tells whether ``bound``
+    met the query's ``WITHIN`` (``None``: no ``WITHIN`` or no bound)."""
 
     name: str
     value: float
@@ -54,6 +60,9 @@ class SummaryAnswer:
     positions: tuple[int, ...] = ()
     possible: tuple[int, ...] = ()
     ignored: int = 0
+    satisfied: bool | None = None
+    lower: float | None = None
+    upper: float | None = None
 
 
 class _Summary:
@@ -103,8 +112,22 @@ class _Summary:
         if isinstance(s, WaveletDef):
             return self._wavelet(s)
         value = float(self.hist.get())
-        bound = s.eps * value if isinstance(s, ApproxDef) else None
-        return SummaryAnswer(name, value, bound, self.points, ignored=self.ignored)
+        if not isinstance(s, ApproxDef):
+            return SummaryAnswer(name, value, None, self.points, ignored=self.ignored)
+        bound = float(self.hist.error())  # Fact 1: the exact count is within value ± bound
+        lower, upper = value - bound, value + bound
+        return SummaryAnswer(
+            name,
+            value,
+            bound,
+            self.points,
+            (),
+            (),
+            self.ignored,
+            bound <= s.eps * lower,
+            lower,
+            upper,
+        )
 
     def _wavelet(self, s: WaveletDef) -> SummaryAnswer:
         tree = self.tree
@@ -124,7 +147,10 @@ class _Summary:
         if max(indices) >= available:  # not that many values yet
             return SummaryAnswer(s.name, math.nan, None, self.points)
         r = tree.inner_product(indices, weights, s.within)
-        return SummaryAnswer(s.name, float(r.value), float(r.bound), self.points)
+        met = None if s.within is None else bool(r.satisfied)
+        return SummaryAnswer(
+            s.name, float(r.value), float(r.bound), self.points, (), (), 0, met, r.lower, r.upper
+        )
 
 
 class SummaryQueries:

@@ -18,7 +18,8 @@ of adding to them::
                                               interrupted, eps_intr, next_due_ms, late
                                               (evaluations received in the batch)
     <path>/summaries/batch-<N>.parquet        batch_id, query, value, bound, points, positions,
-                                              possible (JSON lists), ignored (answers received)
+                                              possible (JSON lists), ignored, satisfied,
+                                              lower, upper (answers received)
 
 Dead letters are input rows that could not be read (``bad_source`` for a source named like a
 query partition, ``bad_series``, ``unreadable_ts``,
@@ -289,9 +290,11 @@ def _standing_line(a: StandingAnswer) -> str:
 
 
 def _summary_line(a: SummaryAnswer) -> str:
-    """``41.5 ±0.8 over 1024 points`` (no ``±`` when the summary gives no bound)."""
+    """``41.5 ±0.8 over 1024 points`` (no ``±`` when the summary gives no bound; ``, wider
+    than WITHIN`` when the bound did not meet the query's precision)."""
     bound = "" if a.bound is None else f" ±{format_value(a.bound)}"
-    return f"{format_value(a.value)}{bound} over {a.points} points"
+    missed = ", wider than WITHIN" if a.satisfied is False else ""
+    return f"{format_value(a.value)}{bound} over {a.points} points{missed}"
 
 
 def _short(value: Any) -> str:
