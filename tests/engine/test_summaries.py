@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tsmon.core.correlated import CorrelatedAggregate, CorrelatedQuery
+from tsmon.core.correlated import CorrelatedQuery
+from tsmon.core.correlated_check import CheckedAggregate
 from tsmon.engine.monitor import Monitor
 
 N = 64
@@ -68,7 +69,7 @@ def test_summary_answers_against_the_raw_window(
         a = answers[name]  # within the histogram's own guarantee, itself within ε
         assert a.lower - 1e-9 <= exact_value <= a.upper + 1e-9
         assert a.bound <= eps * exact_value + 1e-9 and a.satisfied
-    direct = CorrelatedAggregate(CorrelatedQuery("avg", "count"))
+    direct = CheckedAggregate(CorrelatedQuery("avg", "count"))
     for v in values:
         direct.update(float(v))
     assert answers["above"].value == direct.get()

@@ -7,7 +7,9 @@
   or the sum of integer values in ``[0, R]``, within relative error ε;
 * ``COUNT|SUM(x > AVG)``, ``(x <= c·MIN)``, ``(x >= c·MAX)`` a correlated aggregate with
   piecemeal-uniform focused histograms (Gehrke, Korn & Srivastava, :mod:`tsmon.core.correlated`)
-  over a landmark (since the query started) or the last N points.
+  over a landmark (since the query started) or the last N points, checked online against a
+  sample of 512 points and replaced by the trivial answer (half the scope, for ``COUNT(x >
+  AVG)``) or the sample's when those track closer (:mod:`tsmon.core.correlated_check`).
 
 Choices
     * A summary is fed the series' in-order points from when its query is added (it is a
@@ -33,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from tsmon.core.correlated import CorrelatedAggregate, CorrelatedQuery
+from tsmon.core.correlated import CorrelatedQuery
+from tsmon.core.correlated_check import CheckedAggregate
 from tsmon.core.exphist import BasicCounting, WindowSum
 from tsmon.core.swat import SWAT
 from tsmon.query.ast import ApproxDef, CorrelatedDef, WaveletDef
@@ -79,7 +82,7 @@ class _Summary:
             self.hist = WindowSum(s.window_points, s.eps, s.max_value)
         elif isinstance(s, CorrelatedDef):
             query = CorrelatedQuery(s.independent, s.dependent, s.eps)
-            self.hist = CorrelatedAggregate(query, window=s.window_points)
+            self.hist = CheckedAggregate(query, window=s.window_points)
 
     def feed(self, values: np.ndarray) -> None:
         s = self.statement

@@ -97,3 +97,12 @@ class Approx:
     def half_widths(self) -> np.ndarray:
         """Per block, the largest error of the midpoint."""
         return (np.asarray(self.hi) - np.asarray(self.lo)) / 2
+
+    def widened(self, half: float) -> Approx:
+        """Every block at least ``half`` wide on each side of its midpoint (a copy with slack).
+
+        >>> Approx((30.0, 5.0), (40.0, 6.0)).widened(2.0)
+        Approx(lo=(30.0, 3.5), hi=(40.0, 7.5))
+        """
+        mid, hw = self.midpoints(), np.maximum(self.half_widths(), half)
+        return Approx(tuple((mid - hw).tolist()), tuple((mid + hw).tolist()))
