@@ -124,7 +124,7 @@ class AsrSite:
         row = self.directory[segment]
         old, row.approx = row.approx, approx
         if self.slack is not None:
-            return self._update_with_slack(row)
+            return self._update_with_slack(row, old)
         if old.encloses(approx):
             return []
         row.writes += 1
@@ -140,10 +140,10 @@ class AsrSite:
             row.envelope = row.approx.widened(row.slack)
         return row.envelope
 
-    def _update_with_slack(self, row: Row) -> list[Message]:
-        """A write when the range leaves the envelope; an update to each child whose copy
-        does not enclose the new range."""
-        if row.envelope is None or not row.envelope.encloses(row.approx):
+    def _update_with_slack(self, row: Row, old: Approx) -> list[Message]:
+        """A write when the range leaves the envelope (the old range if none was made); an
+        update to each child whose copy does not enclose the new range."""
+        if not (row.envelope or old).encloses(row.approx):
             row.writes += 1
         copy, out = self._copy(row), []
         for child, held in sorted(row.subscribed.items()):
@@ -189,7 +189,8 @@ class AsrSite:
                 continue
             copy = self._copy(row)
             for child, held in sorted(row.subscribed.items()):  # subscribed, not adequate
-                if row.writes < row.child_reads.get(child, 0) and held != copy:
+                tighter = held != copy and held.encloses(copy)  # (slack: never a wider copy)
+                if row.writes < row.child_reads.get(child, 0) and tighter:
                     row.subscribed[child] = copy
                     out.append(Update(self.site, child, seg, copy))
             for child in sorted(row.interested):  # expansion test

@@ -104,5 +104,6 @@ class Approx:
         >>> Approx((30.0, 5.0), (40.0, 6.0)).widened(2.0)
         Approx(lo=(30.0, 3.5), hi=(40.0, 7.5))
         """
-        mid, hw = self.midpoints(), np.maximum(self.half_widths(), half)
-        return Approx(tuple((mid - hw).tolist()), tuple((mid + hw).tolist()))
+        mid, lo, hi = self.midpoints(), np.asarray(self.lo), np.asarray(self.hi)
+        lo, hi = np.minimum(lo, mid - half), np.maximum(hi, mid + half)  # encloses, exactly
+        return Approx(tuple(lo.tolist()), tuple(hi.tolist()))
