@@ -31,8 +31,9 @@ class Row:
     ``reads`` is ``u.readCount`` (queries satisfied here with this segment, local or from a
     child), ``child_reads[v]`` is ``v.readCount``, ``writes`` is ``S.writeCount`` (updates whose
     range the previous one did not enclose, Fig. 8a). With slack (:class:`AsrSite`),
-    ``tolerance`` is the smallest ``delta / sum|W|`` of the phase's reads, ``slack`` the half
-    width copies get, ``envelope`` the copy a subscriber gets now (it encloses ``approx``).
+    ``tolerance`` is the smallest ``(delta - bound) / sum|W|`` of the phase's reads (the
+    precision they left unused per unit weight), ``slack`` how much copies are widened on each
+    side, ``envelope`` the copy a subscriber gets now (it encloses ``approx``).
 
     Examples
     --------
@@ -69,12 +70,13 @@ class AsrSite:
     ``parent`` is ``None`` at the source, which never decaches (it is always in the replication
     scheme, so [16]'s switch test is not needed, §3).
 
-    ``slack`` (not in the paper; ``None``: Fig. 8 as printed) gives the copies sent to children
-    a half width of at least ``slack`` times the tightest per-unit-weight precision ``delta /
-    sum|W|`` the segment's reads asked for in the last phase, as Divergence Caching and
-    Adaptive Precision Setting (§4) choose their widths from the reads. A new range inside a
-    child's copy is then no write and is not sent (Fig. 8a's "old R encloses R" test, held per
-    child): at loose precision a slot's new content rarely leaves its copy.
+    ``slack`` (not in the paper; ``None``: Fig. 8 as printed) widens the copies sent to
+    children by ``slack`` times the precision the segment's reads of the last phase left
+    unused, ``min (delta - bound) / sum|W|`` (so, for ``slack <= 1``, those reads would still
+    be satisfied by the wider copies), as Divergence Caching and Adaptive Precision Setting
+    (§4) choose their widths from the reads. A new range inside a child's copy is then no
+    write and is not sent (Fig. 8a's "old R encloses R" test, held per child): at loose
+    precision a slot's new content rarely leaves its copy.
     """
 
     def __init__(self, site: int, parent: int | None, slack: float | None = None) -> None:
@@ -107,7 +109,7 @@ class AsrSite:
         d = decompose(self.ranges(), count, positions, weights, delta)
         if d.satisfied:
             scale = float(np.abs(np.asarray(weights, dtype=float)).sum())
-            tolerance = delta / scale if scale > 0 else math.inf
+            tolerance = (delta - d.bound) / scale if scale > 0 else math.inf  # unused, per weight
             for seg in d.used:
                 row = self.directory[seg]
                 row.reads += 1

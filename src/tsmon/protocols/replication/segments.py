@@ -98,12 +98,12 @@ class Approx:
         """Per block, the largest error of the midpoint."""
         return (np.asarray(self.hi) - np.asarray(self.lo)) / 2
 
-    def widened(self, half: float) -> Approx:
-        """Every block at least ``half`` wide on each side of its midpoint (a copy with slack).
+    def widened(self, margin: float) -> Approx:
+        """Every block ``margin`` wider on each side (a copy with slack).
 
         >>> Approx((30.0, 5.0), (40.0, 6.0)).widened(2.0)
-        Approx(lo=(30.0, 3.5), hi=(40.0, 7.5))
+        Approx(lo=(28.0, 3.0), hi=(42.0, 8.0))
         """
-        mid, lo, hi = self.midpoints(), np.asarray(self.lo), np.asarray(self.hi)
-        lo, hi = np.minimum(lo, mid - half), np.maximum(hi, mid + half)  # encloses, exactly
+        lo, hi = np.asarray(self.lo) - margin, np.asarray(self.hi) + margin
+        lo, hi = np.minimum(lo, self.lo), np.maximum(hi, self.hi)  # encloses, exactly
         return Approx(tuple(lo.tolist()), tuple(hi.tolist()))

@@ -20,7 +20,7 @@ from tsmon.sim.replication.workload import ReplicationWorkload
 __all__ = ["SCHEMES", "RunResult", "make_network", "run"]
 
 SCHEMES = ("asr", "asr-slack", "dc", "aps")
-#: ``asr-slack``: copies get half the tightest per-unit-weight precision read as slack.
+#: ``asr-slack``: copies widened by half the precision the reads left unused (AsrSite).
 SLACK = 0.5
 
 
