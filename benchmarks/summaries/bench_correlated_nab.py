@@ -48,7 +48,7 @@ def run(x: np.ndarray, window: int | None) -> dict[str, object]:
     for i, v in enumerate(x.tolist()):
         checked[i] = agg.update(v).get()
         chosen.append(agg.chosen)
-        sampled[i] = agg._sampled()[0] if agg.hist is not None else checked[i]
+        sampled[i] = agg._candidates()[0]["sample"] if agg.hist is not None else checked[i]
     t2 = time.perf_counter()
     scope = np.minimum(np.arange(1, x.size + 1), window or x.size)
     row: dict[str, object] = {"n": x.size, "mean_exact": round(float(exact.mean()), 1)}

@@ -83,8 +83,10 @@ class CheckedAggregate(CorrelatedAggregate):
         """Start a new scope at the next tuple; the sample and the tracked errors restart."""
         super().new_landmark()
         self._rng = np.random.default_rng(self.seed)
-        self._kept: list[tuple[int, float, float]] = []  # the sample: (position, x, y)
+        self._kept = np.empty((min(self.sample, 64), 3))  # the sample: rows (position, x, y)
+        self._n = 0  # rows in use
         self._oldest = 0  # smallest position kept (sliding: when it leaves, so do others)
+        self._now: tuple[int, dict[str, float], float] | None = None  # (pos, answers, V)
         self._sq = dict.fromkeys(CANDIDATES, 0.0)  # weighted E[(c - s)^2], E[V] for "sample"
         self._weight = 0.0
         self.chosen = "histogram"
@@ -95,33 +97,42 @@ class CheckedAggregate(CorrelatedAggregate):
         if self.sample == 0:
             return self
         y = float(x if y is None else y)
-        kept, pos, w = self._kept, self.pos, self.window
+        pos, w, row = self.pos, self.window, (self.pos, float(x), y)
         if w is None or pos <= w:  # Algorithm R: tuple pos replaces a random one w.p. sample/pos
             j = pos - 1 if pos <= self.sample else int(self._rng.integers(pos))
-            if j < len(kept):
-                kept[j] = (pos, float(x), y)
+            if j < self._n:
+                self._kept[j] = row
             elif j < self.sample:
-                kept.append((pos, float(x), y))
+                self._append(row)
         elif self._rng.random() * w < self.sample:  # a full window: Bernoulli(sample / w)
-            kept.append((pos, float(x), y))
-        if w is not None and kept and self._oldest <= pos - w:
-            self._kept = kept = [t for t in kept if t[0] > pos - w]
-            self._oldest = min((t[0] for t in kept), default=pos)
+            self._append(row)
+        if w is not None and self._n and self._oldest <= pos - w:
+            live = self._kept[: self._n][self._kept[: self._n, 0] > pos - w]
+            self._n = len(live)
+            self._kept[: self._n] = live
+            self._oldest = int(live[:, 0].min()) if self._n else pos
         if self.hist is not None:
-            s, var = self._sampled()
+            answers, var = self._candidates()
+            s = answers["sample"]
             w = max(1.0 / self.memory, 1.0 / (self._weight + 1.0))  # a plain mean at first
             self._weight += 1.0
-            for name, c in self._answers(s).items():
+            for name, c in answers.items():
                 seen = var if name == "sample" else (c - s) ** 2
                 self._sq[name] += w * (seen - self._sq[name])
         return self
 
+    def _append(self, row: tuple[int, float, float]) -> None:
+        if self._n == len(self._kept):
+            self._kept = np.concatenate([self._kept, np.empty_like(self._kept)])
+        self._kept[self._n] = row
+        self._n += 1
+
     def _sampled(self) -> tuple[float, float]:
         """``(s, V)``: the sample's estimate of the answer and its variance."""
-        n, scope = len(self._kept), self.scope
+        n, scope = self._n, self.scope
         if n == 0:
             return 0.0, math.inf
-        _, xs, ys = np.array(self._kept).T
+        xs, ys = self._kept[:n, 1], self._kept[:n, 2]
         lo, hi, open_lo = self.query.predicate(self._agg())
         keep = ((xs > lo) if open_lo else (xs >= lo)) & (xs <= hi)
         zs = keep.astype(float) if self.query.dependent == "count" else np.where(keep, ys, 0.0)
@@ -131,14 +142,17 @@ class CheckedAggregate(CorrelatedAggregate):
         var = scope**2 * float(zs.var(ddof=1) if n > 1 else zs[0] ** 2) / n * fpc
         return scope * float(zs.mean()), var
 
-    def _answers(self, sampled: float) -> dict[str, float]:
+    def _candidates(self) -> tuple[dict[str, float], float]:
         """The candidates now: the histogram's, the trivial one (COUNT{x > AVG}: half the
-        scope), the sample's."""
-        out = {"histogram": super().get()}
-        if self.query.independent == "avg" and self.query.dependent == "count":
-            out["trivial"] = self.scope / 2.0
-        out["sample"] = sampled
-        return out
+        scope), the sample's; and the sample's variance (kept until the next tuple)."""
+        if self._now is None or self._now[0] != self.pos:
+            s, var = self._sampled()
+            out = {"histogram": super().get()}
+            if self.query.independent == "avg" and self.query.dependent == "count":
+                out["trivial"] = self.scope / 2.0
+            out["sample"] = s
+            self._now = (self.pos, out, var)
+        return self._now[1], self._now[2]
 
     def get(self) -> float:
         """The candidate with the least tracked squared error (exact while warming up or
@@ -146,11 +160,10 @@ class CheckedAggregate(CorrelatedAggregate):
         if self.hist is None or self.sample == 0:
             self.chosen = "histogram"
             return super().get()
-        s, var = self._sampled()
-        answers = self._answers(s)
+        answers, var = self._candidates()
         if var == 0.0:
             self.chosen = "sample"
-            return s
+            return answers["sample"]
         noise = self._sq["sample"]
         score = {n: noise if n == "sample" else self._sq[n] - noise for n in answers}
         self.chosen = min(answers, key=lambda n: (score[n], CANDIDATES.index(n)))
