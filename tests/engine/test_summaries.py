@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tsmon.core.correlated import CorrelatedAggregate, CorrelatedQuery
+from tsmon.core.correlated import CorrelatedQuery
+from tsmon.core.correlated_check import CheckedAggregate
 from tsmon.engine.monitor import Monitor
 
 N = 64
@@ -22,8 +23,11 @@ N = 64
     st.lists(st.integers(0, 20), min_size=1, max_size=300),
     st.integers(1, 40),
     st.sampled_from([0.05, 0.2, 0.5]),
+    st.sampled_from([1, 20, 60, 200]),
 )
-def test_summary_answers_against_the_raw_window(raw: list[int], batch: int, eps: float) -> None:
+def test_summary_answers_against_the_raw_window(
+    raw: list[int], batch: int, eps: float, within: int
+) -> None:
     values = np.array(raw, dtype=float)
     ts = np.arange(len(values)) * 1_000
     monitor = Monitor(["x.v"])
@@ -31,6 +35,7 @@ def test_summary_answers_against_the_raw_window(raw: list[int], batch: int, eps:
     monitor.add_query(
         f"""
         QUERY ip AS INNER(x.v, [8, 4, 2, 1] AT [0, 1, 2, 3]) OVER {N} points
+        QUERY ipw AS INNER(x.v, [8, 4, 2, 1] AT [0, 1, 2, 3]) OVER {N} points WITHIN {within}
         QUERY pt AS POINT(x.v, 5) OVER {N} points
         QUERY rg AS RANGE(x.v, 0..20, 10 ± 3) OVER {N} points
         QUERY cnt AS APPROX COUNT(x.v > 9) OVER {N} points WITHIN {pct}
@@ -48,17 +53,23 @@ def test_summary_answers_against_the_raw_window(raw: list[int], batch: int, eps:
     if len(values) >= 4:
         exact = float(np.dot([8, 4, 2, 1], newest_first[:4]))
         assert abs(answers["ip"].value - exact) <= answers["ip"].bound + 1e-9
+        assert answers["ip"].satisfied is None  # no WITHIN asked
+        ipw = answers["ipw"]  # the coarsest answer within δ, else the finest one, flagged
+        assert ipw.lower - 1e-9 <= exact <= ipw.upper + 1e-9
+        assert ipw.satisfied == (ipw.bound <= within)
+        if not ipw.satisfied:
+            assert (ipw.value, ipw.bound) == (answers["ip"].value, answers["ip"].bound)
     else:
-        assert math.isnan(answers["ip"].value)
+        assert math.isnan(answers["ip"].value) and answers["ipw"].satisfied is None
     if len(values) > 5:
         assert abs(answers["pt"].value - newest_first[5]) <= answers["pt"].bound + 1e-9
     inside = {i for i in range(min(21, len(values))) if abs(newest_first[i] - 10) <= 3}
     assert set(answers["rg"].positions) <= inside <= set(answers["rg"].possible)
-    count = float((window > 9).sum())
-    assert abs(answers["cnt"].value - count) <= eps * count + 1e-9
-    total = float(window.sum())
-    assert abs(answers["sm"].value - total) <= eps * total + 1e-9
-    direct = CorrelatedAggregate(CorrelatedQuery("avg", "count"))
+    for name, exact_value in (("cnt", float((window > 9).sum())), ("sm", float(window.sum()))):
+        a = answers[name]  # within the histogram's own guarantee, itself within ε
+        assert a.lower - 1e-9 <= exact_value <= a.upper + 1e-9
+        assert a.bound <= eps * exact_value + 1e-9 and a.satisfied
+    direct = CheckedAggregate(CorrelatedQuery("avg", "count"))
     for v in values:
         direct.update(float(v))
     assert answers["above"].value == direct.get()

@@ -117,26 +117,36 @@ class _ExponentialHistogram:
                 return
             levels.pop()
 
-    def _estimate(self, n: int | None) -> float:
+    def _estimate(self, n: int | None) -> tuple[float, float]:
+        """``(estimate, error)``: the midpoint of the 1..C units the oldest live bucket (size
+        ``C``) may still hold, and ``(C - 1) / 2``, the most it can be off (Fact 1)."""
         n = self.N if n is None else n
         if not 0 <= n <= self.N:
             raise ValueError(f"window n must be in [0, N={self.N}] items, got {n}")
         cutoff = self.time - n
         levels = self._levels
         if levels and levels[-1][0] > cutoff:  # every bucket is in: TOTAL - (LAST - 1)/2, O(1)
-            return self._total - (2 ** (len(levels) - 1) - 1) / 2
+            half = (2 ** (len(levels) - 1) - 1) / 2
+            return self._total - half, half
         below = 0  # sizes of the levels under r, all live: sizes grow with age
         for r, q in enumerate(levels):
             live = len(q) - bisect_right(q, cutoff)
             if live:  # oldest live bucket at level r, or at r - 1 when none is live here
                 if live < len(q):
-                    return below + live * 2**r - (2**r - 1) / 2  # Fact 1, midpoint of 1..C
+                    half = (2**r - 1) / 2
+                    return below + live * 2**r - half, half  # Fact 1, midpoint of 1..C
             elif r:
-                return below - (2 ** (r - 1) - 1) / 2
+                half = (2 ** (r - 1) - 1) / 2
+                return below - half, half
             else:
-                return 0.0
+                return 0.0, 0.0
             below += len(q) * 2**r
-        return float(below)
+        return float(below), 0.0
+
+    def error(self, n: int | None = None) -> float:
+        """Guaranteed absolute error of the estimate over the last ``n`` items (default ``N``):
+        the exact answer lies within ``estimate ± error``, and ``error <= eps * exact``."""
+        return self._estimate(n)[1]
 
     def check_invariants(self) -> None:
         """Raise ``AssertionError`` unless Invariant 2 (§2.1) and the bucket bound hold.
@@ -229,11 +239,11 @@ class BasicCounting(_ExponentialHistogram):
 
     def count(self, n: int | None = None) -> float:
         """Estimated number of 1s in the last ``n`` bits (default ``N``), relative error <= eps."""
-        return self._estimate(n)
+        return self._estimate(n)[0]
 
     def get(self) -> float:
         """Estimate over the full window of ``N`` bits."""
-        return self._estimate(None)
+        return self._estimate(None)[0]
 
 
 class WindowSum(_ExponentialHistogram):
@@ -334,7 +344,7 @@ class WindowSum(_ExponentialHistogram):
         """Estimated sum of the last ``n`` values (default ``N``), relative error <= eps."""
         cutoff = self.time - (self.N if n is None else n)
         fresh = sum(v for t, v in zip(self._buf_t, self._buf_v, strict=True) if t > cutoff)
-        return fresh + self._estimate(n)
+        return fresh + self._estimate(n)[0]
 
     def get(self) -> float:
         """Estimate over the full window of ``N`` values."""

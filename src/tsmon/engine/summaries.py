@@ -7,7 +7,9 @@
   or the sum of integer values in ``[0, R]``, within relative error ε;
 * ``COUNT|SUM(x > AVG)``, ``(x <= c·MIN)``, ``(x >= c·MAX)`` a correlated aggregate with
   piecemeal-uniform focused histograms (Gehrke, Korn & Srivastava, :mod:`tsmon.core.correlated`)
-  over a landmark (since the query started) or the last N points.
+  over a landmark (since the query started) or the last N points, checked online against a
+  sample of 512 points and replaced by the trivial answer (half the scope, for ``COUNT(x >
+  AVG)``) or the sample's when those track closer (:mod:`tsmon.core.correlated_check`).
 
 Choices
     * A summary is fed the series' in-order points from when its query is added (it is a
@@ -17,8 +19,12 @@ Choices
       (``ignored`` in the answer), the point itself is stored as usual.
     * Answers are computed when asked (:meth:`SummaryQueries.answers`), from the summaries'
       current state; ``bound`` is the guaranteed absolute error where the summary gives one
-      (SWAT §2.6, ``ε·answer`` for the histograms), ``None`` for correlated aggregates, which
-      carry no bound.
+      (SWAT §2.6; for the histograms half the oldest bucket, at most ``ε·exact``), and the
+      exact answer lies in ``[lower, upper]``. ``satisfied`` says whether that guarantee meets
+      the query's ``WITHIN``: ``bound <= δ`` for INNER/POINT (SWAT answers from its finest
+      nodes when no level meets δ, and says so with ``satisfied=False``), ``bound <= ε·lower``
+      for APPROX; ``None`` without a ``WITHIN`` or a bound (RANGE, correlated aggregates, which
+      carry no bound).
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from tsmon.core.correlated import CorrelatedAggregate, CorrelatedQuery
+from tsmon.core.correlated import CorrelatedQuery
+from tsmon.core.correlated_check import CheckedAggregate
 from tsmon.core.exphist import BasicCounting, WindowSum
 from tsmon.core.swat import SWAT
 from tsmon.query import ApproxDef, CorrelatedDef, WaveletDef, query_key
@@ -44,7 +51,9 @@ SummaryDef = WaveletDef | ApproxDef | CorrelatedDef
 class SummaryAnswer:
     """A summary query's answer: ``value`` (``nan`` before any point), its absolute error
     ``bound`` when the summary guarantees one, ``positions`` for RANGE (those certainly
-    inside; ``possible`` those the bounds allow), ``points`` the points summarized so far."""
+    inside; ``possible`` those the bounds allow), ``points`` the points summarized so far;
+    the exact answer lies in ``[lower, upper]``, and ``satisfied`` tells whether ``bound``
+    met the query's ``WITHIN`` (``None``: no ``WITHIN`` or no bound)."""
 
     name: str
     value: float
@@ -53,6 +62,9 @@ class SummaryAnswer:
     positions: tuple[int, ...] = ()
     possible: tuple[int, ...] = ()
     ignored: int = 0
+    satisfied: bool | None = None
+    lower: float | None = None
+    upper: float | None = None
 
 
 class _Summary:
@@ -69,7 +81,7 @@ class _Summary:
             self.hist = WindowSum(s.window_points, s.eps, s.max_value)
         elif isinstance(s, CorrelatedDef):
             query = CorrelatedQuery(s.independent, s.dependent, s.eps)
-            self.hist = CorrelatedAggregate(query, window=s.window_points)
+            self.hist = CheckedAggregate(query, window=s.window_points)
 
     def feed(self, values: np.ndarray) -> None:
         s = self.statement
@@ -102,8 +114,22 @@ class _Summary:
         if isinstance(s, WaveletDef):
             return self._wavelet(s)
         value = float(self.hist.get())
-        bound = s.eps * value if isinstance(s, ApproxDef) else None
-        return SummaryAnswer(name, value, bound, self.points, ignored=self.ignored)
+        if not isinstance(s, ApproxDef):
+            return SummaryAnswer(name, value, None, self.points, ignored=self.ignored)
+        bound = float(self.hist.error())  # Fact 1: the exact count is within value ± bound
+        lower, upper = value - bound, value + bound
+        return SummaryAnswer(
+            name,
+            value,
+            bound,
+            self.points,
+            (),
+            (),
+            self.ignored,
+            bound <= s.eps * lower,
+            lower,
+            upper,
+        )
 
     def _wavelet(self, s: WaveletDef) -> SummaryAnswer:
         tree = self.tree
@@ -123,7 +149,10 @@ class _Summary:
         if max(indices) >= available:  # not that many values yet
             return SummaryAnswer(s.name, math.nan, None, self.points)
         r = tree.inner_product(indices, weights, s.within)
-        return SummaryAnswer(s.name, float(r.value), float(r.bound), self.points)
+        met = None if s.within is None else bool(r.satisfied)
+        return SummaryAnswer(
+            s.name, float(r.value), float(r.bound), self.points, (), (), 0, met, r.lower, r.upper
+        )
 
 
 class SummaryQueries:

@@ -18,7 +18,8 @@ of adding to them::
                                               interrupted, eps_intr, next_due_ms, late
                                               (evaluations received in the batch)
     <path>/summaries/batch-<N>.parquet        batch_id, query, value, bound, points, positions,
-                                              possible (JSON lists), ignored (answers received)
+                                              possible (JSON lists), ignored, satisfied,
+                                              lower, upper (answers received)
 
 Dead letters are input rows that could not be read (``bad_source`` for a source named like a
 query partition, ``bad_series``, ``unreadable_ts``,

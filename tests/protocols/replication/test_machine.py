@@ -26,15 +26,15 @@ def trees(draw: st.DrawFn) -> dict[int, int]:
 
 class Replication(RuleBasedStateMachine):
     @initialize(
-        scheme=st.sampled_from(["asr", "asr", "asr", "dc", "aps"]),
+        scheme=st.sampled_from(["asr", "asr", "asr-slack", "asr-slack", "dc", "aps"]),
         parents=trees(),
         window=st.sampled_from([8, 16]),
         k=st.sampled_from([1, 1, 2]),
         start=st.lists(st.integers(0, 40), min_size=16, max_size=16),
     )
     def setup(self, scheme, parents, window, k, start):
-        if scheme == "asr":
-            self.net = AsrNetwork(parents, window, k)
+        if scheme.startswith("asr"):  # asr-slack: copies with slack (AsrSite)
+            self.net = AsrNetwork(parents, window, k, 0.5 if scheme == "asr-slack" else None)
             sites = [self.net.source, *self.net.clients.values()]
         else:
             policy = AdaptivePrecision() if scheme == "aps" else DivergenceCaching(max_range=40)
@@ -52,7 +52,7 @@ class Replication(RuleBasedStateMachine):
         def counted(m, now_ms):
             self.delivered += 1
             client = m.receiver if m.sender == 0 else m.sender
-            self.links += 1 if self.scheme == "asr" else self.net.depth[client]
+            self.links += 1 if self.scheme.startswith("asr") else self.net.depth[client]
             return handler(m, now_ms)
 
         return counted

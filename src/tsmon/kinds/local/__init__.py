@@ -99,9 +99,11 @@ def _describe_summary(statement: WaveletDef | ApproxDef | CorrelatedDef) -> tupl
 
 
 def _line(a: SummaryAnswer) -> str:
-    """``41.5 ±0.8 over 1024 points`` (no ``±`` when the summary gives no bound)."""
+    """``41.5 ±0.8 over 1024 points`` (no ``±`` when the summary gives no bound; ``, wider
+    than WITHIN`` when the bound did not meet the query's precision)."""
     bound = "" if a.bound is None else f" ±{format_value(a.bound)}"
-    return f"{format_value(a.value)}{bound} over {a.points} points"
+    missed = ", wider than WITHIN" if a.satisfied is False else ""
+    return f"{format_value(a.value)}{bound} over {a.points} points{missed}"
 
 
 PART = Part(

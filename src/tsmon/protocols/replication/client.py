@@ -35,8 +35,8 @@ class ClientSite(AsrSite):
     35.0
     """
 
-    def __init__(self, site: int, parent: int) -> None:
-        super().__init__(site, parent)
+    def __init__(self, site: int, parent: int, slack: float | None = None) -> None:
+        super().__init__(site, parent, slack)
         self._seq = 0
 
     def query(

@@ -10,8 +10,11 @@ subscribing), the local read count, a read count per adjacent child and the writ
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from tsmon.protocols.replication.cover import Decomposition, decompose
 from tsmon.protocols.replication.messages import Answer, Decache, Insert, Message, Update
@@ -27,7 +30,10 @@ class Row:
     ``subscribed`` maps each subscribed child to the data range it was last sent (its copy);
     ``reads`` is ``u.readCount`` (queries satisfied here with this segment, local or from a
     child), ``child_reads[v]`` is ``v.readCount``, ``writes`` is ``S.writeCount`` (updates whose
-    range the previous one did not enclose, Fig. 8a).
+    range the previous one did not enclose, Fig. 8a). With slack (:class:`AsrSite`),
+    ``tolerance`` is the smallest ``(delta - bound) / sum|W|`` of the phase's reads (the
+    precision they left unused per unit weight), ``slack`` how much copies are widened on each
+    side, ``envelope`` the copy a subscriber gets now (it encloses ``approx``).
 
     Examples
     --------
@@ -44,6 +50,9 @@ class Row:
     reads: int = 0
     child_reads: dict[int, int] = field(default_factory=dict)
     writes: int = 0
+    tolerance: float = math.inf
+    slack: float = 0.0
+    envelope: Approx | None = None
 
 
 @dataclass(frozen=True)
@@ -60,11 +69,22 @@ class AsrSite:
 
     ``parent`` is ``None`` at the source, which never decaches (it is always in the replication
     scheme, so [16]'s switch test is not needed, §3).
+
+    ``slack`` (not in the paper; ``None``: Fig. 8 as printed) widens the copies sent to
+    children by ``slack`` times the precision the segment's reads of the last phase left
+    unused, ``min (delta - bound) / sum|W|`` (so, for ``slack <= 1``, those reads would still
+    be satisfied by the wider copies), as Divergence Caching and Adaptive Precision Setting
+    (§4) choose their widths from the reads. A new range inside a child's copy is then no
+    write and is not sent (Fig. 8a's "old R encloses R" test, held per child): at loose
+    precision a slot's new content rarely leaves its copy.
     """
 
-    def __init__(self, site: int, parent: int | None) -> None:
+    def __init__(self, site: int, parent: int | None, slack: float | None = None) -> None:
+        if slack is not None and not slack >= 0:
+            raise ValueError(f"slack must be None (the paper's Fig. 8) or >= 0, got {slack}")
         self.site = site
         self.parent = parent
+        self.slack = slack
         self.directory: dict[Segment, Row] = {}
 
     def __repr__(self) -> str:
@@ -88,9 +108,12 @@ class AsrSite:
         used (``child`` is the adjacent site it came from, ``None`` for a local query)."""
         d = decompose(self.ranges(), count, positions, weights, delta)
         if d.satisfied:
+            scale = float(np.abs(np.asarray(weights, dtype=float)).sum())
+            tolerance = (delta - d.bound) / scale if scale > 0 else math.inf  # unused, per weight
             for seg in d.used:
                 row = self.directory[seg]
                 row.reads += 1
+                row.tolerance = min(row.tolerance, tolerance)
                 if child is not None:
                     if child not in row.subscribed:
                         row.interested.add(child)
@@ -102,12 +125,34 @@ class AsrSite:
         count a write and send it to every subscribed child."""
         row = self.directory[segment]
         old, row.approx = row.approx, approx
+        if self.slack is not None:
+            return self._update_with_slack(row, old)
         if old.encloses(approx):
             return []
         row.writes += 1
         for child in row.subscribed:
             row.subscribed[child] = approx
         return [Update(self.site, child, segment, approx) for child in sorted(row.subscribed)]
+
+    def _copy(self, row: Row) -> Approx:
+        """What a subscriber gets now: the range itself, or with slack the envelope."""
+        if self.slack is None:
+            return row.approx
+        if row.envelope is None or not row.envelope.encloses(row.approx):
+            row.envelope = row.approx.widened(row.slack)
+        return row.envelope
+
+    def _update_with_slack(self, row: Row, old: Approx) -> list[Message]:
+        """A write when the range leaves the envelope (the old range if none was made); an
+        update to each child whose copy does not enclose the new range."""
+        if not (row.envelope or old).encloses(row.approx):
+            row.writes += 1
+        copy, out = self._copy(row), []
+        for child, held in sorted(row.subscribed.items()):
+            if not held.encloses(row.approx):
+                row.subscribed[child] = copy
+                out.append(Update(self.site, child, row.segment, copy))
+        return out
 
     def _on_replica(self, m: Update | Insert) -> list[Message]:
         """An update or insert from the parent (an update for a dropped replica is stale)."""
@@ -135,19 +180,25 @@ class AsrSite:
         out: list[Message] = []
         for seg in sorted(self.directory, key=Segment.order):
             row = self.directory[seg]
+            new_slack = row.slack if self.slack is None else self.slack * row.tolerance
+            if row.tolerance < math.inf and new_slack != row.slack:  # the phase's precision
+                row.slack, row.envelope = new_slack, None
+            row.tolerance = math.inf
             fringe = self.parent is not None and not row.subscribed
             if fringe and row.reads < row.writes:  # contraction test
                 del self.directory[seg]
                 out.append(Decache(self.site, self.parent, seg))
                 continue
+            copy = self._copy(row)
             for child, held in sorted(row.subscribed.items()):  # subscribed, not adequate
-                if row.writes < row.child_reads.get(child, 0) and held != row.approx:
-                    row.subscribed[child] = row.approx
-                    out.append(Update(self.site, child, seg, row.approx))
+                tighter = held != copy and held.encloses(copy)  # (slack: never a wider copy)
+                if row.writes < row.child_reads.get(child, 0) and tighter:
+                    row.subscribed[child] = copy
+                    out.append(Update(self.site, child, seg, copy))
             for child in sorted(row.interested):  # expansion test
                 if row.writes < row.child_reads.get(child, 0):
-                    row.subscribed[child] = row.approx
-                    out.append(Insert(self.site, child, seg, row.approx))
+                    row.subscribed[child] = copy
+                    out.append(Insert(self.site, child, seg, copy))
             row.interested.clear()
             row.child_reads.clear()
             row.reads = row.writes = 0

@@ -97,3 +97,13 @@ class Approx:
     def half_widths(self) -> np.ndarray:
         """Per block, the largest error of the midpoint."""
         return (np.asarray(self.hi) - np.asarray(self.lo)) / 2
+
+    def widened(self, margin: float) -> Approx:
+        """Every block ``margin`` wider on each side (a copy with slack).
+
+        >>> Approx((30.0, 5.0), (40.0, 6.0)).widened(2.0)
+        Approx(lo=(28.0, 3.0), hi=(42.0, 8.0))
+        """
+        lo, hi = np.asarray(self.lo) - margin, np.asarray(self.hi) + margin
+        lo, hi = np.minimum(lo, self.lo), np.maximum(hi, self.hi)  # encloses, exactly
+        return Approx(tuple(lo.tolist()), tuple(hi.tolist()))

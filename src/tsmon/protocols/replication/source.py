@@ -35,6 +35,9 @@ class SourceSite(AsrSite):
         Blocks (Haar coefficients) per SWAT node; ``1`` is §3's one range per segment.
     site : int
         This site's number.
+    slack : float or None
+        Copies with slack (:class:`~tsmon.protocols.replication.directory.AsrSite`); ``None``
+        is the paper's Fig. 8.
 
     Examples
     --------
@@ -49,8 +52,8 @@ class SourceSite(AsrSite):
     (16.0, 2.0, 1, {1})
     """
 
-    def __init__(self, window: int, k: int = 1, site: int = 0) -> None:
-        super().__init__(site, None)
+    def __init__(self, window: int, k: int = 1, site: int = 0, slack: float | None = None):
+        super().__init__(site, None, slack)
         self.tree = SWAT(window=window, k=k)
         self.window = window
         self._ring = np.zeros(window)

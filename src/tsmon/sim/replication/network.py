@@ -77,11 +77,13 @@ class AsrNetwork:
     (2, 1)
     """
 
-    def __init__(self, parents: Mapping[int, int], window: int, k: int = 1) -> None:
+    def __init__(
+        self, parents: Mapping[int, int], window: int, k: int = 1, slack: float | None = None
+    ) -> None:
         self.parents = dict(parents)
         self.depth = depths(self.parents)
-        self.source = SourceSite(window, k)
-        self.clients = {c: ClientSite(c, p) for c, p in sorted(self.parents.items())}
+        self.source = SourceSite(window, k, slack=slack)
+        self.clients = {c: ClientSite(c, p, slack) for c, p in sorted(self.parents.items())}
         self.counts = MessageCounts()
         self._bottom_up = sorted(self.clients, key=lambda c: (-self.depth[c], c))
 

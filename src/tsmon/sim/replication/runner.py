@@ -19,7 +19,9 @@ from tsmon.sim.replication.workload import ReplicationWorkload
 
 __all__ = ["SCHEMES", "RunResult", "make_network", "run"]
 
-SCHEMES = ("asr", "dc", "aps")
+SCHEMES = ("asr", "asr-slack", "dc", "aps")
+#: ``asr-slack``: copies widened by half the precision the reads left unused (AsrSite).
+SLACK = 0.5
 
 
 @dataclass(frozen=True)
@@ -50,9 +52,10 @@ class RunResult:
 def make_network(
     workload: ReplicationWorkload, scheme: str, k: int = 1
 ) -> AsrNetwork | ItemNetwork:
-    """The network of ``scheme`` (``"asr"``, ``"dc"`` or ``"aps"``) for ``workload``."""
-    if scheme == "asr":
-        return AsrNetwork(workload.parents, workload.window, k)
+    """The network of ``scheme`` (``"asr"``, ``"asr-slack"``, ``"dc"`` or ``"aps"``)."""
+    if scheme in ("asr", "asr-slack"):
+        slack = SLACK if scheme == "asr-slack" else None
+        return AsrNetwork(workload.parents, workload.window, k, slack)
     if scheme == "dc":
         low = float(np.min(workload.values)) if len(workload.values) else 0.0
         policy = DivergenceCaching(workload.max_range, low=low)
