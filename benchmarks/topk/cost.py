@@ -66,6 +66,19 @@ def make(name: str, seed: int, scale: float) -> Workload | None:
 POLICIES = {"paper": Policy.paper(), "half": Policy(Fraction(1, 2), True)}
 
 
+def parse_policy(text: str) -> Policy:
+    """``paper``, ``half``, ``default`` (:class:`Policy`'s default) or ``F0-prop`` /
+    ``F0-even`` (e.g. ``3/4-even``)."""
+    if text == "default":
+        return Policy()
+    if text in POLICIES:
+        return POLICIES[text]
+    f0, _, alloc = text.partition("-")
+    if alloc not in ("prop", "even"):
+        raise argparse.ArgumentTypeError(f"policy must be paper, half or F0-prop/even: {text!r}")
+    return Policy(Fraction(f0), alloc == "prop")
+
+
 def job(
     name: str,
     seed: int,
@@ -78,7 +91,7 @@ def job(
     w = make(name, seed, scale)
     if w is None:
         return []
-    return run(w, eps, seed, POLICIES[policy], check_every=check_every, theta=theta)
+    return run(w, eps, seed, parse_policy(policy), check_every=check_every, theta=theta)
 
 
 def parse_theta(text: str) -> int | None:
@@ -216,14 +229,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--scale", type=float, default=1.0, help="stream length × default")
     ap.add_argument("--check-every", type=int, default=1, help="oracle check period (updates)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
-    ap.add_argument("--policy", choices=sorted(POLICIES), default="paper",
-                    help="paper: §4.3 cutoff; half: F_0 = 1/2 proportional")  # fmt: skip
+    ap.add_argument("--policy", default="paper",
+                    help="paper: §4.3 cutoff; half: F_0 = 1/2 proportional; default: "
+                    "Policy(); F0-prop or F0-even, e.g. 3/4-even")  # fmt: skip
     ap.add_argument("--theta", type=parse_theta, default=20,
                     help="Appendix C threshold θ (none: no offloading)")  # fmt: skip
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--name", default="cost", help="output file prefix")
     ap.add_argument("--quick", action="store_true", help="scale 0.2, 1 seed, 5 ε values")
     args = ap.parse_args(argv)
+    parse_policy(args.policy)  # fail early on a bad name
     if args.quick:
         args.scale, args.seeds, args.eps = 0.2, 1, "0,2,10,50,200"
     eps = [int(e) for e in args.eps.split(",")]

@@ -10,9 +10,13 @@ without it the counts run from the query's start.
 
 Choices the paper leaves open
     * **Units.** The protocol is exact in integers: values and ε are kept in micro-units
-      (``round(x·10⁶)``), so sums are exact to 10⁻⁶ and a fractional ε works. A value that is
-      negative could make a partial value negative and is not an update: it is ignored and
-      counted (``ignored`` in the answer); the point still reaches the other queries.
+      (``round(x·10⁶)``), so sums are exact to 10⁻⁶ and a fractional ε works. Values are
+      limited to ``|x| ≤`` :data:`MAX_VALUE` ``= 2⁵³/10⁶ ≈ 9.007·10⁹``, where ``x·10⁶`` is
+      still an exact float integer (beyond it the micro-units are not exact; ``1.8e302``
+      would even overflow). A point that cannot be an update is ignored and counted with its
+      reason (``ignored`` and ``ignored_why`` in the answer): ``negative`` (it could make a
+      partial value negative), ``too large`` (above the limit) or ``not finite``; the point
+      still reaches the other queries. An ε above the limit is refused.
     * **Nodes join when they first speak.** A source becomes monitor node ``N_j`` when its
       first top-k message for the query reaches the coordinator (the source saw a matching
       series); its values are then all 0 to the coordinator and ``δ_ij = 0``, which keeps both
@@ -24,12 +28,18 @@ Choices the paper leaves open
       everywhere. Every message carries the query's generation (its log index), so messages of
       a removed query are ignored by a re-added one of the same name.
     * **Latency**: one micro-batch per hop; a Phase 3 takes two batches, so the answer may lag
-      while a resolution runs (``settled`` says none is under way at the coordinator).
+      while a resolution runs. ``settled`` is the protocol's own criterion of ε-validity
+      (Appendix A): no resolution under way or queued, no change pending, and nothing sent to
+      a source in the last step (no install in flight, so no node awaits an answer: a node's
+      request reaches the coordinator in the batch it is sent). Requests of one batch are
+      taken up longest-waiting node first (:class:`~tsmon.protocols.topk.resolver.Resolver`),
+      so no source starves.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +55,7 @@ from tsmon.query.parser import parse_queries, query_key
 from tsmon.query.printer import format_topk
 
 __all__ = [
+    "MAX_VALUE",
     "THETA",
     "TOPK_OPS",
     "UNITS",
@@ -56,19 +67,38 @@ __all__ = [
 
 Row = dict[str, Any]
 UNITS = 10**6  # integer units per value unit
+MAX_VALUE = 2**53 / UNITS  # largest |value|: its micro-units are an exact float integer
 THETA = 20  # Appendix C threshold, the paper's setting
 TOPK_OPS = ("add", "alter", "remove")  # logged changes; protocol messages are "msg"
 
 
 def to_units(x: float) -> int:
-    """``x`` in integer micro-units.
+    """``x`` in integer micro-units; ``ValueError`` beyond :data:`MAX_VALUE` (or not finite).
 
     Examples
     --------
     >>> to_units(0.1), to_units(2.5), to_units(3)
     (100000, 2500000, 3000000)
     """
+    reason = unusable(x)
+    if reason is not None and reason != "negative":
+        raise ValueError(f"{x!r} is {reason}: top-k values must be finite, |x| ≤ {MAX_VALUE:.6g}")
     return round(x * UNITS)
+
+
+def unusable(x: float) -> str | None:
+    """Why ``x`` cannot be a top-k update (``None``: it can).
+
+    Examples
+    --------
+    >>> unusable(3.0), unusable(-1.0), unusable(1.8e302), unusable(float("nan"))
+    (None, 'negative', 'too large', 'not finite')
+    """
+    if not math.isfinite(x):
+        return "not finite"
+    if abs(x) > MAX_VALUE:
+        return "too large"
+    return "negative" if x < 0 else None
 
 
 def topk_statements(text: str) -> list[TopKDef]:
@@ -94,7 +124,7 @@ class _LocalQuery:
         self.statement, self.gen = statement, gen
         self.node = MonitorNode(0, statement.k, statement.bottom, THETA)
         self.window: deque[tuple[int, str, int]] = deque()  # (ts, object, units) counted
-        self.ignored = 0
+        self.ignored: dict[str, int] = {}  # reason -> points
         self._objects: dict[str, str | None] = {}  # series -> its object (None: not ours)
 
     def object_of(self, series: str) -> str | None:
@@ -116,10 +146,11 @@ class _LocalQuery:
 
     def observe(self, ts: int, obj: str, value: float, now_ms: int) -> list[ToCoordinator]:
         out = self.expire(now_ms)
-        units = to_units(value)
-        if units < 0:
-            self.ignored += 1
+        reason = unusable(value)
+        if reason is not None:
+            self.ignored[reason] = self.ignored.get(reason, 0) + 1
             return out
+        units = to_units(value)
         width = self.statement.window_ms
         if width is not None and ts <= now_ms - width:
             return out  # already out of the window
@@ -190,9 +221,9 @@ class TopKSource:
             out += self._rows(local, local.expire(now_ms))
         return out
 
-    def ignored(self) -> dict[str, int]:
-        """Negative values ignored so far, per query name."""
-        return {q.statement.name: q.ignored for q in self.queries.values() if q.ignored}
+    def ignored(self) -> dict[str, dict[str, int]]:
+        """Points ignored so far, per query name and reason."""
+        return {q.statement.name: dict(q.ignored) for q in self.queries.values() if q.ignored}
 
     def _rows(self, local: _LocalQuery, messages: Iterable[ToCoordinator]) -> list[Row]:
         rows = []
@@ -209,9 +240,10 @@ class TopKSource:
 @dataclass(frozen=True)
 class TopKAnswer:
     """The current answer of a top-k query: ``members`` (sorted by name) is valid within
-    ``eps`` whenever no resolution is pending (``settled``); ``epoch`` counts the changes of
-    the set (Appendix A); ``nodes`` the sources that joined; ``messages`` all protocol
-    messages so far; ``ignored`` points with negative values the sources skipped."""
+    ``eps`` whenever ``settled`` (nothing pending or in flight, see the module docstring);
+    ``epoch`` counts the changes of the set (Appendix A); ``nodes`` the sources that joined;
+    ``messages`` all protocol messages so far; ``ignored`` points the sources skipped, with
+    ``ignored_why`` their reasons (``"negative: 2, too large: 1"``)."""
 
     name: str
     members: tuple[str, ...]
@@ -223,6 +255,7 @@ class TopKAnswer:
     nodes: int
     messages: int
     ignored: int = 0
+    ignored_why: str = ""
 
 
 @dataclass
@@ -236,7 +269,8 @@ class _Running:
     source_of: dict[int, str] = field(default_factory=dict)  # j -> source
     counts: MessageCounts = field(default_factory=MessageCounts)
     pending_alter: TopKDef | None = None
-    ignored: dict[str, int] = field(default_factory=dict)  # per source
+    ignored: dict[str, dict[str, int]] = field(default_factory=dict)  # source -> reason -> n
+    in_flight: int = 0  # messages sent to the sources in the last step
 
 
 class TopKCoordinator:
@@ -313,13 +347,20 @@ class TopKCoordinator:
 
         ``sources`` are every source known to the host (each gets the log).
         """
-        ordered = sorted(rows, key=lambda r: (r["source"], r["payload"]["n"]))
-        for row in ordered:
+        inbox: dict[str, list[ToCoordinator]] = {}
+        for running in self.running.values():
+            running.in_flight = 0
+        for row in sorted(rows, key=lambda r: (r["source"], r["payload"]["n"])):
             payload = row["payload"]
-            running = self.running.get(query_key(payload["query"]))
+            key = query_key(payload["query"])
+            running = self.running.get(key)
             if running is None or running.gen != payload["gen"]:
                 continue  # a removed query's message
-            self._receive(running, row["source"], from_dict(payload["msg"]))
+            message = self._receive(running, row["source"], from_dict(payload["msg"]))
+            inbox.setdefault(key, []).append(message)
+        for key, messages in inbox.items():  # one batch: the longest-waiting node first
+            running = self.running[key]
+            self._send(key, running, running.resolver.on_messages(messages))
         for key, running in self.running.items():
             if running.pending_alter is not None and not running.resolver.busy:
                 statement, running.pending_alter = running.pending_alter, None
@@ -329,20 +370,21 @@ class TopKCoordinator:
                 self._send(key, running, out)
         return self._control(set(sources))
 
-    def _receive(self, running: _Running, source: str, message: ToCoordinator) -> None:
-        key = query_key(running.statement.name)
+    def _receive(self, running: _Running, source: str, message: ToCoordinator) -> ToCoordinator:
+        """``message`` as from node ``N_j`` of ``source`` (which joins if new), counted."""
         if source not in running.node_of:
             joined = running.resolver.add_node()
             j = running.resolver.coordinator.m  # the newest node
             running.node_of[source], running.source_of[j] = j, source
-            self._send(key, running, joined)
+            self._send(query_key(running.statement.name), running, joined)
         message = dataclasses.replace(message, node=running.node_of[source])
         running.counts.add(message)
-        self._send(key, running, running.resolver.on_message(message))
+        return message
 
     def _send(self, key: str, running: _Running, messages: Iterable[ToNode]) -> None:
         for m in messages:
             running.counts.add(m)
+            running.in_flight += 1
             self.outbox.append((key, running.source_of[m.node], m))
 
     def _control(self, sources: set[str]) -> dict[str, list[Row]]:
@@ -369,18 +411,23 @@ class TopKCoordinator:
         self.outbox = []
         return out
 
-    def note_ignored(self, source: str, counts: Mapping[str, int]) -> None:
-        """Record a source's counts of ignored points (from its heartbeat)."""
-        for name, n in counts.items():
+    def note_ignored(self, source: str, counts: Mapping[str, Mapping[str, int]]) -> None:
+        """Record a source's counts of ignored points, by query and reason (its heartbeat)."""
+        for name, reasons in counts.items():
             running = self.running.get(query_key(name))
             if running is not None:
-                running.ignored[source] = int(n)
+                running.ignored[source] = {str(r): int(n) for r, n in reasons.items()}
 
     def answers(self) -> dict[str, TopKAnswer]:
         """Every top-k query's current answer, by name."""
         out = {}
         for running in self.running.values():
             s, c = running.statement, running.resolver.coordinator
+            why: dict[str, int] = {}
+            for reasons in running.ignored.values():
+                for reason, n in reasons.items():
+                    why[reason] = why.get(reason, 0) + n
+            busy = running.resolver.busy or running.in_flight or running.pending_alter
             out[s.name] = TopKAnswer(
                 s.name,
                 tuple(sorted(map(str, c.top))),
@@ -388,10 +435,11 @@ class TopKCoordinator:
                 c.eps / UNITS,
                 s.bottom,
                 c.epoch,
-                not running.resolver.busy and running.pending_alter is None,
+                not busy,
                 c.m,
                 running.counts.total,
-                sum(running.ignored.values()),
+                sum(why.values()),
+                ", ".join(f"{r}: {n}" for r, n in sorted(why.items())),
             )
         return out
 

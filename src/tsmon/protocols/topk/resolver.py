@@ -5,7 +5,14 @@ message handler, so any host (zero latency, simulated delays, Spark micro-batche
 the same way: messages in, messages out.
 
 * **Serialized** (Appendix A): one resolution at a time; requests that come while Phase 3
-  gathers values, or while an offload is being placed, wait in a FIFO queue.
+  gathers values, or while an offload is being placed, wait in a queue.
+* **Fair** (a choice the paper leaves open): the queue serves the node that has waited longest
+  first, counted from its oldest request not yet taken up, dropped ones included. A node whose
+  request went stale keeps its place, so a node that asks again every time (say one that sees
+  a new object in every batch) cannot win every turn and starve the others. Hosts that
+  deliver many messages at once (a micro-batch) pass them to :meth:`Resolver.on_messages`,
+  which takes up requests only after all of them are in, so arrival order within the batch
+  does not decide either.
 * **Stale requests dropped**: a request from an earlier epoch, or sent by a node before an
   install or shift the coordinator had already sent it (the request's ``version`` is behind),
   is ignored and counted in :attr:`Resolver.stale`. The node gets that install, checks its
@@ -64,6 +71,9 @@ class Resolver:
         # every known object, as there is no phantom to stand for the others)
         self.holds: list[set[Obj]] = [set() for _ in range(coordinator.m + 1)]
         self.stale = 0  # requests dropped (Appendix A)
+        self._arrivals = 0  # requests and offloads received
+        self._since: dict[int, int] = {}  # node -> arrival of its oldest request not taken up
+        self._held = False  # on_messages: take up requests only once the batch is in
         self.resolutions = 0  # requests taken up
         self._phase: str | None = None  # "gather", "phase3", "count" or None (idle)
         self._waiting: set[int] = set()
@@ -144,11 +154,24 @@ class Resolver:
                 by_node[j] = dataclasses.replace(m, deltas={**zeros, **m.deltas})
         return [by_node[j] for j in sorted(by_node)]
 
+    def on_messages(self, messages: list[ToCoordinator]) -> list[ToNode]:
+        """Take many messages at once (a host's batch); requests are taken up, longest-waiting
+        node first, after every message is in."""
+        self._held = True
+        try:
+            out = [m for message in messages for m in self.on_message(message)]
+        finally:
+            self._held = False
+        return out + self._drain()
+
     def on_message(self, message: ToCoordinator) -> list[ToNode]:
         """Take one message from a node; return what the coordinator sends in answer."""
         if isinstance(message, ResolutionRequest | Offload):
+            self._arrivals += 1
+            if isinstance(message, ResolutionRequest):
+                self._since.setdefault(message.node, self._arrivals)
             self.queue.append(message)
-            return self._drain() if self._phase is None else []
+            return self._drain()
         if isinstance(message, ValueReply):
             return self._on_reply(message)
         if isinstance(message, CountReply):
@@ -187,12 +210,27 @@ class Resolver:
         self.sent[target] += 1
         return [Shift(target, offload.obj, offload.delta, self.coordinator.epoch)]
 
+    def _next(self) -> ResolutionRequest | Offload:
+        """The queued message of the node that has waited longest (offloads by arrival)."""
+        best = min(
+            range(len(self.queue)),
+            key=lambda n: (
+                self._since.get(self.queue[n].node, 0)
+                if isinstance(self.queue[n], ResolutionRequest)
+                else 0,
+                n,
+            ),
+        )
+        request = self.queue[best]
+        del self.queue[best]
+        return request
+
     def _drain(self) -> list[ToNode]:
         """Take up queued requests until one needs answers from the nodes."""
         out: list[ToNode] = []
         c = self.coordinator
-        while self._phase is None and self.queue:
-            request = self.queue.popleft()
+        while self._phase is None and self.queue and not self._held:
+            request = self._next()
             if isinstance(request, Offload):
                 self.resolutions += 1
                 others = [j for j in range(1, c.m + 1) if j != request.node]
@@ -207,6 +245,7 @@ class Resolver:
                 self.stale += 1
                 continue
             self.resolutions += 1
+            self._since.pop(request.node, None)
             answer = c.on_request(request)
             if c.resolving and answer:
                 out += self._ask(answer, "phase3")  # type: ignore[arg-type]
