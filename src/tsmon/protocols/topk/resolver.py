@@ -82,6 +82,12 @@ class Resolver:
         self._offload: Offload | None = None
 
     @property
+    def phase(self) -> str | None:
+        """What the coordinator waits for: ``"gather"`` (initial or after :meth:`restart`),
+        ``"phase3"``, ``"count"`` (an offload), or ``None``."""
+        return self._phase
+
+    @property
     def busy(self) -> bool:
         """A resolution is under way or waiting in the queue."""
         return self._phase is not None or bool(self.queue)
