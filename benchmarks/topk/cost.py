@@ -2,8 +2,9 @@
 
 For every workload of :mod:`workloads` (a: popular documents, b: least-loaded server, c: busiest
 destination, d1/d3: NAB tweets top-1/top-3) and every ε, one pass runs the protocol with the
-paper's §4.3 policy (``Policy.paper()``: F_0 = ½ and proportional allocation when
-ε ≤ max value / 1000, else F_0 = 0 and even; ``--policy half`` fixes F_0 = ½ proportional) and
+default policy (``Policy()``: F_0 = ½, proportional; ``--policy paper`` is the paper's §4.3
+choice: F_0 = ½ and proportional allocation when ε ≤ max value / 1000, else F_0 = 0 and even;
+``--policy 3/4-even`` and the like fix F_0 and the allocation) and
 Appendix C offloading with θ = 20 (``--theta none`` disables it; workload (b) runs the
 bottom-k protocol), caching with the paper's threshold ε/m (valid
 within 2ε) and with ε/(2m) (valid within ε), the exact oracle (every protocol answer checked,
@@ -63,19 +64,17 @@ def make(name: str, seed: int, scale: float) -> Workload | None:
     raise ValueError(f"unknown workload {name!r}")
 
 
-POLICIES = {"paper": Policy.paper(), "half": Policy(Fraction(1, 2), True)}
+POLICIES = {"paper": Policy.paper(), "default": Policy()}
 
 
 def parse_policy(text: str) -> Policy:
-    """``paper``, ``half``, ``default`` (:class:`Policy`'s default) or ``F0-prop`` /
-    ``F0-even`` (e.g. ``3/4-even``)."""
-    if text == "default":
-        return Policy()
+    """``paper``, ``default`` (``F_0 = 1/2`` proportional) or ``F0-prop`` / ``F0-even``
+    (e.g. ``3/4-even``)."""
     if text in POLICIES:
         return POLICIES[text]
     f0, _, alloc = text.partition("-")
     if alloc not in ("prop", "even"):
-        raise argparse.ArgumentTypeError(f"policy must be paper, half or F0-prop/even: {text!r}")
+        raise SystemExit(f"--policy must be paper, default or F0-prop/even, got {text!r}")
     return Policy(Fraction(f0), alloc == "prop")
 
 
@@ -85,7 +84,7 @@ def job(
     scale: float,
     eps: list[int],
     check_every: int,
-    policy: str = "paper",
+    policy: str = "default",
     theta: int | None = 20,
 ) -> list[Result]:
     w = make(name, seed, scale)
@@ -229,9 +228,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--scale", type=float, default=1.0, help="stream length × default")
     ap.add_argument("--check-every", type=int, default=1, help="oracle check period (updates)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
-    ap.add_argument("--policy", default="paper",
-                    help="paper: §4.3 cutoff; half: F_0 = 1/2 proportional; default: "
-                    "Policy(); F0-prop or F0-even, e.g. 3/4-even")  # fmt: skip
+    ap.add_argument("--policy", default="default",
+                    help="default: F_0 = 1/2 proportional (Policy()); paper: the §4.3 "
+                    "cutoff; F0-prop or F0-even, e.g. 3/4-even")  # fmt: skip
     ap.add_argument("--theta", type=parse_theta, default=20,
                     help="Appendix C threshold θ (none: no offloading)")  # fmt: skip
     ap.add_argument("--out", type=Path, default=OUT)

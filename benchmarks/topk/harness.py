@@ -1,6 +1,6 @@
 """One pass over a workload for many ε: top-k monitoring, caching, exact oracle, lower bound.
 
-For every ε of the sweep a :class:`TopKNetwork` (with the given :class:`Policy`, Appendix C
+For every ε of the sweep a :class:`TopKNetwork` (with the given :class:`Policy` (default ``Policy()``), Appendix C
 offloading with threshold θ = 20 unless told otherwise, bottom-k when ``Workload.bottom``) and
 two :class:`CachingNetwork` baselines see the same updates; messages are counted from the first
 update on (the one-time initial gather is not counted; caching's copies of the initial values

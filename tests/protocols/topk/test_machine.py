@@ -16,6 +16,7 @@ the network quiet (Appendix A's convergence).
 from __future__ import annotations
 
 from collections import deque
+from fractions import Fraction
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -104,7 +105,7 @@ class TopKMachine(RuleBasedStateMachine):
         bottom=st.booleans(),
         theta=st.sampled_from([None, None, 0, 1, 20]),
         policy=st.sampled_from(
-            [Policy.paper(), Policy(), Policy(0, False), Policy(1, True), Policy(0.25, False)]
+            [Policy.paper(), Policy(), Policy(0, False), Policy(1, True), Policy(Fraction(1, 4), False)]
         ),
     )
     def setup(self, m, k, eps, bottom, theta, policy):
