@@ -21,8 +21,6 @@ from __future__ import annotations
 import argparse
 import csv
 import math
-import os
-import platform
 import statistics
 import sys
 import time
@@ -34,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import Result, run
+from harness import Result, machine, run
 from rich.console import Console
 from rich.table import Table
 from workloads import (
@@ -291,9 +289,7 @@ def main(argv: list[str] | None = None) -> None:
     console.print(
         f"policy {args.policy}, θ = {args.theta}; wrote {args.out / args.name}.csv, "
         f"{args.name}_summary.csv, {args.name}.png; "
-        f"{time.perf_counter() - start:.0f} s wall; machine: {os.cpu_count()} cores, "
-        f"{platform.machine()}, Python {platform.python_version()}, "
-        f"1-min load {os.getloadavg()[0]:.2f}"
+        f"{time.perf_counter() - start:.0f} s wall; {machine()}"
     )
 
 

@@ -25,8 +25,6 @@ Exit status 1 if a settled answer was invalid. ``--quick`` is a smoke run.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
 import time
@@ -38,6 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cost import make
+from harness import machine
 from rich.console import Console
 from rich.table import Table
 from workloads import Workload
@@ -132,10 +131,8 @@ def run(w: Workload, eps: float, per_batch: int, history: int) -> Row:
         answer = rt.topk_answers()["q"]
         row.batches += 1
         row.points += len(batch)
-        s = next(
-            (i for i, totals in enumerate(past) if valid(answer.members, totals, w.k, eps, w.bottom)),
-            history + 1,
-        )
+        fits = (valid(answer.members, totals, w.k, eps, w.bottom) for totals in past)
+        s = next((i for i, ok in enumerate(fits) if ok), history + 1)
         stale.append(s)
         row.valid += s == 0
         if answer.settled:
@@ -192,9 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{'FAIL' if bad else 'OK'}: {bad} invalid settled answers of "
         f"{sum(r.settled for r in rows):,} settled in {sum(r.batches for r in rows):,} batches; "
         f"worst staleness {max(r.worst_stale for r in rows)} batches; "
-        f"{time.perf_counter() - start:.0f} s wall; machine: {os.cpu_count()} cores, "
-        f"{platform.machine()}, Python {platform.python_version()}, "
-        f"1-min load {os.getloadavg()[0]:.2f}"
+        f"{time.perf_counter() - start:.0f} s wall; {machine()}"
     )
     return 1 if bad else 0
 

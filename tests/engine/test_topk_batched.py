@@ -92,8 +92,6 @@ def test_valid_when_quiet_and_converges(w: dict) -> None:
     exact = Exact(w["window"])
     rng = random.Random(w["seed"])
     clock = dict.fromkeys((f"s{j}" for j in range(w["sources"])), 0)
-    checked = 0
-    settled = 0
     for _ in range(w["batches"]):
         points = []
         for _ in range(w["per_batch"]):
@@ -106,7 +104,6 @@ def test_valid_when_quiet_and_converges(w: dict) -> None:
         rt.run_batch(points)
         answer = rt.topk_answers()["q"]
         if answer.settled:  # the protocol's own criterion: nothing pending, in flight, awaited
-            settled += 1
             assert quiet(rt)
             now_of = {s: n.now_ms for s, n in rt.nodes.items()}
             assert valid(answer.members, exact.totals(now_of), w["k"], w["eps"], w["bottom"])

@@ -7,10 +7,10 @@ links overtake each other as they would under any delays, or hands the heads of 
 the coordinator at once (:meth:`Resolver.on_messages`, the micro-batch path). Invariants after
 every step: every message sent is either delivered and counted once (by kind, in
 ``MessageCounts``) or still in its channel; Invariant 2 (``δ_t0 + ε ≥ δ_s0``) at the
-coordinator (but during an alter's gather); and whenever the network is quiet (nothing in flight or queued, no node
-awaiting), Invariant 1 (``Σ_j δ_ij = 0``) exactly, every local constraint, one ``T`` everywhere
-and ``T`` ε-valid against the exact sums. Once the updates stop, delivering everything makes
-the network quiet (Appendix A's convergence).
+coordinator (but during an alter's gather); and whenever the network is quiet (nothing in
+flight or queued, no node awaiting), Invariant 1 (``Σ_j δ_ij = 0``) exactly, every local
+constraint, one ``T`` everywhere and ``T`` ε-valid against the exact sums. Once the updates
+stop, delivering everything makes the network quiet (Appendix A's convergence).
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from tsmon.protocols.topk.coordinator import PHANTOM, Policy
 from tsmon.protocols.topk.messages import ToCoordinator, ToNode
 from tsmon.protocols.topk.network import _Network
 from tsmon.protocols.topk.node import MonitorNode
+
+QUARTER_EVEN = Policy(Fraction(1, 4), False)
 
 
 class Channels(_Network):
@@ -105,7 +107,7 @@ class TopKMachine(RuleBasedStateMachine):
         bottom=st.booleans(),
         theta=st.sampled_from([None, None, 0, 1, 20]),
         policy=st.sampled_from(
-            [Policy.paper(), Policy(), Policy(0, False), Policy(1, True), Policy(Fraction(1, 4), False)]
+            [Policy.paper(), Policy(), Policy(0, False), Policy(1, True), QUARTER_EVEN]
         ),
     )
     def setup(self, m, k, eps, bottom, theta, policy):
