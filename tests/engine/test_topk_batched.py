@@ -199,6 +199,13 @@ def test_unusable_values_are_ignored_and_counted_with_the_reason() -> None:
     with pytest.raises(ValueError, match="not finite"):
         to_units(math.inf)
     assert unusable(math.nan) == "not finite"
+    with pytest.raises(ValueError, match="too large"):  # refused at once, not in a later step
+        rt.coordinator.alter_query("q", 1e300)
+    with pytest.raises(ValueError, match="too large"):
+        rt.coordinator.add_topk(parse_query("QUERY r AS TOP 1 OF doc* BY hits WITHIN 1e300"))
+    rt.run_batch([])
+    assert rt.topk_answers()["q"].eps == 0 and list(rt.topk_answers()) == ["q"]
+    assert len(rt.coordinator.topk.log) == 1  # only q was ever logged
 
 
 def test_a_series_may_come_from_many_sources() -> None:

@@ -142,9 +142,9 @@ class TopKCoordinator:
     def add(self, statement: TopKDef) -> None:
         """Start a top-k query (names are checked by the caller)."""
         key = query_key(statement.name)
+        c = Coordinator(0, statement.k, to_units(statement.eps), bottom=statement.bottom)
         gen = len(self.log)
         self.log.append({"op": "add", "text": _text(statement), "gen": gen})
-        c = Coordinator(0, statement.k, to_units(statement.eps), bottom=statement.bottom)
         running = _Running(statement, gen, Resolver(c))
         running.resolver.start()  # no node yet: T = ∅ at once
         self.running[key] = running
@@ -159,6 +159,7 @@ class TopKCoordinator:
                 f"{old.name!r} is a {word} query; to change the direction remove and add it"
             )
         eps = old.eps if change.eps is None else change.eps
+        to_units(eps)  # refuse an ε beyond the limit now, not in a later step
         running.pending_alter = dataclasses.replace(old, k=change.k, eps=eps)
 
     def alter_eps(self, name: str, eps: float) -> None:

@@ -31,7 +31,9 @@ def to_units(x: float) -> int:
     """
     reason = unusable(x)
     if reason is not None and reason != "negative":
-        raise ValueError(f"{x!r} is {reason}: top-k values must be finite, |x| ≤ {MAX_VALUE:.6g}")
+        raise ValueError(
+            f"{x!r} is {reason}: top-k values and ε must be finite with |x| ≤ {MAX_VALUE:.6g}"
+        )
     return round(x * UNITS)
 
 
