@@ -71,7 +71,7 @@ class Resolver:
         # every known object, as there is no phantom to stand for the others)
         self.holds: list[set[Obj]] = [set() for _ in range(coordinator.m + 1)]
         self.stale = 0  # requests dropped (Appendix A)
-        self._arrivals = 0  # requests and offloads received
+        self._arrivals = 0  # requests and offloads received (the clock of _since)
         self._since: dict[int, int] = {}  # node -> arrival of its oldest request not taken up
         self._held = False  # on_messages: take up requests only once the batch is in
         self.resolutions = 0  # requests taken up
@@ -217,7 +217,8 @@ class Resolver:
         return [Shift(target, offload.obj, offload.delta, self.coordinator.epoch)]
 
     def _next(self) -> ResolutionRequest | Offload:
-        """The queued message of the node that has waited longest (offloads by arrival)."""
+        """The queued request of the node that has waited longest; offloads go first, in
+        arrival order (never dropped: their decrease must be placed)."""
         best = min(
             range(len(self.queue)),
             key=lambda n: (
