@@ -17,7 +17,10 @@ window at the source's own time, as the sources count them):
   ``b − s`` whose exact sums it is ε-valid for is ``s`` back (0: valid now; before the first
   batch every sum is 0, which the empty answer fits); ``--history``
   bounds the look-back (a larger staleness prints as ``> history``). Worst and 99th percentile
-  over all batches, settled or not.
+  over all batches, settled or not. A Phase 3 combines the requester's values of one batch
+  with the others' of the next, so an answer may fit no single batch's sums and look older
+  than it is; hence also
+* **invalid run**: the longest run of consecutive batches whose answer is not ε-valid now.
 
 Exit status 1 if a settled answer was invalid. ``--quick`` is a smoke run.
 """
@@ -94,6 +97,7 @@ class Row:
     valid: int
     worst_stale: int  # history + 1: beyond the look-back
     p99_stale: float
+    invalid_run: int
     messages: int
     seconds: float
 
@@ -119,8 +123,9 @@ def run(w: Workload, eps: float, per_batch: int, history: int) -> Row:
     rt = BatchedRuntime(PERIOD_MS, 0.1, 0, topk=text)
     exact = Exact(int(w.window * 1000) if w.window else None)
     past: deque[dict[Hashable, float]] = deque([{}], maxlen=history + 1)  # before: all 0
-    row = Row(w.name, eps, 0, 0, 0, 0, 0, 0, 0.0, 0, 0.0)
+    row = Row(w.name, eps, 0, 0, 0, 0, 0, 0, 0.0, 0, 0, 0.0)
     stale: list[int] = []
+    run_now = 0
     t0 = time.perf_counter()
     for batch in batches(w, per_batch):
         rt.run_batch(batch)
@@ -135,6 +140,8 @@ def run(w: Workload, eps: float, per_batch: int, history: int) -> Row:
         s = next((i for i, ok in enumerate(fits) if ok), history + 1)
         stale.append(s)
         row.valid += s == 0
+        run_now = 0 if s == 0 else run_now + 1
+        row.invalid_run = max(row.invalid_run, run_now)
         if answer.settled:
             row.settled += 1
             row.invalid_settled += s != 0
@@ -172,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     table = Table(title=f"top-k under continuous load: {args.per_batch} points per batch, "
                   f"one-batch control delay (scale {args.scale:g})")  # fmt: skip
     cols = ("workload", "ε", "batches", "points", "settled", "invalid settled", "valid",
-            "worst stale", "p99 stale", "messages", "s")  # fmt: skip
+            "worst stale", "p99 stale", "invalid run", "messages", "s")  # fmt: skip
     for c in cols:
         table.add_column(c, justify="right")
     for r in rows:
@@ -180,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         table.add_row(
             r.workload, f"{r.eps:g}", f"{r.batches:,}", f"{r.points:,}",
             f"{r.settled / r.batches:.1%}", str(r.invalid_settled),
-            f"{r.valid / r.batches:.1%}", worst, f"{r.p99_stale:g}", f"{r.messages:,}",
+            f"{r.valid / r.batches:.1%}", worst, f"{r.p99_stale:g}", str(r.invalid_run),
+            f"{r.messages:,}",
             f"{r.seconds:.0f}",
         )  # fmt: skip
     console.print(table)
@@ -188,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     console.print(
         f"{'FAIL' if bad else 'OK'}: {bad} invalid settled answers of "
         f"{sum(r.settled for r in rows):,} settled in {sum(r.batches for r in rows):,} batches; "
-        f"worst staleness {max(r.worst_stale for r in rows)} batches; "
+        f"worst staleness {max(r.worst_stale for r in rows)} batches, longest invalid run "
+        f"{max(r.invalid_run for r in rows)}; "
         f"{time.perf_counter() - start:.0f} s wall; {machine()}"
     )
     return 1 if bad else 0
