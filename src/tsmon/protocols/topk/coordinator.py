@@ -127,7 +127,7 @@ class Policy:
     The default is ``F_0 = 1/2`` with proportional allocation at every ε, chosen by data
     (``benchmarks/topk/README.md``: 4.2x fewer messages than :meth:`paper` summed over the five
     workloads and eight ε of ``cost.py``; fewer or as many in 33 of the 40 cells, at most 1.44x
-    more in the others, all at large ε). :meth:`paper`
+    more in the others, six of them at ε ≥ 50). :meth:`paper`
     is the paper's: ``F_0 = 1/2`` with proportional allocation when ε is small, ``F_0 = 0`` with
     even allocation when ε is large; the cutoff is ε = (largest value seen)/1000. The largest
     value seen starts at 0, so early in a run every ε counts as large and every resolution is a
