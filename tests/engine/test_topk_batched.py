@@ -133,7 +133,7 @@ def test_no_source_starves(busy: str) -> None:
         if t >= 3 and "docbig" in rt.topk_answers()["q"].members:
             late = t - 3
             break
-    assert late is not None and late <= 6
+    assert late is not None and late <= 4  # 4 when the busy source sorts first, 2 when last
 
 
 def test_settled_waits_for_installs_in_flight() -> None:
