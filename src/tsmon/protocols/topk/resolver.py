@@ -7,9 +7,11 @@ the same way: messages in, messages out.
 * **Serialized** (Appendix A): one resolution at a time; requests that come while Phase 3
   gathers values, or while an offload is being placed, wait in a queue.
 * **Fair** (a choice the paper leaves open): the queue serves the node that has waited longest
-  first, counted from its oldest request not yet taken up, dropped ones included. A node whose
-  request went stale keeps its place, so a node that asks again every time (say one that sees
-  a new object in every batch) cannot win every turn and starve the others. Hosts that
+  first, counted from its oldest request not yet taken up. A node whose request went stale
+  keeps its place for the request it sends as soon as it has the install that made it stale
+  (recognized by its version), so a node that asks again every time (say one that sees a new
+  object in every batch) cannot win every turn and starve the others; a later request, after
+  the node's constraints held again, waits from its own arrival. Hosts that
   deliver many messages at once (a micro-batch) pass them to :meth:`Resolver.on_messages`,
   which takes up requests only after all of them are in, so arrival order within the batch
   does not decide either.
@@ -72,7 +74,9 @@ class Resolver:
         self.holds: list[set[Obj]] = [set() for _ in range(coordinator.m + 1)]
         self.stale = 0  # requests dropped (Appendix A)
         self._arrivals = 0  # requests and offloads received (the clock of _since)
-        self._since: dict[int, int] = {}  # node -> arrival of its oldest request not taken up
+        # node -> (arrival of its oldest request not taken up, the version its next request
+        # has if it asks again at once after the install that made the last one stale)
+        self._since: dict[int, tuple[int, int | None]] = {}
         self._held = False  # on_messages: take up requests only once the batch is in
         self.resolutions = 0  # requests taken up
         self._phase: str | None = None  # "gather", "phase3", "count" or None (idle)
@@ -175,7 +179,9 @@ class Resolver:
         if isinstance(message, ResolutionRequest | Offload):
             self._arrivals += 1
             if isinstance(message, ResolutionRequest):
-                self._since.setdefault(message.node, self._arrivals)
+                since = self._since.get(message.node)
+                if since is None or message.version != since[1]:  # not a retry: a new wait
+                    self._since[message.node] = (self._arrivals, None)
             self.queue.append(message)
             return self._drain()
         if isinstance(message, ValueReply):
@@ -222,7 +228,7 @@ class Resolver:
         best = min(
             range(len(self.queue)),
             key=lambda n: (
-                self._since.get(self.queue[n].node, 0)
+                self._since[self.queue[n].node][0]
                 if isinstance(self.queue[n], ResolutionRequest)
                 else 0,
                 n,
@@ -250,6 +256,11 @@ class Resolver:
                 continue
             if request.epoch < c.epoch or request.version < self.sent[request.node]:
                 self.stale += 1
+                if request.node in self._since:  # it keeps its place if it asks again at once
+                    self._since[request.node] = (
+                        self._since[request.node][0],
+                        self.sent[request.node],
+                    )
                 continue
             self.resolutions += 1
             self._since.pop(request.node, None)
