@@ -2,8 +2,9 @@
 
 For every workload of :mod:`workloads` (a: popular documents, b: least-loaded server, c: busiest
 destination, d1/d3: NAB tweets top-1/top-3) and every ε, one pass runs the protocol with the
-paper's §4.3 policy (``Policy.paper()``: F_0 = ½ and proportional allocation when
-ε ≤ max value / 1000, else F_0 = 0 and even; ``--policy half`` fixes F_0 = ½ proportional) and
+default policy (``Policy()``: F_0 = ½, proportional; ``--policy paper`` is the paper's §4.3
+choice: F_0 = ½ and proportional allocation when ε ≤ max value / 1000, else F_0 = 0 and even;
+``--policy 3/4-even`` and the like fix F_0 and the allocation) and
 Appendix C offloading with θ = 20 (``--theta none`` disables it; workload (b) runs the
 bottom-k protocol), caching with the paper's threshold ε/m (valid
 within 2ε) and with ε/(2m) (valid within ε), the exact oracle (every protocol answer checked,
@@ -20,8 +21,6 @@ from __future__ import annotations
 import argparse
 import csv
 import math
-import os
-import platform
 import statistics
 import sys
 import time
@@ -33,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import Result, run
+from harness import Result, machine, run
 from rich.console import Console
 from rich.table import Table
 from workloads import (
@@ -63,7 +62,18 @@ def make(name: str, seed: int, scale: float) -> Workload | None:
     raise ValueError(f"unknown workload {name!r}")
 
 
-POLICIES = {"paper": Policy.paper(), "half": Policy(Fraction(1, 2), True)}
+POLICIES = {"paper": Policy.paper(), "default": Policy()}
+
+
+def parse_policy(text: str) -> Policy:
+    """``paper``, ``default`` (``F_0 = 1/2`` proportional) or ``F0-prop`` / ``F0-even``
+    (e.g. ``3/4-even``)."""
+    if text in POLICIES:
+        return POLICIES[text]
+    f0, _, alloc = text.partition("-")
+    if alloc not in ("prop", "even"):
+        raise SystemExit(f"--policy must be paper, default or F0-prop/even, got {text!r}")
+    return Policy(Fraction(f0), alloc == "prop")
 
 
 def job(
@@ -72,13 +82,13 @@ def job(
     scale: float,
     eps: list[int],
     check_every: int,
-    policy: str = "paper",
+    policy: str = "default",
     theta: int | None = 20,
 ) -> list[Result]:
     w = make(name, seed, scale)
     if w is None:
         return []
-    return run(w, eps, seed, POLICIES[policy], check_every=check_every, theta=theta)
+    return run(w, eps, seed, parse_policy(policy), check_every=check_every, theta=theta)
 
 
 def parse_theta(text: str) -> int | None:
@@ -216,14 +226,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--scale", type=float, default=1.0, help="stream length × default")
     ap.add_argument("--check-every", type=int, default=1, help="oracle check period (updates)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
-    ap.add_argument("--policy", choices=sorted(POLICIES), default="paper",
-                    help="paper: §4.3 cutoff; half: F_0 = 1/2 proportional")  # fmt: skip
+    ap.add_argument("--policy", default="default",
+                    help="default: F_0 = 1/2 proportional (Policy()); paper: the §4.3 "
+                    "cutoff; F0-prop or F0-even, e.g. 3/4-even")  # fmt: skip
     ap.add_argument("--theta", type=parse_theta, default=20,
                     help="Appendix C threshold θ (none: no offloading)")  # fmt: skip
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--name", default="cost", help="output file prefix")
     ap.add_argument("--quick", action="store_true", help="scale 0.2, 1 seed, 5 ε values")
     args = ap.parse_args(argv)
+    parse_policy(args.policy)  # fail early on a bad name
     if args.quick:
         args.scale, args.seeds, args.eps = 0.2, 1, "0,2,10,50,200"
     eps = [int(e) for e in args.eps.split(",")]
@@ -277,9 +289,7 @@ def main(argv: list[str] | None = None) -> None:
     console.print(
         f"policy {args.policy}, θ = {args.theta}; wrote {args.out / args.name}.csv, "
         f"{args.name}_summary.csv, {args.name}.png; "
-        f"{time.perf_counter() - start:.0f} s wall; machine: {os.cpu_count()} cores, "
-        f"{platform.machine()}, Python {platform.python_version()}, "
-        f"1-min load {os.getloadavg()[0]:.2f}"
+        f"{time.perf_counter() - start:.0f} s wall; {machine()}"
     )
 
 

@@ -1,10 +1,10 @@
 """One pass over a workload for many ε: top-k monitoring, caching, exact oracle, lower bound.
 
-For every ε of the sweep a :class:`TopKNetwork` (with the given :class:`Policy`, Appendix C
-offloading with threshold θ = 20 unless told otherwise, bottom-k when ``Workload.bottom``) and
-two :class:`CachingNetwork` baselines see the same updates; messages are counted from the first
-update on (the one-time initial gather is not counted; caching's copies of the initial values
-are free as well).
+For every ε of the sweep a :class:`TopKNetwork` (with the given :class:`Policy`, default
+``Policy()``, Appendix C offloading with threshold θ = 20 unless told otherwise, bottom-k when
+``Workload.bottom``) and two :class:`CachingNetwork` baselines see the same updates; messages
+are counted from the first update on (the one-time initial gather is not counted; caching's
+copies of the initial values are free as well).
 
 Bottom-k runs everything on *keys* ``−V_i``: bottom-k of ``V`` is top-k of ``−V``, so the
 oracle, the lower bound and caching (fed ``−Δ``; the initial objects start in its cache) are
@@ -30,6 +30,8 @@ the top-k ones, except that objects nobody reported are not candidates (no phant
 from __future__ import annotations
 
 import bisect
+import os
+import platform
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -40,6 +42,14 @@ from workloads import Workload
 from tsmon.protocols.topk import CachingNetwork, MessageCounts, Policy, TopKNetwork
 
 IN, OUT, FREE = 1, -1, 0
+
+
+def machine() -> str:
+    """The machine a benchmark ran on, for its last line."""
+    return (
+        f"machine: {os.cpu_count()} cores, {platform.machine()}, Python "
+        f"{platform.python_version()}, 1-min load {os.getloadavg()[0]:.2f}"
+    )
 
 
 class ValidityError(AssertionError):

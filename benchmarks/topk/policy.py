@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
-import platform
 import statistics
 import sys
 import time
@@ -25,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cost import parse_theta
-from harness import run
+from harness import machine, run
 from rich.console import Console
 from rich.table import Table
 from workloads import popular_documents
@@ -141,8 +139,7 @@ def main(argv: list[str] | None = None) -> None:
     console.print(
         f"oracle: {sum(r['checks'] for r in rows):,} answers checked ε-valid, 0 violations; "
         f"wrote {args.out / 'policy.csv'}, policy.png; {time.perf_counter() - start:.0f} s wall; "
-        f"machine: {os.cpu_count()} cores, {platform.machine()}, Python "
-        f"{platform.python_version()}, 1-min load {os.getloadavg()[0]:.2f}"
+        f"{machine()}"
     )
 
 

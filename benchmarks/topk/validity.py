@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
-import platform
 import sys
 import time
 from collections.abc import Hashable, Iterable, Sequence
@@ -40,6 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cost import parse_theta
+from harness import machine
 from rich.console import Console
 from rich.table import Table
 from sortedcontainers import SortedList  # ships with hypothesis (dev dependency)
@@ -353,9 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     total = sum(r.violations for r in rows)
     console.print(
         f"{'FAIL' if total else 'OK'}: {total} violations; θ = {args.theta}; "
-        f"{time.perf_counter() - start:.0f} s wall; machine: {os.cpu_count()} cores, "
-        f"{platform.machine()}, Python {platform.python_version()}, "
-        f"1-min load {os.getloadavg()[0]:.2f}"
+        f"{time.perf_counter() - start:.0f} s wall; {machine()}"
     )
     return 1 if total else 0
 

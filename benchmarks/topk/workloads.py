@@ -59,6 +59,10 @@ class Workload:
     max_value: int = 0  # largest exact value V_i over the run (filled by the harness)
     bottom: bool = False  # bottom-k (smallest values) instead of top-k
     info: dict[str, float] = field(default_factory=dict)
+    # the stream as points for a host that cancels by itself: (t seconds, node, object, Δ > 0)
+    # in time order, counted over the last ``window`` seconds (None: all-time counts)
+    arrivals: list[tuple[float, int, Hashable, int]] = field(default_factory=list)
+    window: float | None = None
 
 
 def _zipf_cum(n: int, s: float) -> np.ndarray:
@@ -105,6 +109,8 @@ def popular_documents(
     updates = [(n, o, 1) for n, o in zip(nodes.tolist(), objs.tolist(), strict=True)]
     initial: list[dict[Hashable, int]] = [{int(perm[r]): 0 for r in range(k)}]
     initial += [{} for _ in range(servers - 1)]
+    day = 86_400.0 / requests  # seconds between requests: the run is one day
+    arrivals = [(t * day, n, o, 1) for t, (n, o, _) in enumerate(updates)]
     return Workload(
         "a",
         f"popular documents: Zipf({zipf:g}) over {docs:,} docs, {servers} servers, "
@@ -113,6 +119,7 @@ def popular_documents(
         k,
         initial,
         updates,
+        arrivals=arrivals,
     )
 
 
@@ -169,6 +176,8 @@ def least_loaded(
         updates,
         bottom=True,
         info={"peak_load": peak},
+        arrivals=arrivals,
+        window=window,
     )
 
 
@@ -214,6 +223,8 @@ def busiest_destination(
         k,
         initial,
         _windowed(arrivals, window),
+        arrivals=arrivals,
+        window=window,
     )
 
 
@@ -263,4 +274,6 @@ def tweets(
         k,
         initial,
         _windowed(arrivals, window),
+        arrivals=arrivals,
+        window=window,
     )

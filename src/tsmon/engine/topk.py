@@ -10,9 +10,13 @@ without it the counts run from the query's start.
 
 Choices the paper leaves open
     * **Units.** The protocol is exact in integers: values and ε are kept in micro-units
-      (``round(x·10⁶)``), so sums are exact to 10⁻⁶ and a fractional ε works. A value that is
-      negative could make a partial value negative and is not an update: it is ignored and
-      counted (``ignored`` in the answer); the point still reaches the other queries.
+      (``round(x·10⁶)``), so sums are exact to 10⁻⁶ and a fractional ε works. Values are
+      limited to ``|x| ≤`` :data:`MAX_VALUE` ``= 2⁵³/10⁶ ≈ 9.007·10⁹``, where ``x·10⁶`` is
+      still an exact float integer (beyond it the micro-units are not exact; ``1.8e302``
+      would even overflow). A point that cannot be an update is ignored and counted with its
+      reason (``ignored`` and ``ignored_why`` in the answer): ``negative`` (it could make a
+      partial value negative), ``too large`` (above the limit) or ``not finite``; the point
+      still reaches the other queries. An ε above the limit is refused.
     * **Nodes join when they first speak.** A source becomes monitor node ``N_j`` when its
       first top-k message for the query reaches the coordinator (the source saw a matching
       series); its values are then all 0 to the coordinator and ``δ_ij = 0``, which keeps both
@@ -24,192 +28,45 @@ Choices the paper leaves open
       everywhere. Every message carries the query's generation (its log index), so messages of
       a removed query are ignored by a re-added one of the same name.
     * **Latency**: one micro-batch per hop; a Phase 3 takes two batches, so the answer may lag
-      while a resolution runs (``settled`` says none is under way at the coordinator).
+      while a resolution runs. ``settled`` is the protocol's own criterion of ε-validity
+      (Appendix A): no resolution under way or queued, no change pending, and nothing sent to
+      a source in the last step (no install in flight, so no node awaits an answer: a node's
+      request reaches the coordinator in the batch it is sent). Requests of one batch are
+      taken up longest-waiting node first (:class:`~tsmon.protocols.topk.resolver.Resolver`),
+      so no source starves.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tsmon.engine.topk_source import (
+    UNITS,
+    Row,
+    to_units,
+    topk_statements,
+)
 from tsmon.protocols.topk.codec import from_dict, to_dict
 from tsmon.protocols.topk.coordinator import Coordinator
-from tsmon.protocols.topk.messages import Install, MessageCounts, ToCoordinator, ToNode
-from tsmon.protocols.topk.node import MonitorNode
+from tsmon.protocols.topk.messages import MessageCounts, ToCoordinator, ToNode
 from tsmon.protocols.topk.resolver import Resolver
-from tsmon.query import AlterTopK, TopKDef, format_topk, parse_queries, query_key
+from tsmon.query import AlterTopK, TopKDef, format_topk, query_key
 
-__all__ = [
-    "THETA",
-    "TOPK_OPS",
-    "UNITS",
-    "TopKAnswer",
-    "TopKCoordinator",
-    "TopKSource",
-    "to_units",
-]
+__all__ = ["TOPK_OPS", "TopKAnswer", "TopKCoordinator"]
 
-Row = dict[str, Any]
-UNITS = 10**6  # integer units per value unit
-THETA = 20  # Appendix C threshold, the paper's setting
 TOPK_OPS = ("add", "alter", "remove")  # logged changes; protocol messages are "msg"
-
-
-def to_units(x: float) -> int:
-    """``x`` in integer micro-units.
-
-    Examples
-    --------
-    >>> to_units(0.1), to_units(2.5), to_units(3)
-    (100000, 2500000, 3000000)
-    """
-    return round(x * UNITS)
-
-
-def topk_statements(text: str) -> list[TopKDef]:
-    """The top-k statements of a query text (the others are left to their runtimes)."""
-    return [s for s in parse_queries(text) if isinstance(s, TopKDef)]
-
-
-def topk_statement(text: str) -> TopKDef:
-    """The one top-k statement in ``text`` (a log entry)."""
-    statements = parse_queries(text)
-    if len(statements) != 1 or not isinstance(statements[0], TopKDef):
-        raise ValueError(f"expected one TOP/BOTTOM query, got {text!r}")
-    return statements[0]
-
-
-# ----------------------------------------------------------------------- at a source
-
-
-class _LocalQuery:
-    """One top-k query at one source: its monitor node and the window of counted points."""
-
-    def __init__(self, statement: TopKDef, gen: int) -> None:
-        self.statement, self.gen = statement, gen
-        self.node = MonitorNode(0, statement.k, statement.bottom, THETA)
-        self.window: deque[tuple[int, str, int]] = deque()  # (ts, object, units) counted
-        self.ignored = 0
-        self._objects: dict[str, str | None] = {}  # series -> its object (None: not ours)
-
-    def object_of(self, series: str) -> str | None:
-        """The object whose metric ``series`` holds, remembered per series."""
-        if series not in self._objects:
-            self._objects[series] = self.statement.object_of(series)
-        return self._objects[series]
-
-    def expire(self, now_ms: int) -> list[ToCoordinator]:
-        """Cancel the points that left the window ``(now − W, now]`` (§1.3)."""
-        width = self.statement.window_ms
-        out: list[ToCoordinator] = []
-        while width is not None and self.window and self.window[0][0] <= now_ms - width:
-            _, obj, units = self.window.popleft()
-            sent = self.node.update(obj, -units)
-            if sent is not None:
-                out.append(sent)
-        return out
-
-    def observe(self, ts: int, obj: str, value: float, now_ms: int) -> list[ToCoordinator]:
-        out = self.expire(now_ms)
-        units = to_units(value)
-        if units < 0:
-            self.ignored += 1
-            return out
-        width = self.statement.window_ms
-        if width is not None and ts <= now_ms - width:
-            return out  # already out of the window
-        if width is not None:
-            self.window.append((ts, obj, units))  # ts order: points come in (ts, seq) order
-        sent = self.node.update(obj, units)
-        return out if sent is None else [*out, sent]
-
-    def on_message(self, message: ToNode) -> ToCoordinator | None:
-        if isinstance(message, Install):
-            self.node.node = message.node  # the coordinator's number for this source
-        return self.node.on_message(message)
-
-
-class TopKSource:
-    """A source node's top-k queries: changes from the log, protocol messages, points.
-
-    Examples
-    --------
-    >>> src = TopKSource("QUERY hot AS TOP 1 OF doc* BY hits WITHIN 0")
-    >>> [row["payload"]["msg"]["type"] for row in src.observe(5, "doc1.hits", 3.0, 5)]
-    ['request']
-    """
-
-    def __init__(self, initial: str = "") -> None:
-        self.queries: dict[str, _LocalQuery] = {}  # by query key
-        self._n = 0  # output rows so far, for their order
-        for gen, statement in enumerate(topk_statements(initial)):
-            self.queries[query_key(statement.name)] = _LocalQuery(statement, gen)
-
-    def change(self, op: str, text: str, gen: int) -> None:
-        """Apply one logged change: ``add`` / ``alter`` (a statement's text) or ``remove``."""
-        if op == "remove":
-            self.queries.pop(query_key(text), None)
-            return
-        statement = topk_statement(text)
-        key = query_key(statement.name)
-        if op == "add":
-            self.queries[key] = _LocalQuery(statement, gen)
-        elif op == "alter" and key in self.queries:
-            local = self.queries[key]
-            local.statement = statement
-            local.node.k = statement.k
-        elif op != "alter":
-            raise ValueError(f"unknown top-k change {op!r}")
-
-    def deliver(self, name: str, gen: int, message: Mapping[str, Any]) -> list[Row]:
-        """A protocol message from the coordinator for query ``name``."""
-        local = self.queries.get(query_key(name))
-        if local is None or local.gen != gen:
-            return []  # for a query removed (or re-added) since
-        sent = local.on_message(from_dict(message))  # type: ignore[arg-type]
-        return [] if sent is None else self._rows(local, [sent])
-
-    def observe(self, ts: int, series: str, value: float, now_ms: int) -> list[Row]:
-        """One point at the node's time ``now_ms`` (``ts ≤ now_ms``)."""
-        out: list[Row] = []
-        for local in self.queries.values():
-            obj = local.object_of(series)
-            if obj is not None:
-                out += self._rows(local, local.observe(ts, obj, value, now_ms))
-        return out
-
-    def advance(self, now_ms: int) -> list[Row]:
-        """Expire every window up to the node's time."""
-        out: list[Row] = []
-        for local in self.queries.values():
-            out += self._rows(local, local.expire(now_ms))
-        return out
-
-    def ignored(self) -> dict[str, int]:
-        """Negative values ignored so far, per query name."""
-        return {q.statement.name: q.ignored for q in self.queries.values() if q.ignored}
-
-    def _rows(self, local: _LocalQuery, messages: Iterable[ToCoordinator]) -> list[Row]:
-        rows = []
-        for m in messages:
-            payload = {"query": local.statement.name, "gen": local.gen, "n": self._n}
-            rows.append({"kind": "topk", "payload": {**payload, "msg": to_dict(m)}})
-            self._n += 1
-        return rows
-
-
-# ----------------------------------------------------------------------- at the coordinator
 
 
 @dataclass(frozen=True)
 class TopKAnswer:
     """The current answer of a top-k query: ``members`` (sorted by name) is valid within
-    ``eps`` whenever no resolution is pending (``settled``); ``epoch`` counts the changes of
-    the set (Appendix A); ``nodes`` the sources that joined; ``messages`` all protocol
-    messages so far; ``ignored`` points with negative values the sources skipped."""
+    ``eps`` whenever ``settled`` (nothing pending or in flight, see the module docstring);
+    ``epoch`` counts the changes of the set (Appendix A); ``nodes`` the sources that joined;
+    ``messages`` all protocol messages so far; ``ignored`` points the sources skipped, with
+    ``ignored_why`` their reasons (``"negative: 2, too large: 1"``)."""
 
     name: str
     members: tuple[str, ...]
@@ -221,6 +78,7 @@ class TopKAnswer:
     nodes: int
     messages: int
     ignored: int = 0
+    ignored_why: str = ""
 
 
 @dataclass
@@ -234,7 +92,8 @@ class _Running:
     source_of: dict[int, str] = field(default_factory=dict)  # j -> source
     counts: MessageCounts = field(default_factory=MessageCounts)
     pending_alter: TopKDef | None = None
-    ignored: dict[str, int] = field(default_factory=dict)  # per source
+    ignored: dict[str, dict[str, int]] = field(default_factory=dict)  # source -> reason -> n
+    in_flight: int = 0  # messages sent to the sources in the last step
 
 
 class TopKCoordinator:
@@ -267,9 +126,9 @@ class TopKCoordinator:
     def add(self, statement: TopKDef) -> None:
         """Start a top-k query (names are checked by the caller)."""
         key = query_key(statement.name)
+        c = Coordinator(0, statement.k, to_units(statement.eps), bottom=statement.bottom)
         gen = len(self.log)
         self.log.append({"op": "add", "text": _text(statement), "gen": gen})
-        c = Coordinator(0, statement.k, to_units(statement.eps), bottom=statement.bottom)
         running = _Running(statement, gen, Resolver(c))
         running.resolver.start()  # no node yet: T = ∅ at once
         self.running[key] = running
@@ -284,6 +143,7 @@ class TopKCoordinator:
                 f"{old.name!r} is a {word} query; to change the direction remove and add it"
             )
         eps = old.eps if change.eps is None else change.eps
+        to_units(eps)  # refuse an ε beyond the limit now, not in a later step
         running.pending_alter = dataclasses.replace(old, k=change.k, eps=eps)
 
     def alter_eps(self, name: str, eps: float) -> None:
@@ -311,13 +171,20 @@ class TopKCoordinator:
 
         ``sources`` are every source known to the host (each gets the log).
         """
-        ordered = sorted(rows, key=lambda r: (r["source"], r["payload"]["n"]))
-        for row in ordered:
+        inbox: dict[str, list[ToCoordinator]] = {}
+        for running in self.running.values():
+            running.in_flight = 0
+        for row in sorted(rows, key=lambda r: (r["source"], r["payload"]["n"])):
             payload = row["payload"]
-            running = self.running.get(query_key(payload["query"]))
+            key = query_key(payload["query"])
+            running = self.running.get(key)
             if running is None or running.gen != payload["gen"]:
                 continue  # a removed query's message
-            self._receive(running, row["source"], from_dict(payload["msg"]))
+            message = self._receive(running, row["source"], from_dict(payload["msg"]))
+            inbox.setdefault(key, []).append(message)
+        for key, messages in inbox.items():  # one batch: the longest-waiting node first
+            running = self.running[key]
+            self._send(key, running, running.resolver.on_messages(messages))
         for key, running in self.running.items():
             if running.pending_alter is not None and not running.resolver.busy:
                 statement, running.pending_alter = running.pending_alter, None
@@ -327,20 +194,21 @@ class TopKCoordinator:
                 self._send(key, running, out)
         return self._control(set(sources))
 
-    def _receive(self, running: _Running, source: str, message: ToCoordinator) -> None:
-        key = query_key(running.statement.name)
+    def _receive(self, running: _Running, source: str, message: ToCoordinator) -> ToCoordinator:
+        """``message`` as from node ``N_j`` of ``source`` (which joins if new), counted."""
         if source not in running.node_of:
             joined = running.resolver.add_node()
             j = running.resolver.coordinator.m  # the newest node
             running.node_of[source], running.source_of[j] = j, source
-            self._send(key, running, joined)
+            self._send(query_key(running.statement.name), running, joined)
         message = dataclasses.replace(message, node=running.node_of[source])
         running.counts.add(message)
-        self._send(key, running, running.resolver.on_message(message))
+        return message
 
     def _send(self, key: str, running: _Running, messages: Iterable[ToNode]) -> None:
         for m in messages:
             running.counts.add(m)
+            running.in_flight += 1
             self.outbox.append((key, running.source_of[m.node], m))
 
     def _control(self, sources: set[str]) -> dict[str, list[Row]]:
@@ -367,18 +235,23 @@ class TopKCoordinator:
         self.outbox = []
         return out
 
-    def note_ignored(self, source: str, counts: Mapping[str, int]) -> None:
-        """Record a source's counts of ignored points (from its heartbeat)."""
-        for name, n in counts.items():
+    def note_ignored(self, source: str, counts: Mapping[str, Mapping[str, int]]) -> None:
+        """Record a source's counts of ignored points, by query and reason (its heartbeat)."""
+        for name, reasons in counts.items():
             running = self.running.get(query_key(name))
             if running is not None:
-                running.ignored[source] = int(n)
+                running.ignored[source] = {str(r): int(n) for r, n in reasons.items()}
 
     def answers(self) -> dict[str, TopKAnswer]:
         """Every top-k query's current answer, by name."""
         out = {}
         for running in self.running.values():
             s, c = running.statement, running.resolver.coordinator
+            why: dict[str, int] = {}
+            for reasons in running.ignored.values():
+                for reason, n in reasons.items():
+                    why[reason] = why.get(reason, 0) + n
+            busy = running.resolver.busy or running.in_flight or running.pending_alter
             out[s.name] = TopKAnswer(
                 s.name,
                 tuple(sorted(map(str, c.top))),
@@ -386,10 +259,11 @@ class TopKCoordinator:
                 c.eps / UNITS,
                 s.bottom,
                 c.epoch,
-                not running.resolver.busy and running.pending_alter is None,
+                not busy,
                 c.m,
                 running.counts.total,
-                sum(running.ignored.values()),
+                sum(why.values()),
+                ", ".join(f"{r}: {n}" for r, n in sorted(why.items())),
             )
         return out
 

@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tsmon.core.units import format_duration_ms, format_value
-from tsmon.engine.topk import TOPK_OPS, TopKAnswer, TopKCoordinator, TopKSource
+from tsmon.engine.topk import TOPK_OPS, TopKAnswer, TopKCoordinator
+from tsmon.engine.topk_source import TopKSource
 from tsmon.kinds.base import CoordinatorPart, NodePart, Part, Points, QueryKind, Row
 from tsmon.query import AlterTopK, TopKDef
 

@@ -110,3 +110,24 @@ def test_fewer_than_k_objects_then_new_ones_join() -> None:
 def test_negative_eps_refused() -> None:
     with pytest.raises(ValueError, match="non-negative integer"):
         TopKNetwork(2, 1, -1, initial=[{"a": 1}, {}])  # type: ignore[arg-type]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 3), st.integers(0, 4), st.integers(0, 3)), max_size=60),
+    st.sampled_from([0, 1, 3]),
+)
+def test_caching_sends_nothing_for_zero_updates(updates: list, eps: int) -> None:
+    """Δ = 0 moves no partial value: no message at any ε; at ε = 0 every other update is one
+    message and the cached sums are exact."""
+    cache, twin = CachingNetwork(3, 2, eps), CachingNetwork(3, 2, eps)
+    exact: dict[int, int] = {}
+    for node, obj, delta in updates:
+        cache.update(node, obj, delta)
+        if delta:
+            twin.update(node, obj, delta)
+        exact[obj] = exact.get(obj, 0) + delta
+    assert cache.counts == twin.counts and cache.cache == twin.cache
+    if eps == 0:
+        assert cache.counts.total == sum(1 for _, _, d in updates if d)
+        assert {o: v for o, v in cache.cache.items() if v} == {o: v for o, v in exact.items() if v}

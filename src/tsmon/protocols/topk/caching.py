@@ -4,7 +4,11 @@ The coordinator caches every partial value; node ``N_j`` refreshes its cached ``
 message, one entry) when the value moved by more than ``threshold`` since it was last sent,
 and the coordinator answers the top-k of the cached sums. With the paper's threshold ``ε/m``
 each cached sum is within ε of ``V_i``, so the answer is valid within ``2ε`` (within ε with
-``threshold = ε/(2m)``); at ε = 0 every update is sent.
+``threshold = ε/(2m)``); at ε = 0 every update that changes a value is sent.
+
+An update ``Δ = 0`` (a point of value 0) changes no partial value, so it sends nothing and
+counts no message at any ε; the coordinator keeps treating the object as it did (an object it
+never heard of stays at 0 outside its cache, which is what a cached 0 would say of it).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ class CachingNetwork:
     0
     >>> net.update(1, "a", 1); net.counts.total, net.answer()
     (1, frozenset({'a'}))
+    >>> net.update(2, "b", 0); net.counts.total  # Δ = 0: nothing moved, nothing sent
+    1
     """
 
     def __init__(self, m: int, k: int, eps: int, threshold: Fraction | None = None) -> None:
@@ -38,6 +44,8 @@ class CachingNetwork:
 
     def update(self, node: int, obj: Obj, delta: int) -> None:
         """``(O_i, N_j, Δ)``; sends the new ``V_ij`` if it moved more than the threshold."""
+        if delta == 0:
+            return  # no value moved
         values, sent = self.values[node - 1], self.sent[node - 1]
         values[obj] += delta
         if abs(values[obj] - sent[obj]) > self.threshold:

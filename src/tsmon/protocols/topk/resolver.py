@@ -5,7 +5,16 @@ message handler, so any host (zero latency, simulated delays, Spark micro-batche
 the same way: messages in, messages out.
 
 * **Serialized** (Appendix A): one resolution at a time; requests that come while Phase 3
-  gathers values, or while an offload is being placed, wait in a FIFO queue.
+  gathers values, or while an offload is being placed, wait in a queue.
+* **Fair** (a choice the paper leaves open): the queue serves the node that has waited longest
+  first, counted from its oldest request not yet taken up. A node whose request went stale
+  keeps its place for the request it sends as soon as it has the install that made it stale
+  (recognized by its version), so a node that asks again every time (say one that sees a new
+  object in every batch) cannot win every turn and starve the others; a later request, after
+  the node's constraints held again, waits from its own arrival. Hosts that
+  deliver many messages at once (a micro-batch) pass them to :meth:`Resolver.on_messages`,
+  which takes up requests only after all of them are in, so arrival order within the batch
+  does not decide either.
 * **Stale requests dropped**: a request from an earlier epoch, or sent by a node before an
   install or shift the coordinator had already sent it (the request's ``version`` is behind),
   is ignored and counted in :attr:`Resolver.stale`. The node gets that install, checks its
@@ -64,12 +73,23 @@ class Resolver:
         # every known object, as there is no phantom to stand for the others)
         self.holds: list[set[Obj]] = [set() for _ in range(coordinator.m + 1)]
         self.stale = 0  # requests dropped (Appendix A)
+        self._arrivals = 0  # requests and offloads received (the clock of _since)
+        # node -> (arrival of its oldest request not taken up, the version its next request
+        # has if it asks again at once after the install that made the last one stale)
+        self._since: dict[int, tuple[int, int | None]] = {}
+        self._held = False  # on_messages: take up requests only once the batch is in
         self.resolutions = 0  # requests taken up
         self._phase: str | None = None  # "gather", "phase3", "count" or None (idle)
         self._waiting: set[int] = set()
         self._replies: list[ValueReply] = []
         self._counts: list[CountReply] = []
         self._offload: Offload | None = None
+
+    @property
+    def phase(self) -> str | None:
+        """What the coordinator waits for: ``"gather"`` (initial or after :meth:`restart`),
+        ``"phase3"``, ``"count"`` (an offload), or ``None``."""
+        return self._phase
 
     @property
     def busy(self) -> bool:
@@ -144,11 +164,26 @@ class Resolver:
                 by_node[j] = dataclasses.replace(m, deltas={**zeros, **m.deltas})
         return [by_node[j] for j in sorted(by_node)]
 
+    def on_messages(self, messages: list[ToCoordinator]) -> list[ToNode]:
+        """Take many messages at once (a host's batch); requests are taken up, longest-waiting
+        node first, after every message is in."""
+        self._held = True
+        try:
+            out = [m for message in messages for m in self.on_message(message)]
+        finally:
+            self._held = False
+        return out + self._drain()
+
     def on_message(self, message: ToCoordinator) -> list[ToNode]:
         """Take one message from a node; return what the coordinator sends in answer."""
         if isinstance(message, ResolutionRequest | Offload):
+            self._arrivals += 1
+            if isinstance(message, ResolutionRequest):
+                since = self._since.get(message.node)
+                if since is None or message.version != since[1]:  # not a retry: a new wait
+                    self._since[message.node] = (self._arrivals, None)
             self.queue.append(message)
-            return self._drain() if self._phase is None else []
+            return self._drain()
         if isinstance(message, ValueReply):
             return self._on_reply(message)
         if isinstance(message, CountReply):
@@ -187,12 +222,28 @@ class Resolver:
         self.sent[target] += 1
         return [Shift(target, offload.obj, offload.delta, self.coordinator.epoch)]
 
+    def _next(self) -> ResolutionRequest | Offload:
+        """The queued request of the node that has waited longest; offloads go first, in
+        arrival order (never dropped: their decrease must be placed)."""
+        best = min(
+            range(len(self.queue)),
+            key=lambda n: (
+                self._since[self.queue[n].node][0]
+                if isinstance(self.queue[n], ResolutionRequest)
+                else 0,
+                n,
+            ),
+        )
+        request = self.queue[best]
+        del self.queue[best]
+        return request
+
     def _drain(self) -> list[ToNode]:
         """Take up queued requests until one needs answers from the nodes."""
         out: list[ToNode] = []
         c = self.coordinator
-        while self._phase is None and self.queue:
-            request = self.queue.popleft()
+        while self._phase is None and self.queue and not self._held:
+            request = self._next()
             if isinstance(request, Offload):
                 self.resolutions += 1
                 others = [j for j in range(1, c.m + 1) if j != request.node]
@@ -205,8 +256,14 @@ class Resolver:
                 continue
             if request.epoch < c.epoch or request.version < self.sent[request.node]:
                 self.stale += 1
+                if request.node in self._since:  # it keeps its place if it asks again at once
+                    self._since[request.node] = (
+                        self._since[request.node][0],
+                        self.sent[request.node],
+                    )
                 continue
             self.resolutions += 1
+            self._since.pop(request.node, None)
             answer = c.on_request(request)
             if c.resolving and answer:
                 out += self._ask(answer, "phase3")  # type: ignore[arg-type]
