@@ -1,7 +1,7 @@
 """Query partitions as Spark hosts them: the cost of one micro-batch for Q standing queries.
 
 Issue 6: a million standing queries do not fit one coordinator loop, so
-:mod:`tsmon.engine.deferred` splits them into ``P`` query partitions
+:mod:`tsmon.kinds.standing` splits them into ``P`` query partitions
 (:class:`StandingPartition`, keys ``tsmon:standing/<i>``, hosted like source nodes so Spark
 spreads them over executors). This benchmark measures what one micro-batch costs per partition
 when each is hosted exactly as :class:`tsmon.spark.host.NodeProcessor` does it, without Spark:
@@ -31,7 +31,7 @@ Choices
       column (source + coordinator + JSON, per tick).
     * **Registration without parsing.** Parsing costs ~0.25-0.7 ms per statement (and
       ``StandingCoordinator.add`` another ~70 µs), too slow for 10^6. Each query is built as
-      a ``StandingQuery`` over the coordinator's stream ids, encoded with ``_encode_query``
+      a ``StandingQuery`` over the coordinator's stream ids, encoded with ``encode_query``
       and JSON-encoded as the ``add`` control payload — exactly what the coordinator would
       send — and routed to partition ``partition_of(name, P)``. This coordinator-side encoding
       is timed once per Q ("encode s"). Per partition, registration is one host batch of its
@@ -87,15 +87,15 @@ from rich.console import Console
 from rich.table import Table
 from scale import N_STREAMS, P, Walks, build_engine, make_queries, replay
 
-from tsmon.engine.deferred import (
-    StandingCoordinator,
+from tsmon.engine.standing_settings import StandingSettings
+from tsmon.kinds.standing.coordinator import StandingCoordinator
+from tsmon.kinds.standing.node import StandingSource
+from tsmon.kinds.standing.partition import (
     StandingPartition,
-    StandingSource,
-    _encode_query,
+    encode_query,
     partition_key,
     partition_of,
 )
-from tsmon.engine.standing_settings import StandingSettings
 from tsmon.protocols.deferral import StandingQuery, StreamModels, StreamSnapshot
 from tsmon.query import parse_query
 from tsmon.spark.host import run_step, split_rows
@@ -302,7 +302,7 @@ def encode_adds(cols: np.ndarray, eps: np.ndarray) -> list[str]:
     out = []
     for j in range(len(cols)):
         query = StandingQuery(f"q{j}", dict.fromkeys(cols[j].tolist(), w), eps=float(eps[j]), p=P)
-        op = {"type": "standing", "op": "add", "query": _encode_query(query, False)}
+        op = {"type": "standing", "op": "add", "query": encode_query(query, False)}
         out.append(json.dumps(op, sort_keys=True))
     return out
 

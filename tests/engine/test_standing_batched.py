@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tsmon.engine.batched import BatchedRuntime
-from tsmon.engine.deferred import PARTITION_PREFIX
 from tsmon.engine.standing_settings import StandingSettings
+from tsmon.kinds.standing.partition import PARTITION_PREFIX
 from tsmon.query import parse_query
 
 QUERIES = """

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tsmon.engine.batched import BatchedRuntime
-from tsmon.engine.topk_source import MAX_VALUE, to_units, unusable
+from tsmon.kinds.topk.node import MAX_VALUE, to_units, unusable
 from tsmon.query import AlterTopK, parse_query
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from tests.spark.test_runtime import batch_reference, drop, job_in
-from tsmon.engine.deferred import PARTITION_PREFIX
+from tsmon.kinds.standing.partition import PARTITION_PREFIX
 from tsmon.query import parse_query
 from tsmon.spark.commands import CommandLog
 from tsmon.spark.runtime import JobRunner

@@ -68,71 +68,29 @@ class SummaryAnswer:
 
 
 class _Summary:
-    """One query's summary (or a shared SWAT tree) and what it has seen."""
+    """One query's summary and what it has seen; each family below answers its own way."""
 
-    def __init__(self, statement: SummaryDef, tree: SWAT | None) -> None:
+    def __init__(self, statement: Any, tree: SWAT | None) -> None:
         self.statement, self.tree = statement, tree
         self.points = self.ignored = 0
-        s = statement
-        if isinstance(s, ApproxDef) and s.kind == "count":
-            self.hist: Any = BasicCounting(s.window_points, s.eps)
-        elif isinstance(s, ApproxDef):
-            assert s.max_value is not None
-            self.hist = WindowSum(s.window_points, s.eps, s.max_value)
-        elif isinstance(s, CorrelatedDef):
-            query = CorrelatedQuery(s.independent, s.dependent, s.eps)
-            self.hist = CheckedAggregate(query, window=s.window_points)
 
     def feed(self, values: np.ndarray) -> None:
-        s = self.statement
         self.points += len(values)
-        if isinstance(s, WaveletDef):
-            return  # the shared tree is fed once per series
-        if isinstance(s, ApproxDef) and s.kind == "count":
-            assert s.op is not None
-            for bit in COMPARISONS[s.op](values, np.full(len(values), s.threshold)):
-                self.hist.update(int(bit))
-            return
-        if isinstance(s, ApproxDef):
-            assert s.max_value is not None
-            ok = (values >= 0) & (values <= s.max_value) & (values == np.round(values))
-            self.ignored += int((~ok).sum())
-            for v in values[ok]:
-                self.hist.update(int(v))
-            return
-        if isinstance(s, CorrelatedDef) and s.independent in ("min", "max"):
-            ok = values >= 0  # MIN/MAX predicates are relative: values must be >= 0
-            self.ignored += int((~ok).sum())
-            values = values[ok]
-        for v in values:
-            self.hist.update(float(v))
 
     def answer(self) -> SummaryAnswer:
-        s, name = self.statement, self.statement.name
         if self.points == 0:
-            return SummaryAnswer(name, math.nan, None, 0)
-        if isinstance(s, WaveletDef):
-            return self._wavelet(s)
-        value = float(self.hist.get())
-        if not isinstance(s, ApproxDef):
-            return SummaryAnswer(name, value, None, self.points, ignored=self.ignored)
-        bound = float(self.hist.error())  # Fact 1: the exact count is within value ± bound
-        lower, upper = value - bound, value + bound
-        return SummaryAnswer(
-            name,
-            value,
-            bound,
-            self.points,
-            (),
-            (),
-            self.ignored,
-            bound <= s.eps * lower,
-            lower,
-            upper,
-        )
+            return SummaryAnswer(self.statement.name, math.nan, None, 0)
+        return self._answer()
 
-    def _wavelet(self, s: WaveletDef) -> SummaryAnswer:
-        tree = self.tree
+    def _answer(self) -> SummaryAnswer:
+        raise NotImplementedError
+
+
+class _Wavelet(_Summary):
+    """``INNER`` / ``POINT`` / ``RANGE`` over the series' shared SWAT tree (fed once per series)."""
+
+    def _answer(self) -> SummaryAnswer:
+        s, tree = self.statement, self.tree
         assert tree is not None
         available = min(tree.count, s.window_points)
         if s.kind == "range":
@@ -153,6 +111,72 @@ class _Summary:
         return SummaryAnswer(
             s.name, float(r.value), float(r.bound), self.points, (), (), 0, met, r.lower, r.upper
         )
+
+
+class _Approx(_Summary):
+    """``APPROX COUNT(x op c)`` (BasicCounting) or ``APPROX SUM(x)`` (integers in ``[0, R]``)
+    over an exponential histogram of the last N points."""
+
+    def __init__(self, statement: ApproxDef, tree: SWAT | None) -> None:
+        super().__init__(statement, tree)
+        s = statement
+        if s.kind == "count":
+            self.hist: Any = BasicCounting(s.window_points, s.eps)
+        else:
+            assert s.max_value is not None
+            self.hist = WindowSum(s.window_points, s.eps, s.max_value)
+
+    def feed(self, values: np.ndarray) -> None:
+        super().feed(values)
+        s = self.statement
+        if s.kind == "count":
+            assert s.op is not None
+            for bit in COMPARISONS[s.op](values, np.full(len(values), s.threshold)):
+                self.hist.update(int(bit))
+            return
+        ok = (values >= 0) & (values <= s.max_value) & (values == np.round(values))
+        self.ignored += int((~ok).sum())
+        for v in values[ok]:
+            self.hist.update(int(v))
+
+    def _answer(self) -> SummaryAnswer:
+        value = float(self.hist.get())
+        bound = float(self.hist.error())  # Fact 1: the exact count is within value ± bound
+        lower, upper = value - bound, value + bound
+        met = bound <= self.statement.eps * lower
+        name, n = self.statement.name, self.points
+        return SummaryAnswer(name, value, bound, n, (), (), self.ignored, met, lower, upper)
+
+
+class _Correlated(_Summary):
+    """``COUNT|SUM(x op AVG|c·MIN|c·MAX)``, checked online (:mod:`tsmon.core.correlated_check`)."""
+
+    def __init__(self, statement: CorrelatedDef, tree: SWAT | None) -> None:
+        super().__init__(statement, tree)
+        s = statement
+        query = CorrelatedQuery(s.independent, s.dependent, s.eps)
+        self.hist = CheckedAggregate(query, window=s.window_points)
+
+    def feed(self, values: np.ndarray) -> None:
+        super().feed(values)
+        if self.statement.independent in ("min", "max"):
+            ok = values >= 0  # MIN/MAX predicates are relative: values must be >= 0
+            self.ignored += int((~ok).sum())
+            values = values[ok]
+        for v in values:
+            self.hist.update(float(v))
+
+    def _answer(self) -> SummaryAnswer:
+        value = float(self.hist.get())
+        return SummaryAnswer(self.statement.name, value, None, self.points, ignored=self.ignored)
+
+
+#: The summary of each statement family.
+_FAMILIES: dict[type, type[_Summary]] = {
+    WaveletDef: _Wavelet,
+    ApproxDef: _Approx,
+    CorrelatedDef: _Correlated,
+}
 
 
 class SummaryQueries:
@@ -182,11 +206,12 @@ class SummaryQueries:
         return {q.statement.name: q.statement.text for q in self.statements.values()}
 
     def add(self, statement: SummaryDef) -> None:
+        family = _FAMILIES[type(statement)]
         tree = None
-        if isinstance(statement, WaveletDef):
+        if family is _Wavelet:  # queries over the same series and N share one tree
             key = (statement.series, statement.window_points)
             tree = self.trees.setdefault(key, SWAT(window=statement.window_points))
-        self.statements[query_key(statement.name)] = _Summary(statement, tree)
+        self.statements[query_key(statement.name)] = family(statement, tree)
 
     def remove(self, name: str) -> None:
         gone = self.statements.pop(query_key(name))

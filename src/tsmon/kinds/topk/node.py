@@ -1,23 +1,28 @@
 """The source side of hosted top-k queries: a monitor node per query at each source, fed the
-source's points (:mod:`tsmon.engine.topk` explains the choices: units, windows, joins).
+source's points (:mod:`tsmon.kinds.topk.coordinator` explains the choices: units, windows, joins).
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
+from tsmon.kinds.base import NodePart, Points
 from tsmon.protocols.topk.codec import from_dict, to_dict
 from tsmon.protocols.topk.messages import Install, ToCoordinator, ToNode
 from tsmon.protocols.topk.node import MonitorNode
 from tsmon.query import TopKDef, parse_queries, query_key
 
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from tsmon.engine.settings import HostSettings
+
 Row = dict[str, Any]
 UNITS = 10**6  # integer units per value unit
 MAX_VALUE = 2**53 / UNITS  # largest |value|: its micro-units are an exact float integer
 THETA = 20  # Appendix C threshold, the paper's setting
+TOPK_OPS = ("add", "alter", "remove")  # logged changes; protocol messages are "msg"
 
 
 def to_units(x: float) -> int:
@@ -179,3 +184,45 @@ class TopKSource:
             rows.append({"kind": "topk", "payload": {**payload, "msg": to_dict(m)}})
             self._n += 1
         return rows
+
+
+def _is_int(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+class TopKNode(NodePart):
+    """The node's monitor nodes, one per top-k query (:class:`TopKSource`)."""
+
+    control_types = ("topk",)
+
+    def __init__(self, settings: HostSettings, key: str) -> None:
+        self.topk = TopKSource(settings.text("topk"))
+
+    def parse_control(self, payload: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+        if payload.get("op") not in (*TOPK_OPS, "msg") or not _is_int(payload.get("gen")):
+            raise ValueError(f"{where}: bad top-k control {payload!r}")
+        return payload
+
+    def control(self, items: Sequence[tuple[int, Any]]) -> list[Row]:
+        rows: list[Row] = []
+        # logged changes first (by log index), then protocol messages (by send order)
+        for _, p in sorted(items, key=lambda x: (x[1]["op"] == "msg", x[0])):
+            if p["op"] == "msg":
+                rows += self.topk.deliver(p["query"], p["gen"], p["msg"])
+            else:
+                self.topk.change(p["op"], p["text"], p["gen"])
+        return rows
+
+    def observe(self, points: Points) -> list[Row]:
+        series, ts, values, at_ms = points.applied_points()
+        rows: list[Row] = []
+        for s, t, v, at in zip(series, ts.tolist(), values.tolist(), at_ms.tolist(), strict=True):
+            rows += self.topk.observe(t, s, v, at)
+        return rows
+
+    def advance(self, now_ms: int) -> list[Row]:
+        return self.topk.advance(now_ms)
+
+    def heartbeat(self) -> dict[str, Any]:
+        ignored = self.topk.ignored()
+        return {"topk_ignored": ignored} if ignored else {}

@@ -41,9 +41,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tsmon.engine.topk_source import (
+from tsmon.kinds.base import CoordinatorPart
+from tsmon.kinds.topk.node import (
     UNITS,
     Row,
     to_units,
@@ -55,9 +56,11 @@ from tsmon.protocols.topk.messages import MessageCounts, ToCoordinator, ToNode
 from tsmon.protocols.topk.resolver import Resolver
 from tsmon.query import AlterTopK, TopKDef, format_topk, query_key
 
-__all__ = ["TOPK_OPS", "TopKAnswer", "TopKCoordinator"]
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from tsmon.engine.hub import CoordinatorNode
+    from tsmon.engine.settings import HostSettings
 
-TOPK_OPS = ("add", "alter", "remove")  # logged changes; protocol messages are "msg"
+__all__ = ["TopKAnswer", "TopKCoordinator", "TopKPart"]
 
 
 @dataclass(frozen=True)
@@ -271,3 +274,47 @@ class TopKCoordinator:
 def _text(statement: TopKDef) -> str:
     """Canonical text of a top-k statement (what the log carries)."""
     return format_topk(statement)
+
+
+class TopKPart(CoordinatorPart):
+    """The job's top-k queries, their live changes and the protocol (:class:`TopKCoordinator`)."""
+
+    row_kinds = ("topk",)
+
+    def __init__(self, settings: HostSettings) -> None:
+        self.topk = TopKCoordinator(settings.text("topk"))
+        self.rows: list[Row] = []
+
+    def parse_row(self, hub: CoordinatorNode, row: Mapping[str, Any], where: str) -> Row:
+        payload = row["payload"]
+        if not isinstance(payload, Mapping) or not {"query", "gen", "n", "msg"} <= set(payload):
+            raise ValueError(f"{where}: bad top-k payload {payload!r}")
+        return {"source": row["source"], "payload": payload}
+
+    def heartbeat(self, source: str, payload: Mapping[str, Any]) -> None:
+        if payload.get("topk_ignored"):
+            self.topk.note_ignored(source, payload["topk_ignored"])
+
+    def receive(self, hub: CoordinatorNode, rows: Sequence[Any]) -> None:
+        self.rows = list(rows)
+
+    def control(self, hub: CoordinatorNode) -> dict[str, list[Row]]:
+        rows, self.rows = self.rows, []
+        return self.topk.step(rows, hub.sources)
+
+    def names(self) -> list[str]:
+        return self.topk.names()
+
+    def remove(self, hub: CoordinatorNode, name: str) -> None:
+        self.topk.remove(name)
+
+    def alter_precision(self, hub: CoordinatorNode, name: str, delta: float, now: bool) -> None:
+        self.topk.alter_eps(name, delta)
+
+    def answers(self) -> dict[str, TopKAnswer]:
+        """The current set of every top-k query, with its ε and epoch."""
+        return self.topk.answers()
+
+    def progress(self) -> dict[str, Any]:
+        answers = self.answers()
+        return {"topk": {q: {"epoch": t.epoch, "settled": t.settled} for q, t in answers.items()}}

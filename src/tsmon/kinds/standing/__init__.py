@@ -1,0 +1,113 @@
+"""Standing aggregates hosted apart: stream models at the sources, queries in partitions.
+
+A million standing queries (Zhu & Ravishankar 2004, :mod:`tsmon.protocols.deferral`) do not
+fit one coordinator loop. The batch-synchronous runtimes (Spark, and
+:class:`~tsmon.engine.batched.BatchedRuntime` as its in-process reference) split the work:
+
+1. **Source nodes** keep the :class:`~tsmon.protocols.deferral.model.StreamModels` of the
+   series standing queries read (:class:`StandingSource`): they observe the in-order points,
+   re-estimate ``μ, σ`` on Algorithm 2's schedule at the node's time, and send per batch one
+   ``streams`` row with the state of each stream that changed (value, last timestamp, ``μ``,
+   ``σ``, mean period). The ``k`` items behind each estimate never leave the node.
+2. **The coordinator** (:class:`StandingCoordinator`) merges them into one stream table,
+   detects interrupted streams at the job's time — the newest time any source reported, so a
+   silent source's streams fall silent (§4.5) — forms the tick's snapshot (``Ŝ_i``, Eq. 13)
+   and sends it, with the queries' adds and removes, to every query partition through the
+   control channel.
+3. **Query partitions** (:class:`StandingPartition`, keys :data:`PARTITION_PREFIX` ``+ i``,
+   hosted like source nodes, so Spark spreads them over executors) each hold the queries whose
+   name hashes to them (CRC-32 of the lower-case name) in a
+   :class:`~tsmon.protocols.deferral.partition.QueryPartition`, and evaluate the due ones
+   vectorised on the snapshot. Their answers reach the coordinator with the next batch's rows.
+
+Choices
+    * **Ticks.** One tick per batch in which the job's time moved on, at that time.
+      ``tick_ms`` is the event time a batch is expected to span: a query due before the next
+      tick is evaluated at this one (early, which only tightens its error); when batches
+      are further apart than ``tick_ms``, deadlines between them are served late and counted
+      as missed, which says the batches are too coarse for the query's ``ε``.
+    * **Series** must be named, or globs expand over the series the coordinator knows when
+      the query is added (as in a Monitor). Each series must come from one source.
+    * **Points** reach the models in order: a point not newer than its stream's last item is
+      left out of the model (counted as ``skipped``), as in a Monitor.
+    * **Latency.** Control written after batch ``N`` is applied in batch ``N+1``: a source
+      tracks a newly named series from then, and a tick of batch ``N``'s snapshot is evaluated
+      in batch ``N+1``; its answer is stamped with batch ``N``'s time.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tsmon.core.timestamps import format_instant_ms
+from tsmon.core.units import format_value
+from tsmon.engine.standing import StandingAnswer, check_window, series_weights
+from tsmon.kinds.base import Part, QueryKind
+from tsmon.kinds.standing.coordinator import StandingPart
+from tsmon.kinds.standing.node import StandingNode
+from tsmon.kinds.standing.partition import PARTITION_PREFIX, StandingPartition
+from tsmon.query import StandingDef, format_percent, format_terms
+from tsmon.query.patterns import is_glob
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from tsmon.engine.hub import CoordinatorNode
+
+__all__ = ["KIND", "PART", "StandingNode", "StandingPart"]
+
+
+def _add(hub: CoordinatorNode, statement: StandingDef, source_of: Any) -> str:
+    """Start a standing query at its query partition; globs expand over the known series."""
+    hub.free(statement.name)
+    hub.part("standing").standing.add(statement, hub.known_series())
+    within = f"{100 * statement.eps:g}%" if statement.relative else f"{statement.eps:g}"
+    return (
+        f"added standing query {statement.name!r} within {within} at confidence "
+        f"{statement.confidence:g}"
+    )
+
+
+def _describe(statement: StandingDef) -> tuple[str, str, str]:
+    of = f"{statement.aggregate.upper()}({format_terms(statement.terms)})"
+    window = "-"
+    if statement.extremum is not None:
+        if statement.window is not None:
+            window = str(statement.window)
+        elif statement.landmark_ms is not None:
+            window = f"since {format_instant_ms(statement.landmark_ms)}"
+        else:
+            window = "since START"
+        of = f"{statement.extremum.upper()} OF {of}"
+    eps = f"{format_percent(statement.eps)}%" if statement.relative else f"{statement.eps:g}"
+    return of, window, f"WITHIN {eps} CONFIDENCE {statement.confidence:g}"
+
+
+def _job_check(statement: StandingDef) -> None:
+    check_window(statement)
+    series_weights(statement, [])  # a glob matches no series before the job runs
+
+
+def _line(a: StandingAnswer) -> str:
+    """``12.5 ±0.5 at 1000 ms, next 1800 ms`` (and the interruption error if any)."""
+    line = (
+        f"{format_value(a.value)} ±{format_value(a.eps)} at {a.ts_ms} ms, "
+        f"next {format_value(a.next_due_ms)} ms"
+    )
+    return f"{line} (interrupted: ±{format_value(a.eps_intr)})" if a.interrupted else line
+
+
+PART = Part(
+    "standing",
+    node=StandingNode,
+    coordinator=StandingPart,
+    answers="standing",
+    title="standing queries (deferred)",
+    line=_line,
+    tracks=lambda statements: list(
+        dict.fromkeys(t.series for s in statements for t in s.terms if not is_glob(t.series))
+    ),
+    reserved_prefix=PARTITION_PREFIX,
+    reserved_node=lambda settings, key: StandingPartition(key, settings.standing),
+)
+KIND = QueryKind(
+    "standing", "standing", (StandingDef,), add=_add, describe=_describe, job_check=_job_check
+)
