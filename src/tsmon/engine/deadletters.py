@@ -11,7 +11,8 @@ import pandas as pd
 
 
 class Reason(str, Enum):
-    """Why a point was rejected."""
+    """Why a point was rejected: one list for the embedded engine, the source nodes and the
+    Spark job's input rows (the ``reason`` column of every dead-letter output)."""
 
     MISSING = "missing"  # None / empty value
     NOT_NUMERIC = "not_numeric"  # a string or object that is no number
@@ -23,6 +24,7 @@ class Reason(str, Enum):
     UNKNOWN_SERIES = "unknown_series"
     TOO_LATE = "too_late"  # older than the allowed lateness, or than the retained history
     DUPLICATE = "duplicate"  # timestamp already stored, policy keep_first
+    BAD_SOURCE = "bad_source"  # a source named like a reserved node key (a query partition's)
 
 
 _COLUMNS = ["seq", "series", "ts_ms", "value", "reason", "detail"]

@@ -43,6 +43,7 @@ from functools import partial
 from typing import Any
 
 from tsmon.core.moments import MAX_ABS_VALUE
+from tsmon.engine.deadletters import Reason
 from tsmon.engine.events import event_order
 from tsmon.engine.hub import CoordinatorNode
 from tsmon.engine.node import new_node
@@ -58,11 +59,16 @@ from tsmon.spark.readers import write_replicas
 from tsmon.spark.sinks import DEAD_LETTER_COLUMNS, BatchOutput, Callback, Sinks
 
 #: Dead-letter reasons of unreadable input rows (the ``reason`` column of the dead-letter sink).
-REASONS = ("bad_series", "unreadable_ts", "not_numeric", "nan", "infinite")
-#: Dead-letter reason of a value beyond ``MAX_ABS_VALUE`` (readable, but window sums overflow).
-OUT_OF_RANGE = "value_out_of_range"
-#: Dead-letter reason of a row whose source is a reserved node key (a query partition's).
-BAD_SOURCE = "bad_source"
+REASONS = tuple(
+    r.value
+    for r in (
+        Reason.BAD_SERIES,
+        Reason.BAD_TIMESTAMP,
+        Reason.NOT_NUMERIC,
+        Reason.NAN,
+        Reason.INFINITE,
+    )
+)
 #: Node keys a data source may not have (they belong to a part's own nodes).
 RESERVED_PREFIXES = tuple(p.reserved_prefix for p in PARTS if p.reserved_prefix is not None)
 
@@ -126,13 +132,13 @@ class JobRunner:
         for prefix in RESERVED_PREFIXES:
             reserved = reserved | source.startswith(prefix)
         reason = (
-            F.when(reserved, BAD_SOURCE)
-            .when(series.isNull() | (series == ""), "bad_series")
-            .when(ts.isNull(), "unreadable_ts")
-            .when(value.isNull(), "not_numeric")
-            .when(F.isnan(value), "nan")
-            .when(F.abs(value) == float("inf"), "infinite")
-            .when(F.abs(value) > MAX_ABS_VALUE, OUT_OF_RANGE)
+            F.when(reserved, Reason.BAD_SOURCE.value)
+            .when(series.isNull() | (series == ""), Reason.BAD_SERIES.value)
+            .when(ts.isNull(), Reason.BAD_TIMESTAMP.value)
+            .when(value.isNull(), Reason.NOT_NUMERIC.value)
+            .when(F.isnan(value), Reason.NAN.value)
+            .when(F.abs(value) == float("inf"), Reason.INFINITE.value)
+            .when(F.abs(value) > MAX_ABS_VALUE, Reason.VALUE_OUT_OF_RANGE.value)
         )
         return raw.select(
             source.alias("source"),

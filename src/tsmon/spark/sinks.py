@@ -22,7 +22,7 @@ of adding to them::
                                               lower, upper (answers received)
 
 Dead letters are input rows that could not be read (``bad_source`` for a source named like a
-query partition, ``bad_series``, ``unreadable_ts``,
+query partition, ``bad_series``, ``bad_timestamp``,
 ``not_numeric``, ``nan``, ``infinite``; ``ts``/``value`` null when unreadable) and points the
 source nodes rejected (``too_late``, ``duplicate`` under ``keep_first``, with a ``detail``).
 The console sink is a live table (rich) of the answers with their bounds, the newest events and
