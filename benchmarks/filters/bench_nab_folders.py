@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--period", type=float, default=0, help="T in time units (0: chosen online)")
     ap.add_argument("--shrink", type=float, default=0.05, help="S")
     args = parse_script_args(
-        ap, argv, quick={"fractions": "0.01", "units": 1_500}, quick_help="1,500 units, δ = 1 %"
+        ap, argv, quick={"fractions": "0.01", "units": 1_500}, quick_help="1,500 units, δ = 1 %%"
     )
     tasks = [
         (f, float(x), args.units or None, args.period, args.shrink)

@@ -120,7 +120,7 @@ def run(w: Workload, eps: float, per_batch: int, history: int) -> Row:
     word = "BOTTOM" if w.bottom else "TOP"
     over = f" OVER {int(w.window)}s" if w.window else ""
     text = f"QUERY q AS {word} {w.k} OF o* BY v{over} WITHIN {eps}"
-    rt = BatchedRuntime(PERIOD_MS, 0.1, 0, topk=text)
+    rt = BatchedRuntime(PERIOD_MS, 0.1, 0, queries=text)
     exact = Exact(int(w.window * 1000) if w.window else None)
     past: deque[dict[Hashable, float]] = deque([{}], maxlen=history + 1)  # before: all 0
     row = Row(w.name, eps, 0, 0, 0, 0, 0, 0, 0.0, 0, 0, 0.0)
@@ -133,7 +133,7 @@ def run(w: Workload, eps: float, per_batch: int, history: int) -> Row:
             exact.add(source, ts, series[:-2], value)
         exact.expire({s: n.now_ms for s, n in rt.nodes.items()})
         past.appendleft(dict(exact.totals))
-        answer = rt.topk_answers()["q"]
+        answer = rt.answers("topk")["q"]
         row.batches += 1
         row.points += len(batch)
         fits = (valid(answer.members, totals, w.k, eps, w.bottom) for totals in past)
