@@ -47,7 +47,7 @@ def test_summary_answers_against_the_raw_window(
         monitor.ingest(
             ["x.v"] * len(values[lo : lo + batch]), ts[lo : lo + batch], values[lo : lo + batch]
         )
-    answers = monitor.answers("local")
+    answers = monitor.answers("summary")
     newest_first = values[::-1]
     window = values[-N:]
     if len(values) >= 4:
@@ -80,11 +80,11 @@ def test_sum_skips_values_outside_its_range_and_names_are_checked() -> None:
     monitor = Monitor(["b.n"])
     monitor.add_query("QUERY s AS APPROX SUM(b.n) OVER 100 points WITHIN 1% MAX 10")
     monitor.ingest(["b.n"] * 4, [1, 2, 3, 4], [3.0, 2.5, 11.0, 4.0])
-    answer = monitor.answers("local")["s"]
+    answer = monitor.answers("summary")["s"]
     assert answer.value == pytest.approx(7.0, rel=0.01) and answer.ignored == 2
     with pytest.raises(ValueError, match="already exists"):
         monitor.add_query("QUERY S AS POINT(b.n, 0)")
     with pytest.raises(KeyError, match="unknown series"):
         monitor.add_query("QUERY p AS POINT(nope.n, 0)")
     monitor.remove_query("s")
-    assert monitor.answers("local") == {} and monitor.stats()["summary_queries"] == 0
+    assert monitor.answers("summary") == {} and monitor.stats()["summary_queries"] == 0

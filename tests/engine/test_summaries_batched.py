@@ -42,11 +42,11 @@ def test_node_summaries_equal_a_monitor_and_the_raw_window(points, batch) -> Non
             monitor.ingest([r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows])
         for s, v in part:
             raw[s].append(float(v))
-        got, want = rt.answers("local"), monitor.answers("local")
+        got, want = rt.answers("summary"), monitor.answers("summary")
         for name, answer in got.items():  # queries whose series has had points
             assert answer == want[name] or (math.isnan(answer.value) and answer.points == 0)
         assert set(got) == {n for n, a in want.items() if a.points > 0}
-    answers = rt.answers("local")
+    answers = rt.answers("summary")
     x = np.array(raw["x.v"])
     if len(x) >= 4:
         exact = float(np.dot([8, 4, 2, 1], x[::-1][:4]))
@@ -63,9 +63,9 @@ def test_live_add_and_remove_reach_the_series_node_only() -> None:
     rt.run_batch([("n1", "x.v", t, values[t]) for t in range(10)])
     rt.coordinator.add(parse_query(f"QUERY pt AS POINT(x.v, 2) OVER {N} points"))
     rt.run_batch([("n1", "x.v", t, values[t]) for t in range(10, 20)])  # control goes out
-    assert "pt" not in rt.answers("local")
+    assert "pt" not in rt.answers("summary")
     rt.run_batch([("n1", "x.v", t, values[t]) for t in range(20, 30)])  # the node applies it
-    answer = rt.answers("local")["pt"]
+    answer = rt.answers("summary")["pt"]
     assert answer.points == 10  # fed from when it reached the node
     assert abs(answer.value - values[27]) <= answer.bound + 1e-9
     assert rt.nodes["n1"].part("local").local.summaries.defines("pt")
@@ -73,7 +73,7 @@ def test_live_add_and_remove_reach_the_series_node_only() -> None:
         rt.coordinator.alter(parse_query(f"QUERY pt AS POINT(x.v, 3) OVER {N} points"))
     rt.coordinator.remove_query("PT")
     rt.run_batch([("n1", "x.v", t, values[t]) for t in range(30, 40)])
-    assert "pt" not in rt.answers("local")  # the coordinator forgets it at once
+    assert "pt" not in rt.answers("summary")  # the coordinator forgets it at once
     rt.run_batch([])  # the node drops it with the next control
     assert not rt.nodes["n1"].part("local").local.summaries.defines("pt")
 
@@ -83,4 +83,4 @@ def test_watch_queries_still_need_registers_but_summaries_do_not() -> None:
         BatchedRuntime(1_000, 0.1, 0, queries="QUERY up ON *.cpu WHEN last > 1")
     rt = BatchedRuntime(1_000, 0.1, 0, queries=QUERIES)
     rt.run_batch([("n1", "x.v", 0, 10.0), ("n1", "x.v", 1, 1.0)])
-    assert rt.answers("local")["cnt"].value == 1.0
+    assert rt.answers("summary")["cnt"].value == 1.0

@@ -242,3 +242,14 @@ def test_every_kind_registers_runs_and_is_removed_while_running(kind: QueryKind)
     part = next(p for p in PARTS if p.name == kind.part)
     if part.answers is not None:
         assert name not in rt.answers(part.name)
+
+
+def test_answers_are_asked_for_by_kind_or_by_part():
+    rt = BatchedRuntime(1_000, 0.1, 0, queries="QUERY s AS POINT(a.x, 0) OVER 8 points")
+    rt.run_batch([("n1", "a.x", t, float(t)) for t in range(4)])
+    rt.run_batch([])
+    answer = rt.answers("summary")["s"]
+    assert rt.answers("local") == {"s": answer}
+    assert abs(answer.value - 3.0) <= answer.bound  # the newest value, within SWAT's bound
+    with pytest.raises(ValueError, match="no query kind or part 'nope'"):
+        rt.answers("nope")

@@ -320,8 +320,8 @@ def same(a: dict, b: dict) -> bool:
 
 
 def dead_reasons(job: Job) -> list[str]:
-    files = list((job.checkpoint.parent / "out" / "dead_letters").glob("*.parquet"))
-    return sorted(pd.concat(pd.read_parquet(p) for p in files)["reason"]) if files else []
+    files = (job.checkpoint.parent / "out" / "dead_letters").glob("*.parquet")
+    return sorted(r for p in files for r in pd.read_parquet(p)["reason"])
 
 
 @pytest.mark.spark

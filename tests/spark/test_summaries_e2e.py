@@ -99,7 +99,7 @@ def test_summaries_and_a_reader_on_spark(spark, tmp_path: Path) -> None:
         ref.run_batch([(r["site"], r["metric"], r["time"], r["v"]) for r in rows])
         while ref.control:
             ref.run_batch([])
-        assert runner.answers("local") == ref.answers("local"), i
+        assert runner.answers("summary") == ref.answers("summary"), i
         temps += [r["v"] for r in rows if r["metric"] == "temp.v"]
         forwarded += sum(check(a) for a in reader.poll())
         if reader.count == 0:
@@ -117,7 +117,7 @@ def test_summaries_and_a_reader_on_spark(spark, tmp_path: Path) -> None:
     runner.process_all_available()
     forwarded += sum(check(a) for a in reader.poll())
     runner.stop()
-    assert set(runner.answers("local")) == {"recent", "errs", "above", "late"}
+    assert set(runner.answers("summary")) == {"recent", "errs", "above", "late"}
     assert local > 0 and forwarded > 0, (local, forwarded)
     out = tmp_path / "out" / "summaries"
     answers = pd.concat(pd.read_parquet(p) for p in sorted(out.iterdir()))

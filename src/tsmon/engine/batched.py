@@ -156,10 +156,10 @@ class BatchedRuntime:
         self.control = self.coordinator.step(self.batch_id, outputs)
         return self.coordinator.answers()
 
-    def answers(self, part: str = "bounded") -> Mapping[str, Any]:
-        """The newest answer of every query of ``part`` (a :data:`tsmon.kinds.PARTS` name:
-        ``bounded``, ``topk``, ``standing``, ``local`` for summary queries)."""
-        return self.coordinator.answers(part)
+    def answers(self, kind: str = "bounded") -> Mapping[str, Any]:
+        """The newest answer of every query of ``kind``: ``bounded``, ``topk``, ``standing`` or
+        ``summary`` (see :meth:`CoordinatorNode.answers`)."""
+        return self.coordinator.answers(kind)
 
     def events(self) -> list[Mapping[str, Any]]:
         """The ``event`` rows of the last batch, in :func:`~tsmon.engine.events.event_order`."""

@@ -173,9 +173,10 @@ class CoordinatorNode:
         name = self.registered_name(name)
         self._owner(name).remove(self, name)
 
-    def answers(self, part: str = "bounded") -> Mapping[str, Any]:
-        """The newest answer of every query of ``part`` (bounded aggregates by default)."""
-        return self.parts[part].answers()
+    def answers(self, kind: str = "bounded") -> Mapping[str, Any]:
+        """The newest answer of every query of ``kind`` (a kind's or a part's name: bounded,
+        topk, standing, summary; bounded aggregates by default)."""
+        return self.parts[kinds.answers_part(kind)].answers()
 
     # ----------------------------------------------------------------- the step
 

@@ -293,8 +293,8 @@ class Monitor:
             or self._summaries.defines(name)
         )
 
-    def answers(self, part: str = "bounded") -> Mapping[str, Any]:
-        """The newest answer of every query of ``part`` (as on the batch runtimes):
+    def answers(self, kind: str = "bounded") -> Mapping[str, Any]:
+        """The newest answer of every query of ``kind`` (as on the batch runtimes):
 
         * ``bounded``: every ``AS AGG(...) WITHIN δ`` query's ``value``, ``lo``, ``hi`` and
           ``as_of_ms``; unbounded (``lo = -inf``) until every series has a value;
@@ -302,14 +302,14 @@ class Monitor:
           ``value`` at ``ts_ms`` with drift ``mu_a`` (extrapolate ``value + mu_a·(t − ts_ms)``,
           Eq. 8), ``eps``, ``next_due_ms``, and ``interrupted`` / ``eps_intr`` when a series
           went silent (§4.5);
-        * ``local``: every summary query's answer (``INNER``/``POINT``/``RANGE`` from a SWAT
+        * ``summary``: every summary query's answer (``INNER``/``POINT``/``RANGE`` from a SWAT
           tree, ``APPROX COUNT|SUM`` from an exponential histogram, ``COUNT|SUM(x > AVG)``
           correlated aggregates) from the summaries' current state.
         """
-        hosts = {"bounded": self._bounded, "standing": self._standing, "local": self._summaries}
-        if part not in hosts:
-            raise ValueError(f"a Monitor answers {sorted(hosts)} queries, not {part!r}")
-        return hosts[part].answers()
+        hosts = {"bounded": self._bounded, "standing": self._standing, "summary": self._summaries}
+        if kind not in hosts:
+            raise ValueError(f"a Monitor answers {sorted(hosts)} queries, not {kind!r}")
+        return hosts[kind].answers()
 
     def exact_answers(self) -> dict[str, float]:
         """The exact aggregate of every bounded query from the stored newest points."""

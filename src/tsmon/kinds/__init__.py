@@ -36,6 +36,7 @@ __all__ = [
     "Points",
     "QueryKind",
     "alter_kind",
+    "answers_part",
     "kind_of",
     "reserved_part",
 ]
@@ -64,6 +65,18 @@ def alter_kind(statement: object) -> QueryKind:
                 "and add it again"
             )
     raise ValueError(f"no query kind takes {type(statement).__name__} statements")
+
+
+def answers_part(name: str) -> str:
+    """The part whose answers ``name`` asks for: a kind's name (``summary`` answers come from
+    the ``local`` part) or a part's name."""
+    for kind in KINDS:
+        if kind.name == name:
+            return kind.part
+    if any(p.name == name for p in PARTS):
+        return name
+    known = sorted({k.name for k in KINDS} | {p.name for p in PARTS if p.answers is not None})
+    raise ValueError(f"no query kind or part {name!r}; use one of {known}")
 
 
 def reserved_part(key: str) -> Part | None:

@@ -47,7 +47,7 @@ from tsmon.engine.deadletters import Reason
 from tsmon.engine.events import event_order
 from tsmon.engine.hub import CoordinatorNode
 from tsmon.engine.node import new_node
-from tsmon.kinds import PARTS
+from tsmon.kinds import PARTS, answers_part
 from tsmon.query.patterns import is_glob
 from tsmon.spark.commands import CommandLog, apply
 from tsmon.spark.control import ControlChannel
@@ -220,10 +220,10 @@ class JobRunner:
         """The StreamingQuery of the source nodes and the coordinator (its ``recentProgress``)."""
         return self._query
 
-    def answers(self, part: str = "bounded") -> Mapping[str, Any]:
-        """The newest answer of every query of ``part`` after the last batch (a
-        :data:`tsmon.kinds.PARTS` name; bounded aggregates by default)."""
-        return self.latest.get(part, {})
+    def answers(self, kind: str = "bounded") -> Mapping[str, Any]:
+        """The newest answer of every query of ``kind`` after the last batch: ``bounded``
+        (the default), ``topk``, ``standing`` or ``summary``."""
+        return self.latest.get(answers_part(kind), {})
 
     def process_all_available(self) -> None:
         """Block until every input available now (and the control it causes) is processed."""
