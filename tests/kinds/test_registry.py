@@ -68,7 +68,7 @@ class CountNode(NodePart):
         return []
 
     def observe(self, points: Points) -> list[dict]:
-        series, *_ = points.applied_points()
+        series = points.in_order.series
         for name, watched in self.watched.items():
             self.counts[name] += sum(s == watched for s in series)
         return []
@@ -138,7 +138,7 @@ COUNT_PART = Part(
     "count",
     node=CountNode,
     coordinator=CountPart,
-    answers="counts",
+    sink="counts",
     title="counts",
     line=lambda a: f"{a.count} points from {len(a.sources)} sources",
 )
@@ -240,7 +240,7 @@ def test_every_kind_registers_runs_and_is_removed_while_running(kind: QueryKind)
     assert name not in rt.coordinator.names()
     rt.run_batch(batches[-1])
     part = next(p for p in PARTS if p.name == kind.part)
-    if part.answers is not None:
+    if part.sink is not None:
         assert name not in rt.answers(part.name)
 
 

@@ -75,7 +75,7 @@ def answers_part(name: str) -> str:
             return kind.part
     if any(p.name == name for p in PARTS):
         return name
-    known = sorted({k.name for k in KINDS} | {p.name for p in PARTS if p.answers is not None})
+    known = sorted({k.name for k in KINDS} | {p.name for p in PARTS if p.sink is not None})
     raise ValueError(f"no query kind or part {name!r}; use one of {known}")
 
 

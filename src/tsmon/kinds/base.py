@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from tsmon.engine.hub import CoordinatorNode
     from tsmon.engine.settings import HostSettings
 
-__all__ = ["CoordinatorPart", "NodePart", "Part", "Points", "QueryKind", "Row"]
+__all__ = ["Applied", "CoordinatorPart", "NodePart", "Part", "Points", "QueryKind", "Row"]
 
 Row = dict[str, Any]
 
@@ -43,11 +44,23 @@ class Points:
     applied: np.ndarray  # bool
     at_ms: np.ndarray  # int64 ms
 
-    def applied_points(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-        """``(series, ts, value, at_ms)`` of the applied points, in order."""
+    @cached_property
+    def in_order(self) -> Applied:
+        """The applied points, in order, as lists (computed once, shared by every part)."""
         keep = self.applied
         series = [s for s, k in zip(self.series, keep, strict=True) if k]
-        return series, self.ts[keep], self.value[keep], self.at_ms[keep]
+        return Applied(
+            series, self.ts[keep].tolist(), self.value[keep].tolist(), self.at_ms[keep].tolist()
+        )
+
+
+class Applied(NamedTuple):
+    """The points a node applied in one batch, in order: ``(series, ts, value, at_ms)``."""
+
+    series: list[str]
+    ts: list[int]
+    value: list[float]
+    at_ms: list[int]
 
 
 class NodePart:
@@ -146,9 +159,9 @@ class Part:
     """A hosting part: a protocol's share of every source node and of the coordinator.
 
     ``node(settings, key)`` makes its :class:`NodePart` of a source node, ``coordinator(settings)``
-    its :class:`CoordinatorPart` (``None``: it has none); ``answers`` names the sink directory
-    of its answers (``None``: it has none), ``title`` their console table and ``line(answer)``
-    shows one answer in a line. A job's statements of a part with
+    its :class:`CoordinatorPart` (``None``: it has none); ``sink`` names the directory of its
+    answers in the Parquet sink (``None``: it has none), ``title`` their console table and
+    ``line(answer)`` shows one answer in a line. A job's statements of a part with
     ``at_nodes`` are the text every node (and the coordinator part) starts with; those of
     other parts are registered at the coordinator when it is made. ``tracks(statements)``
     names the series every node must model from the start. A part may own whole node keys:
@@ -159,7 +172,7 @@ class Part:
     name: str
     node: Callable[[HostSettings, str], NodePart] | None = None
     coordinator: Callable[[HostSettings], CoordinatorPart] | None = None
-    answers: str | None = None
+    sink: str | None = None
     title: str | None = None
     line: Callable[[Any], str] | None = None
     at_nodes: bool = False

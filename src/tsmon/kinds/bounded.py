@@ -98,9 +98,9 @@ class BoundedNode(NodePart):
         return _rows(out)
 
     def observe(self, points: Points) -> list[Row]:
-        series, _, values, at_ms = points.applied_points()
+        series, _, values, at_ms = points.in_order
         out: list[StreamedUpdate] = []
-        for name, value, at in zip(series, values.tolist(), at_ms.tolist(), strict=True):
+        for name, value, at in zip(series, values, at_ms, strict=True):
             out += self._filter(name).observe(at, value)
         return _rows(out)
 
@@ -372,7 +372,7 @@ PART = Part(
     "bounded",
     node=BoundedNode,
     coordinator=BoundedCoordinator,
-    answers="answers",
+    sink="answers",
     title="bounded answers",
     line=_line,
 )

@@ -39,8 +39,8 @@ class ReplicaNode(NodePart):
         return []
 
     def observe(self, points: Points) -> list[Row]:
-        series, _, values, _ = points.applied_points()
-        for s, v in zip(series, values.tolist(), strict=True):
+        series, _, values, _ = points.in_order
+        for s, v in zip(series, values, strict=True):
             self.values.setdefault(s, []).append(v)
         return []
 

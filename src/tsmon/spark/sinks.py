@@ -146,8 +146,8 @@ def _write_batch(path: Path, out: BatchOutput) -> None:
         _write(path / "dead_letters" / f"batch-{n:09d}.parquet", frame)
     for part in kinds.PARTS:
         arrived = out.arrived.get(part.name)
-        if part.answers is not None and arrived:
-            _write(path / part.answers / f"batch-{n:09d}.parquet", answer_frame(n, arrived))
+        if part.sink is not None and arrived:
+            _write(path / part.sink / f"batch-{n:09d}.parquet", answer_frame(n, arrived))
 
 
 def answer_frame(batch_id: int, answers: Sequence[tuple[str, Any]]) -> pd.DataFrame:

@@ -110,7 +110,7 @@ PART = Part(
     "local",
     node=LocalNode,
     coordinator=LocalCoordinator,
-    answers="summaries",
+    sink="summaries",
     title="summary queries",
     line=_line,
     at_nodes=True,

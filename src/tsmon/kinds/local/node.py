@@ -166,8 +166,8 @@ class LocalNode(NodePart):
 
     def observe(self, points: Points) -> list[Row]:
         self.local.ingest(points.series, points.ts.tolist(), points.value.tolist())
-        series, _, values, _ = points.applied_points()
-        self.local.summarize(series, values.tolist())
+        series, _, values, _ = points.in_order
+        self.local.summarize(series, values)
         return []
 
     def outputs(self) -> list[Row]:

@@ -99,7 +99,7 @@ PART = Part(
     "standing",
     node=StandingNode,
     coordinator=StandingPart,
-    answers="standing",
+    sink="standing",
     title="standing queries (deferred)",
     line=_line,
     tracks=lambda statements: list(

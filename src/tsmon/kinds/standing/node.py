@@ -104,8 +104,8 @@ class StandingNode(NodePart):
         return []
 
     def observe(self, points: Points) -> list[Row]:
-        series, ts, values, _ = points.applied_points()
-        for s, t, v in zip(series, ts.tolist(), values.tolist(), strict=True):
+        series, ts, values, _ = points.in_order
+        for s, t, v in zip(series, ts, values, strict=True):
             self.standing.observe(s, t, v)
         return []
 

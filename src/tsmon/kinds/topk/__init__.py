@@ -59,7 +59,7 @@ PART = Part(
     "topk",
     node=TopKNode,
     coordinator=TopKPart,
-    answers="topk",
+    sink="topk",
     title="top-k sets",
     line=_line,
     at_nodes=True,

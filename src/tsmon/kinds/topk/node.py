@@ -214,9 +214,9 @@ class TopKNode(NodePart):
         return rows
 
     def observe(self, points: Points) -> list[Row]:
-        series, ts, values, at_ms = points.applied_points()
+        series, ts, values, at_ms = points.in_order
         rows: list[Row] = []
-        for s, t, v, at in zip(series, ts.tolist(), values.tolist(), at_ms.tolist(), strict=True):
+        for s, t, v, at in zip(series, ts, values, at_ms, strict=True):
             rows += self.topk.observe(t, s, v, at)
         return rows
 
