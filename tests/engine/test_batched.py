@@ -197,7 +197,7 @@ def test_source_node_orders_points_and_sends_one_heartbeat() -> None:
     assert [r["kind"] for r in out] == ["msg", "msg", "heartbeat"]
     assert [r["payload"]["value"] for r in out[:2]] == [1.0, 5.0]  # (ts, seq) order
     assert out[-1]["payload"] == {"now_ms": 20, "points": 3, "stale": 0, "series": ["a", "b"]}
-    assert math.isinf(node.part("bounded").filters["b"].width)  # in no query: never sends
+    assert "b" not in node.part("bounded").filters  # in no query: no filter (§3.4)
 
 
 def test_source_node_late_points_are_clamped_or_counted_stale() -> None:

@@ -58,10 +58,11 @@ __all__ = ["KIND", "PART", "BoundedCoordinator", "BoundedNode"]
 
 
 class BoundedNode(NodePart):
-    """A :class:`SourceFilter` per series the node has seen. A filter is created at a series'
-    first point or first width message; until a width message puts the series in a query its
-    ``W = inf`` and it never sends (§3.4). Width messages are applied at the node's time
-    before the batch's points; every filter is then moved to the node's time."""
+    """A :class:`SourceFilter` per series a bounded query reads, created at the series' first
+    width message (§3.4) with the series' current value: the node keeps the newest value of
+    every series, and no filter is stepped for a series no query reads. Width messages are
+    applied at the node's time before the batch's points, which each filter takes in bulk
+    (:meth:`SourceFilter.observe_many`); every filter is then moved to the node's time."""
 
     control_types = ("growth", "shrink")
 
@@ -70,6 +71,7 @@ class BoundedNode(NodePart):
         self.period_ms = int(settings.period_ms)
         self.shrink = float(settings.shrink)
         self.filters: dict[str, SourceFilter] = {}
+        self.last: dict[str, float] = {}  # series -> its newest value
         self.held: list[tuple[int, WidthMessage]] = []  # width messages not applied yet
 
     def parse_control(self, payload: Mapping[str, Any], where: str) -> WidthMessage:
@@ -83,7 +85,8 @@ class BoundedNode(NodePart):
 
     def _filter(self, series: str) -> SourceFilter:
         if series not in self.filters:
-            self.filters[series] = SourceFilter(series, self.period_ms, self.shrink)
+            value = self.last.get(series)
+            self.filters[series] = SourceFilter(series, self.period_ms, self.shrink, value)
         return self.filters[series]
 
     def control(self, items: Sequence[tuple[int, Any]]) -> list[Row]:
@@ -99,10 +102,19 @@ class BoundedNode(NodePart):
 
     def observe(self, points: Points) -> list[Row]:
         series, _, values, at_ms = points.in_order
-        out: list[StreamedUpdate] = []
-        for name, value, at in zip(series, values, at_ms, strict=True):
-            out += self._filter(name).observe(at, value)
-        return _rows(out)
+        self.last.update(zip(series, values, strict=True))
+        mine: dict[str, list[int]] = {}  # the points of each filtered series
+        for i, name in enumerate(series):
+            if name in self.filters:
+                mine.setdefault(name, []).append(i)
+        sent: list[tuple[int, StreamedUpdate]] = []
+        for name, index in mine.items():
+            bulk = self.filters[name].observe_many(
+                [at_ms[i] for i in index], [values[i] for i in index]
+            )
+            sent += [(index[i], update) for i, update in bulk]
+        sent.sort(key=lambda x: x[0])  # stable: in the order the points sent them
+        return _rows([update for _, update in sent])
 
     def advance(self, now_ms: int) -> list[Row]:
         out: list[StreamedUpdate] = []

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
+from collections.abc import Sequence
 
 from tsmon.protocols.filters.bounds import shrunk
 from tsmon.protocols.filters.messages import Shrink, StreamedUpdate, WidthMessage
+
+Sent = tuple[int, StreamedUpdate]  # an update and the index of the point that sent it
 
 
 class SourceFilter:
@@ -37,6 +41,9 @@ class SourceFilter:
         chooses it (the first width message carrying ``period_ms``): no shrinks until then.
     shrink
         Shrink percentage ``S`` in ``[0, 1)``.
+    value
+        The object's current value when the filter starts after it (sent once a width
+        message makes the width finite), else ``None``.
 
     Examples
     --------
@@ -56,7 +63,9 @@ class SourceFilter:
     (2.0, (9.9, 11.9))
     """
 
-    def __init__(self, object_id: str, period_ms: int | None, shrink: float) -> None:
+    def __init__(
+        self, object_id: str, period_ms: int | None, shrink: float, value: float | None = None
+    ) -> None:
         self.period_ms = None if period_ms is None else check_period(period_ms)
         if not 0 <= shrink < 1:
             raise ValueError(f"shrink S must be in [0, 1), got {shrink}; e.g. pass 0.05")
@@ -67,7 +76,7 @@ class SourceFilter:
         self.width = math.inf
         self.adaptive = False
         self.centre: float | None = None
-        self.value: float | None = None
+        self.value = value  # the object's current value, if the filter starts after it
         self.now_ms: int | None = None
         self.width_seq: int | None = None
         self.sent = 0  # updates sent so far: the seq of the last one
@@ -173,6 +182,60 @@ class SourceFilter:
                 self.shadow_centre = self.value
         return out + self._send(now_ms, forced=False)
 
+    def observe_many(self, now_ms: Sequence[int], values: Sequence[float]) -> list[Sent]:
+        """:meth:`observe` of each ``(now_ms[i], values[i])`` in turn, in bulk; returns what
+        to send as ``(i, update)``, ``i`` the point that sent it (in the order sent).
+
+        The same updates, to the bit: with no message held and no static filter shadowed, the
+        bound ``[L, H]`` changes only where an update recentres it (§1.2) or a boundary
+        shrinks it (§3.1, ``W·(1−S)^k``), so the points before the first one that sends (its
+        own value leaves ``[L, H]``, or the last value leaves the bound of a boundary crossed
+        before it) are dropped in one step, that one is observed alone, and the scan goes on
+        from the next. The scan compares each value with the bound and nothing else.
+        """
+        at, v = list(now_ms), list(values)
+        late = self.now_ms is not None and at and at[0] < self.now_ms
+        if self.held or self.uniform is not None or late or not _bulk(at, v):
+            return [(i, u) for i in range(len(at)) for u in self.observe(at[i], v[i])]
+        out: list[Sent] = []
+        i, n = 0, len(at)
+        while i < n:
+            j = self._first_send(at, v, i)
+            if j > i:  # points i .. j−1 dropped: their stretch of time, in one step
+                self.now_ms, self.value = at[j - 1], v[j - 1]
+                if self.period_ms is not None:
+                    self._set_period(self.now_ms // self.period_ms)
+            if j == n:
+                break
+            out += [(j, u) for u in self.observe(at[j], v[j])]
+            i = j + 1
+        return out
+
+    def _first_send(self, at: list[int], v: list[float], i: int) -> int:
+        """Index of the first point from ``i`` that may send (``len(v)`` if none can), the
+        centre as it is: never after the first that sends (one before it is observed alone)."""
+        if math.isinf(self.width) and not self.adaptive:
+            return len(v)  # in no query: never sends
+        if self.centre is None:
+            return i  # the first value is sent once the width is finite
+        shrinking = self.adaptive and self.period_ms is not None
+        period = self.period_ms or 1
+        k = (self.now_ms if self.now_ms is not None else at[i]) // period
+        last = self.value
+        half = self.width / 2
+        low, high = self.centre - half, self.centre + half
+        for j in range(i, len(v)):
+            if shrinking and at[j] // period != k:  # boundaries crossed: the bound shrank
+                k = at[j] // period
+                half = shrunk(self.base, self.factor, k - self.anchor) / 2
+                low, high = self.centre - half, self.centre + half
+                if last is not None and not (low <= last <= high):
+                    return j
+            last = v[j]
+            if not (low <= last <= high):  # §1.2: the filter drops V with L <= V <= H
+                return j
+        return len(v)
+
     def apply(self, message: WidthMessage, now_ms: int) -> list[StreamedUpdate]:
         """Receive a growth or shrink message at ``now_ms``; returns what to send, if anything."""
         if message.object_id != self.object_id:
@@ -213,6 +276,12 @@ class SourceFilter:
             width = self.width
             out += self._send(now_ms, forced=changed and math.isfinite(width))
         return out
+
+
+def _bulk(at: list[int], values: list[float]) -> bool:
+    """Whether points can go in bulk: finite values at non-decreasing times (else the
+    point-by-point path raises at the bad one, as :meth:`SourceFilter.observe` does)."""
+    return all(map(math.isfinite, values)) and all(map(operator.le, at, at[1:]))
 
 
 def check_period(period_ms: object) -> int:
