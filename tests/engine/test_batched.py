@@ -312,3 +312,20 @@ def test_bad_batch_is_refused_before_any_node_steps() -> None:
     with pytest.raises(ValueError, match="one source"):
         rt.run_batch([("n0", "n0.a", 5, 2.0), ("n1", "n0.a", 5, 2.0)])
     assert pickle.dumps((rt.nodes, rt.control, rt.batch_id)) == before
+
+
+def test_only_series_a_bounded_query_reads_have_filters() -> None:
+    rt = BatchedRuntime(10, 0.1, 0, queries="QUERY hot AS TOP 1 OF n* BY a WITHIN 0")
+    for t in range(0, 100, 10):  # a job with no bounded query: no filter anywhere
+        rt.run_batch([("n0", "n0.a", t, 1.0 + t), ("n1", "n1.b", t, 2.0)])
+    assert all(not node.part("bounded").filters for node in rt.nodes.values())
+    rt.add_query(Query.sum("q", ["n0.a"], 1.0))  # added later: its filter starts from the
+    rt.run_batch([("n1", "n1.b", 100, 2.0)])  # series' newest value, the reply to its shrink
+    rt.run_batch([("n0", "n0.a", 110, 50.0)])  # (§3.4), sent before the batch's point
+    sent = [r["payload"] for r in rt.last_outputs if r["kind"] == "msg"]
+    assert [(m["value"], m["ts_ms"], m["forced"]) for m in sent] == [
+        (91.0, 90, True),
+        (50.0, 110, False),
+    ]
+    assert list(rt.nodes["n0"].part("bounded").filters) == ["n0.a"]
+    assert not rt.nodes["n1"].part("bounded").filters
