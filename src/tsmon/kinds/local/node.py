@@ -105,9 +105,12 @@ class LocalQueries:
 
     def summarize(self, series: Sequence[str], values: Sequence[float]) -> None:
         """Feed in-order points (in arrival order) to the summaries of their series."""
+        if not self.summaries.statements:
+            return
+        tracked = {name for name in set(series) if self.summaries.tracks(name)}
         by_series: dict[str, list[float]] = {}
         for name, value in zip(series, values, strict=True):
-            if self.summaries.tracks(name):
+            if name in tracked:
                 by_series.setdefault(name, []).append(value)
         for name, vals in by_series.items():
             self.summaries.feed(name, np.asarray(vals, dtype=float))

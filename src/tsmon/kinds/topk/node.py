@@ -123,7 +123,7 @@ class TopKSource:
     Examples
     --------
     >>> src = TopKSource("QUERY hot AS TOP 1 OF doc* BY hits WITHIN 0")
-    >>> [row["payload"]["msg"]["type"] for row in src.observe(5, "doc1.hits", 3.0, 5)]
+    >>> [row["payload"]["msg"]["type"] for row in src.observe(["doc1.hits"], [5], [3.0], [5])]
     ['request']
     """
 
@@ -157,13 +157,30 @@ class TopKSource:
         sent = local.on_message(from_dict(message))  # type: ignore[arg-type]
         return [] if sent is None else self._rows(local, [sent])
 
-    def observe(self, ts: int, series: str, value: float, now_ms: int) -> list[Row]:
-        """One point at the node's time ``now_ms`` (``ts ≤ now_ms``)."""
+    def observe(
+        self,
+        series: Sequence[str],
+        ts: Sequence[int],
+        values: Sequence[float],
+        now_ms: Sequence[int],
+    ) -> list[Row]:
+        """Points in order, each at the node's time ``now_ms[i]`` (``ts[i] ≤ now_ms[i]``), to
+        the queries that read their series: a point of a series no query reads costs one
+        lookup, and a batch with no query none."""
         out: list[Row] = []
-        for local in self.queries.values():
-            obj = local.object_of(series)
-            if obj is not None:
-                out += self._rows(local, local.observe(ts, obj, value, now_ms))
+        if not self.queries:
+            return out
+        readers: dict[str, list[tuple[_LocalQuery, str]]] = {}  # series -> (query, object)
+        for i, name in enumerate(series):
+            pairs = readers.get(name)
+            if pairs is None:
+                pairs = readers[name] = [
+                    (q, obj)
+                    for q in self.queries.values()
+                    if (obj := q.object_of(name)) is not None
+                ]
+            for local, obj in pairs:
+                out += self._rows(local, local.observe(ts[i], obj, values[i], now_ms[i]))
         return out
 
     def advance(self, now_ms: int) -> list[Row]:
@@ -214,11 +231,7 @@ class TopKNode(NodePart):
         return rows
 
     def observe(self, points: Points) -> list[Row]:
-        series, ts, values, at_ms = points.in_order
-        rows: list[Row] = []
-        for s, t, v, at in zip(series, ts, values, at_ms, strict=True):
-            rows += self.topk.observe(t, s, v, at)
-        return rows
+        return self.topk.observe(*points.in_order)
 
     def advance(self, now_ms: int) -> list[Row]:
         return self.topk.advance(now_ms)
