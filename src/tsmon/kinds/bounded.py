@@ -103,6 +103,8 @@ class BoundedNode(NodePart):
     def observe(self, points: Points) -> list[Row]:
         series, _, values, at_ms = points.in_order
         self.last.update(zip(series, values, strict=True))
+        if not self.filters:
+            return []
         mine: dict[str, list[int]] = {}  # the points of each filtered series
         for i, name in enumerate(series):
             if name in self.filters:
