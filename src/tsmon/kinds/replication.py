@@ -39,6 +39,8 @@ class ReplicaNode(NodePart):
         return []
 
     def observe(self, points: Points) -> list[Row]:
+        if not (self.requests or self.replicas.sites):
+            return []  # no site to feed: advance would drop the values
         series, _, values, _ = points.in_order
         for s, v in zip(series, values, strict=True):
             self.values.setdefault(s, []).append(v)

@@ -104,6 +104,8 @@ class StandingNode(NodePart):
         return []
 
     def observe(self, points: Points) -> list[Row]:
+        if not self.standing.ids:  # no series tracked: no point to feed
+            return []
         series, ts, values, _ = points.in_order
         for s, t, v in zip(series, ts, values, strict=True):
             self.standing.observe(s, t, v)
