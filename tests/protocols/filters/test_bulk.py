@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given, settings, target
 from hypothesis import strategies as st
 
 from tsmon.protocols.filters import Growth, Shrink, SourceFilter
@@ -40,6 +40,7 @@ def test_bulk_points_equal_points_one_by_one(
     bulk = SourceFilter("a", period, shrink, value=start)
     each = copy.deepcopy(bulk)
     now, seq, last = 100, 0, 0.0 if start is None else start
+    crossings = 0
     for msg, gaps, draw in batches:
         if msg is not None:
             seq += 1
@@ -52,12 +53,14 @@ def test_bulk_points_equal_points_one_by_one(
         vs = (last + np.cumsum([draw.draw(moves) for _ in gaps])).tolist()
         last = vs[-1] if vs else last
         expected = [(i, u) for i in range(len(at)) for u in each.observe(at[i], vs[i])]
+        crossings += sum(u.ts_ms != at[i] for i, u in expected)  # sent at a boundary (§3.1)
         assert bulk.observe_many(at, vs) == expected
         assert vars(bulk) == vars(each)
         now = at[-1] if at else now
         now += draw.draw(st.integers(0, 3 * (bulk.period_ms or 10)))
         assert bulk.advance(now) == each.advance(now)
         assert vars(bulk) == vars(each)
+    target(crossings)  # look for values a shrinking bound drops between two points
 
 
 def test_bulk_points_refuse_what_points_one_by_one_refuse() -> None:
