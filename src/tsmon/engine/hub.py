@@ -71,6 +71,7 @@ class CoordinatorNode:
         self.declared: dict[str, str] = dict(source_of or {})  # series -> source, as told
         self.learned: dict[str, str] = {}  # series -> source, as seen in rows: authoritative
         self.source_now: dict[str, int] = {}  # source -> newest now_ms it reported
+        self.idle_timeout_ms = settings.idle_timeout_ms
         self.last_batch_id: int | None = None
         self.last_control: dict[str, list[Row]] = {}
         self.counts = BatchCounts()
@@ -102,6 +103,30 @@ class CoordinatorNode:
     def job_now(self) -> int | None:
         """The newest time any source reported (None before any)."""
         return max(self.source_now.values()) if self.source_now else None
+
+    def idle_sources(self) -> list[str]:
+        """Sources whose newest time is more than ``idle_timeout_ms`` behind the job's newest
+        time (event time, so a replay decides the same; docs/time.md), sorted."""
+        newest = self.job_now()
+        if newest is None or self.idle_timeout_ms is None:
+            return []
+        return sorted(s for s, t in self.source_now.items() if t < newest - self.idle_timeout_ms)
+
+    def idle_of(self, series: Sequence[str]) -> list[str]:
+        """The idle sources among those of ``series``, sorted."""
+        idle = self.idle_sources()
+        return sorted(set(idle).intersection(map(self.source_of, series))) if idle else []
+
+    def watermark(self) -> int | None:
+        """The oldest time of the sources that are not idle (None before any reported): every
+        such source has sent all it will send stamped before it."""
+        idle = set(self.idle_sources())
+        active = [t for s, t in self.source_now.items() if s not in idle]
+        return min(active) if active else None
+
+    def progress(self) -> dict[str, Any]:
+        """What the hub adds to a batch's progress: the idle sources and their newest times."""
+        return {"idleSources": {s: self.source_now[s] for s in self.idle_sources()}}
 
     def pinned_series(self) -> set[str]:
         """Series that must come from one source."""
