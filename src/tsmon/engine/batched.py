@@ -22,7 +22,7 @@ from tsmon.engine.events import event_order
 from tsmon.engine.hub import BatchCounts, CoordinatorNode
 from tsmon.engine.node import SourceNode, new_node, parse_data
 from tsmon.engine.replicas import DEFAULT_PHASE_MS
-from tsmon.engine.settings import HostSettings, RegisterSettings
+from tsmon.engine.settings import DAY_MS, HOUR_MS, HostSettings, RegisterSettings
 from tsmon.engine.standing_settings import StandingSettings
 from tsmon.kinds import JobStatements, reserved_part
 from tsmon.protocols.filters.queries import Query
@@ -41,7 +41,8 @@ class BatchedRuntime:
     job's statements of any kind (watch and top-k queries start at every node, the others are
     registered at the coordinator); ``source_of`` declares the source of series that queries
     read before their first point; ``registers`` gives every node its stored points (watch
-    queries need them). :meth:`answers` gives any kind's answers, :meth:`events` the last
+    queries need them); ``max_future_ms`` and ``idle_timeout_ms`` (None: off) are the limits
+    of docs/time.md. :meth:`answers` gives any kind's answers, :meth:`events` the last
     batch's events, :attr:`last_outputs` all its node rows.
 
     Examples
@@ -67,6 +68,8 @@ class BatchedRuntime:
         queries: str = "",
         standing_settings: StandingSettings | None = None,
         replica_phase_ms: int = DEFAULT_PHASE_MS,
+        max_future_ms: int | None = DAY_MS,
+        idle_timeout_ms: int | None = HOUR_MS,
     ) -> None:
         job = JobStatements.of(parse_queries(queries) if queries.strip() else [])
         settings = HostSettings(
@@ -79,6 +82,8 @@ class BatchedRuntime:
             replica_phase_ms,
             job.node_text,
             job.tracked,
+            max_future_ms,
+            idle_timeout_ms,
         )
         self._host(settings, source_of)
         for statement in job.registered:

@@ -1,8 +1,10 @@
-"""What keeps one bad input from stopping a job: the future-timestamp limit and quarantine.
+"""What keeps one bad input from stopping a job: limits on points, and quarantine.
 
-- **max_future**: a point stamped more than ``max_future_ms`` after the batch's clock (its
-  processing time: Spark's batch timestamp, fixed in the offset log so a replay sees the same;
-  the caller's ``clock_ms`` in-process) is a dead letter ``future_timestamp``. The clock, not
+- **rejected at a node**: a value beyond ``MAX_ABS_VALUE`` is a dead letter
+  ``value_out_of_range`` (Spark's input stage rejects it first); a point stamped more than
+  ``max_future_ms`` after the batch's clock (its processing time: Spark's batch timestamp,
+  fixed in the offset log so a replay sees the same; the caller's ``clock_ms`` in-process) is
+  a dead letter ``future_timestamp`` (Spark's input stage, in-process the node). The clock, not
   event time, is the reference: before the first point a job has no event time, and a source
   silent for days must not reject its own return (docs/time.md).
 - **quarantine**: a step that raises for an unforeseen reason is retried from the state before
@@ -19,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tsmon.core.moments import MAX_ABS_VALUE
 from tsmon.engine.deadletters import Reason
 
 __all__ = [
@@ -27,7 +30,7 @@ __all__ = [
     "dead_row",
     "future_limit",
     "node_step",
-    "split_future",
+    "split_rejected",
 ]
 
 Row = dict[str, Any]
@@ -50,7 +53,7 @@ def dead_row(series: Any, ts_ms: Any, value: Any, reason: Reason, detail: str) -
         "kind": "dead",
         "payload": {
             "series": series if isinstance(series, str) else repr(series),
-            "ts_ms": ts_ms if isinstance(ts_ms, int) and not isinstance(ts_ms, bool) else None,
+            "ts_ms": ts_ms if _is_int64(ts_ms) else None,
             "value": value if ok_value or value is None else repr(value),
             "reason": reason.value,
             "detail": detail,
@@ -58,26 +61,32 @@ def dead_row(series: Any, ts_ms: Any, value: Any, reason: Reason, detail: str) -
     }
 
 
-def split_future(
+def _is_int64(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and -(2**63) <= x < 2**63
+
+
+def split_rejected(
     points: list[Point], clock_ms: int | None, max_future_ms: int | None
 ) -> tuple[list[Point], list[Row]]:
-    """The points a batch at ``clock_ms`` takes, and the ``dead`` rows of the others."""
+    """The points a node takes, and the ``dead`` rows of the others: values beyond
+    ``MAX_ABS_VALUE`` (``value_out_of_range``, as Spark's input stage rejects them) and
+    points stamped after :func:`future_limit` (``future_timestamp``)."""
     limit = future_limit(clock_ms, max_future_ms)
-    if limit is None or not points or points[-1][1] <= limit:  # points are in (ts, seq) order
-        return points, []
-    kept = [p for p in points if p[1] <= limit]
-    dead = [
-        dead_row(
-            s,
-            ts,
-            v,
-            Reason.FUTURE_TIMESTAMP,
-            f"stamped {ts - clock_ms} ms after the batch's clock {clock_ms} ms; "
-            f"max_future is {max_future_ms} ms",
-        )
-        for s, ts, v, _ in points
-        if ts > limit
-    ]
+    kept: list[Point] = []
+    dead: list[Row] = []
+    for point in points:
+        series, ts, value, _ = point
+        if abs(value) > MAX_ABS_VALUE:
+            detail = f"value {value!r} is beyond +-{MAX_ABS_VALUE:g}, where sums overflow"
+            dead.append(dead_row(series, ts, value, Reason.VALUE_OUT_OF_RANGE, detail))
+        elif limit is not None and ts > limit:
+            detail = (
+                f"stamped {ts - limit + max_future_ms} ms after the batch's clock {clock_ms} ms; "
+                f"max_future is {max_future_ms} ms"
+            )
+            dead.append(dead_row(series, ts, value, Reason.FUTURE_TIMESTAMP, detail))
+        else:
+            kept.append(point)
     return kept, dead
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from tsmon import kinds
-from tsmon.engine.guard import split_future
+from tsmon.engine.guard import split_rejected
 from tsmon.engine.settings import HostSettings
 from tsmon.kinds import NodePart, Points
 
@@ -111,14 +111,14 @@ class SourceNode:
         "payload": {"now_ms", "points", "stale", "series", ...}}`` row (``series``: those
         whose first point came in this step).
 
-        ``clock_ms``, the batch's processing time, when given: points stamped more than the
-        settings' ``max_future_ms`` after it are ``dead`` rows (``future_timestamp``,
-        :func:`tsmon.engine.guard.split_future`), not applied.
+        Values beyond ``MAX_ABS_VALUE`` and, given ``clock_ms`` (the batch's processing time),
+        points stamped more than the settings' ``max_future_ms`` after it are ``dead`` rows
+        (:func:`tsmon.engine.guard.split_rejected`), not applied.
 
         All rows are validated first: a bad one raises ``ValueError`` and changes nothing.
         """
         items = self._parse_control(control)
-        points, dead = split_future(parse_data(data, self.source), clock_ms, self.max_future_ms)
+        points, dead = split_rejected(parse_data(data, self.source), clock_ms, self.max_future_ms)
         rows: list[Row] = []
         for name, part in self.parts.items():
             rows += part.control(items.get(name, []))

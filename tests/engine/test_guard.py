@@ -1,0 +1,102 @@
+"""No input stops a job: max_future, values beyond the sums' range, quarantine (issue 16)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tsmon.engine.batched import BatchedRuntime
+from tsmon.engine.guard import coordinator_step
+from tsmon.engine.hub import CoordinatorNode
+from tsmon.engine.settings import DAY_MS
+
+CLOCK = 1_700_000_000_000  # the batches' processing time
+TEN_YEARS = 3_652 * DAY_MS
+
+
+def dead(rt: BatchedRuntime) -> list[tuple[str, Any, str]]:
+    return [
+        (r["source"], r["payload"]["ts_ms"], r["payload"]["reason"])
+        for r in rt.last_outputs
+        if r["kind"] == "dead"
+    ]
+
+
+def heartbeat(rt: BatchedRuntime, source: str) -> dict[str, Any]:
+    (beat,) = [r for r in rt.last_outputs if r["kind"] == "heartbeat" and r["source"] == source]
+    return beat["payload"]
+
+
+def test_a_point_stamped_beyond_max_future_is_a_dead_letter_and_the_limit_is_inclusive() -> None:
+    rt = BatchedRuntime(1_000, 0.1, 0, queries="QUERY s AS SUM(a) WITHIN 1")
+    limit = CLOCK + DAY_MS
+    rt.run_batch([("n", "a", limit, 1.0), ("n", "a", limit + 1, 2.0)], clock_ms=CLOCK)
+    assert dead(rt) == [("n", limit + 1, "future_timestamp")]
+    assert heartbeat(rt, "n")["now_ms"] == limit  # the absurd point did not move the time
+    assert heartbeat(rt, "n")["points"] == 1
+
+
+def test_without_max_future_a_ten_year_jump_is_applied() -> None:
+    rt = BatchedRuntime(1_000, 0.1, 0, queries="QUERY s AS SUM(a) WITHIN 1", max_future_ms=None)
+    rt.run_batch([("n", "a", CLOCK, 1.0)], clock_ms=CLOCK)
+    rt.run_batch([("n", "a", CLOCK + TEN_YEARS, 2.0)], clock_ms=CLOCK)
+    assert dead(rt) == []
+    assert heartbeat(rt, "n")["now_ms"] == CLOCK + TEN_YEARS
+
+
+def test_a_value_beyond_the_sums_range_is_a_dead_letter_before_any_part_sees_it() -> None:
+    rt = BatchedRuntime(1_000, 0.1, 0, queries="QUERY s AS SUM(a) WITHIN 1")
+    rt.run_batch([("n", "a", 1_000, 1.0)], clock_ms=CLOCK)
+    rt.run_batch([("n", "a", 2_000, 1e200), ("n", "a", 3_000, 2.0)], clock_ms=CLOCK)
+    assert dead(rt) == [("n", 2_000, "value_out_of_range")]
+    rt.run_batch([("n", "a", 4_000, 2.0)], clock_ms=CLOCK)
+    answer = rt.answers()["s"]
+    assert answer.lo <= 2.0 <= answer.hi  # the bounded answer never saw 1e200
+
+
+def test_a_node_step_that_raises_is_quarantined_and_the_job_goes_on() -> None:
+    # a timestamp beyond int64 (no max_future to stop it) raises inside the node's step: an
+    # unforeseen failure; that source's rows of the batch are quarantined, its state is kept
+    rt = BatchedRuntime(
+        1_000,
+        0.1,
+        0,
+        queries="QUERY s AS SUM(a, b) WITHIN 1",
+        source_of={"a": "n1", "b": "n2"},
+        max_future_ms=None,
+    )
+    rt.run_batch([("n1", "a", 1_000, 1.0), ("n2", "b", 1_000, 2.0)], clock_ms=CLOCK)
+    rt.run_batch(
+        [("n1", "a", 2**70, 9.0), ("n1", "a", 2_000, 5.0), ("n2", "b", 2_000, 3.0)],
+        clock_ms=CLOCK,
+    )
+    assert sorted(dead(rt), key=str) == [("n1", 2_000, "quarantined"), ("n1", None, "quarantined")]
+    assert [e.split(":")[0] for e in rt.errors] == ["source 'n1'"]
+    assert "OverflowError" in rt.errors[0]
+    assert rt.nodes["n1"].newest_ts == {"a": 1_000}  # as before the failed step
+    assert heartbeat(rt, "n2")["points"] == 1
+    for t in (3_000, 4_000, 5_000):  # the next batches run as usual
+        rt.run_batch([("n1", "a", t, 4.0), ("n2", "b", t, 6.0)], clock_ms=CLOCK)
+        assert rt.errors == [] and dead(rt) == []
+    answer = rt.answers()["s"]
+    assert answer.lo <= 10.0 <= answer.hi and answer.as_of_ms == 4_999
+
+
+def test_a_coordinator_step_that_raises_leaves_out_the_failing_sources_rows() -> None:
+    rt = BatchedRuntime(
+        1_000, 0.1, 0, queries="QUERY s AS SUM(a, b) WITHIN 1", source_of={"a": "n1", "b": "n2"}
+    )
+    rt.run_batch([("n1", "a", 1_000, 1.0), ("n2", "b", 1_000, 2.0)])
+    rt.run_batch([("n1", "a", 2_000, 1.5), ("n2", "b", 2_000, 2.5)])
+    rows = [r for r in rt.last_outputs if r["source"] == "n1"]
+    bad = {"source": "n2", "kind": "no such kind", "payload": {}}
+    clean = CoordinatorNode.__new__(CoordinatorNode)
+    clean.restore(rt.coordinator.snapshot())
+    node, control, quarantine = coordinator_step(rt.coordinator, 2, [*rows, bad])
+    assert quarantine.sources == ["n2"]
+    assert "kind must be one of" in str(quarantine.error)
+    assert [(r["source"], r["payload"]["reason"]) for r in quarantine.rows] == [
+        ("n2", "quarantined")
+    ]
+    assert control == clean.step(2, rows)  # as if n2 had sent nothing
+    assert node.snapshot() == clean.snapshot()
+    assert node.last_batch_id == 2  # applied: the next batch goes on
