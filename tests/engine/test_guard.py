@@ -7,6 +7,7 @@ from typing import Any
 from tsmon.engine.batched import BatchedRuntime
 from tsmon.engine.guard import coordinator_step
 from tsmon.engine.hub import CoordinatorNode
+from tsmon.engine.monitor import Monitor
 from tsmon.engine.settings import DAY_MS
 
 CLOCK = 1_700_000_000_000  # the batches' processing time
@@ -100,3 +101,22 @@ def test_a_coordinator_step_that_raises_leaves_out_the_failing_sources_rows() ->
     assert control == clean.step(2, rows)  # as if n2 had sent nothing
     assert node.snapshot() == clean.snapshot()
     assert node.last_batch_id == 2  # applied: the next batch goes on
+
+
+def test_a_monitor_rejects_points_beyond_max_future_of_its_clock() -> None:
+    mon = Monitor(["*"])
+    report = mon.ingest(["a", "a"], [CLOCK + DAY_MS, CLOCK + DAY_MS + 1], [1.0, 2.0], CLOCK)
+    assert (report.accepted, report.rejected) == (1, 1)
+    assert mon.dead_letters()["reason"].tolist() == ["future_timestamp"]
+    assert Monitor(["*"], max_future=None).ingest(["a"], [CLOCK + TEN_YEARS], [1.0]).accepted == 1
+
+
+def test_a_ten_year_jump_in_a_monitors_standing_query_is_a_few_ticks() -> None:
+    mon = Monitor(["*"], standing_tick="1s", max_future=None)
+    mon.add_query("QUERY st AS AVG(a, b) WITHIN 5% CONFIDENCE 0.95")
+    for i in range(20):
+        mon.ingest(["a", "b"], [i * 1_000] * 2, [1.0 + i, 2.0])
+    mon.ingest(["a", "b"], [TEN_YEARS] * 2, [3.0, 2.0])  # 3e8 ticks of 1 s: once hours
+    mon.ingest(["a", "b"], [TEN_YEARS + 1_000] * 2, [3.0, 2.0])
+    answer = mon.answers("standing")["st"]
+    assert answer.ts_ms == TEN_YEARS + 1_000 and answer.value == 2.5

@@ -10,7 +10,6 @@ node key in the registry's order. Statements reach the parts through their kind
 
 from __future__ import annotations
 
-import copy
 import numbers
 import pickle
 from collections.abc import Callable, Mapping, Sequence
@@ -27,6 +26,11 @@ __all__ = ["BatchCounts", "CoordinatorNode"]
 
 Row = dict[str, Any]
 SourceOf = Callable[[list[str]], Mapping[str, str]]
+
+
+def _copied(control: dict[str, list[Row]]) -> dict[str, list[Row]]:
+    """A deep copy of plain rows (a pickle round trip: several times faster than deepcopy)."""
+    return pickle.loads(pickle.dumps(control, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _is_int(x: object) -> bool:
@@ -216,7 +220,7 @@ class CoordinatorNode:
             raise ValueError(f"batch_id must be an int, got {batch_id!r}")
         if self.last_batch_id is not None and batch_id <= self.last_batch_id:
             if batch_id == self.last_batch_id:
-                return copy.deepcopy(self.last_control)  # a replay: applied already
+                return _copied(self.last_control)  # a replay: applied already
             raise ValueError(
                 f"batch {batch_id} is older than the last applied batch {self.last_batch_id}; "
                 f"restore the snapshot taken after batch {batch_id - 1} to replay it"
@@ -242,7 +246,7 @@ class CoordinatorNode:
         self.counts.heartbeats += len(heartbeats)
         self.counts.batches += 1
         self.last_batch_id, self.last_control = int(batch_id), control
-        return copy.deepcopy(control)
+        return _copied(control)
 
     def _parse(
         self, outputs: Sequence[Mapping[str, Any]]

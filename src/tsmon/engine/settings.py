@@ -30,6 +30,7 @@ class RegisterSettings:
         """A monitor accepting every series, with these settings (bad ones raise here)."""
         return Monitor(
             ["*"],
+            max_future=None,  # the source node has checked (tsmon.engine.guard)
             capacity_points=self.capacity_points,
             retention=self.retention,
             allowed_lateness=self.allowed_lateness,
