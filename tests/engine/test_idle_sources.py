@@ -90,3 +90,26 @@ def test_without_an_idle_timeout_one_stopped_source_holds_every_answer_back() ->
     held = {answers["three"].as_of_ms for _, answers, _ in trace[STOP_AFTER + 2 :]}
     assert held == {(STOP_AFTER + 1) * STEP_MS + 750 - 1}
     assert sizes[-1] > sizes[STOP_AFTER + 2] * 2  # the queue grows, batch after batch
+
+
+def test_a_source_far_ahead_makes_no_other_idle_while_they_advance() -> None:
+    rt = BatchedRuntime(
+        1_000,
+        0.1,
+        0,
+        queries=QUERIES,
+        source_of={f"s{i}": s for i, s in enumerate(SOURCES)},
+        idle_timeout_ms=IDLE_MS,
+    )
+    ten_years = 3_652 * 86_400_000
+    for b in range(30):
+        t = (b + 1) * STEP_MS
+        ahead = ten_years if b >= 5 else 0  # n0 jumps 10 years on and goes on there
+        points = [
+            (src, f"s{i}", t + (ahead if i == 0 else 0), value(i, t))
+            for i, src in enumerate(SOURCES)
+        ]
+        rt.run_batch(points)
+        assert rt.coordinator.idle_sources() == []
+        if b > 5:  # the others advance: the answers follow the slowest of them
+            assert rt.answers()["three"].as_of_ms == t - 1

@@ -1,7 +1,8 @@
 """What keeps one bad input from stopping a job: limits on points, and quarantine.
 
-- **rejected at a node**: a value beyond ``MAX_ABS_VALUE`` is a dead letter
-  ``value_out_of_range`` (Spark's input stage rejects it first); a point stamped more than
+- **rejected at a node**: a timestamp outside the supported instants is a dead letter
+  ``bad_timestamp``, a value beyond ``MAX_ABS_VALUE`` ``value_out_of_range`` (Spark's input
+  stage rejects both first); a point stamped more than
   ``max_future_ms`` after the batch's clock (its processing time: Spark's batch timestamp,
   fixed in the offset log so a replay sees the same; the caller's ``clock_ms`` in-process) is
   a dead letter ``future_timestamp`` (Spark's input stage, in-process the node). The clock, not
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tsmon.core.moments import MAX_ABS_VALUE
+from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS
 from tsmon.engine.deadletters import Reason
 
 __all__ = [
@@ -68,15 +70,19 @@ def _is_int64(x: Any) -> bool:
 def split_rejected(
     points: list[Point], clock_ms: int | None, max_future_ms: int | None
 ) -> tuple[list[Point], list[Row]]:
-    """The points a node takes, and the ``dead`` rows of the others: values beyond
-    ``MAX_ABS_VALUE`` (``value_out_of_range``, as Spark's input stage rejects them) and
-    points stamped after :func:`future_limit` (``future_timestamp``)."""
+    """The points a node takes, and the ``dead`` rows of the others, as Spark's input stage
+    rejects them: timestamps outside the supported instants (``bad_timestamp``, years
+    1677-2262), values beyond ``MAX_ABS_VALUE`` (``value_out_of_range``) and points stamped
+    after :func:`future_limit` (``future_timestamp``)."""
     limit = future_limit(clock_ms, max_future_ms)
     kept: list[Point] = []
     dead: list[Row] = []
     for point in points:
         series, ts, value, _ = point
-        if abs(value) > MAX_ABS_VALUE:
+        if not MIN_INSTANT_MS <= ts <= MAX_INSTANT_MS:
+            detail = f"timestamp {ts} ms is outside {MIN_INSTANT_MS} .. {MAX_INSTANT_MS} ms"
+            dead.append(dead_row(series, ts, value, Reason.BAD_TIMESTAMP, detail))
+        elif abs(value) > MAX_ABS_VALUE:
             detail = f"value {value!r} is beyond +-{MAX_ABS_VALUE:g}, where sums overflow"
             dead.append(dead_row(series, ts, value, Reason.VALUE_OUT_OF_RANGE, detail))
         elif limit is not None and ts > limit:

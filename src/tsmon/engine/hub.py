@@ -76,6 +76,7 @@ class CoordinatorNode:
         self.learned: dict[str, str] = {}  # series -> source, as seen in rows: authoritative
         self.source_now: dict[str, int] = {}  # source -> newest now_ms it reported
         self.idle_timeout_ms = settings.idle_timeout_ms
+        self.advanced: set[str] = set()  # sources whose time moved on in the last step
         self.last_batch_id: int | None = None
         self.last_control: dict[str, list[Row]] = {}
         self.counts = BatchCounts()
@@ -109,12 +110,15 @@ class CoordinatorNode:
         return max(self.source_now.values()) if self.source_now else None
 
     def idle_sources(self) -> list[str]:
-        """Sources whose newest time is more than ``idle_timeout_ms`` behind the job's newest
-        time (event time, so a replay decides the same; docs/time.md), sorted."""
+        """Sources whose time did not advance in the last step and is more than
+        ``idle_timeout_ms`` behind the job's newest time (event time, so a replay decides the
+        same; docs/time.md), sorted. A source that advances is never idle, however far
+        behind: it still sends what it owes."""
         newest = self.job_now()
         if newest is None or self.idle_timeout_ms is None:
             return []
-        return sorted(s for s, t in self.source_now.items() if t < newest - self.idle_timeout_ms)
+        late = newest - self.idle_timeout_ms
+        return sorted(s for s, t in self.source_now.items() if t < late and s not in self.advanced)
 
     def idle_of(self, series: Sequence[str]) -> list[str]:
         """The idle sources among those of ``series``, sorted."""
@@ -231,9 +235,11 @@ class CoordinatorNode:
                 part.heartbeat(source, payload)
         for name, part in self.parts.items():
             part.receive(self, rows.get(name, []))
+        self.advanced = set()
         for source, now in now_of.items():
-            if now is not None:
-                self.source_now[source] = max(now, self.source_now.get(source, now))
+            if now is not None and (source not in self.source_now or now > self.source_now[source]):
+                self.source_now[source] = now
+                self.advanced.add(source)
         self.learned.update(sorted(self._seen.items()))
         self.sources.update(now_of)
         control: dict[str, list[Row]] = {}

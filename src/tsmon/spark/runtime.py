@@ -43,6 +43,7 @@ from functools import partial
 from typing import Any
 
 from tsmon.core.moments import MAX_ABS_VALUE
+from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS
 from tsmon.engine.deadletters import Reason
 from tsmon.engine.events import event_order
 from tsmon.engine.hub import CoordinatorNode
@@ -135,6 +136,7 @@ class JobRunner:
             F.when(reserved, Reason.BAD_SOURCE.value)
             .when(series.isNull() | (series == ""), Reason.BAD_SERIES.value)
             .when(ts.isNull(), Reason.BAD_TIMESTAMP.value)
+            .when(~ts.between(MIN_INSTANT_MS, MAX_INSTANT_MS), Reason.BAD_TIMESTAMP.value)
             .when(value.isNull(), Reason.NOT_NUMERIC.value)
             .when(F.isnan(value), Reason.NAN.value)
             .when(F.abs(value) == float("inf"), Reason.INFINITE.value)
