@@ -341,8 +341,11 @@ def _quarantined(dead: list[dict], coordinator: list[str]) -> dict[str, int]:
             counts[r["source"]] = counts.get(r["source"], 0) + 1
             errors.setdefault(r["source"], r["payload"]["detail"])
     for source, n in sorted(counts.items()):
-        where = "the coordinator" if source in coordinator else f"source {source!r}"
-        print(f"tsmon: quarantined {n} row(s) of {source!r} at {where}: {errors[source]}")
+        step = "the coordinator's" if source in coordinator else "its node"
+        print(
+            f"tsmon: quarantined {n} row(s) of source {source!r} ({step} step failed): "
+            f"{errors[source]}"
+        )
     return counts
 
 
