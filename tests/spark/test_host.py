@@ -108,3 +108,28 @@ def test_unpicklable_node_fails_in_the_tester_like_on_spark():
 
     with pytest.raises(AttributeError, match="Can't pickle local object"):
         NodeTester(Local).test("s", [data_row("s", "x", 1, 1.0, 0)])
+
+
+class Fragile(RunningSum):
+    """A running sum with a bug: it fails, after changing its state, on a series 'poison'."""
+
+    def step(self, control: list[dict], data: list[dict]) -> list[dict]:
+        out = super().step(control, data)
+        if any(d["series"] == "poison" for d in data):
+            raise RuntimeError("a bug")
+        return out
+
+
+def test_a_node_step_that_raises_is_quarantined_and_the_stored_node_kept():
+    t = NodeTester(Fragile)
+    t.test("a", [data_row("a", "x", 1, 1.0, 0)])
+    out = t.test("a", [data_row("a", "x", 2, 5.0, 1), data_row("a", "poison", 3, 7.0, 2)])
+    dead = [json.loads(r.payload) for r in out]
+    assert [(d["series"], d["ts_ms"], d["value"], d["reason"], d["detail"]) for d in dead] == [
+        ("x", 2, 5.0, "quarantined", "RuntimeError: a bug"),
+        ("poison", 3, 7.0, "quarantined", "RuntimeError: a bug"),
+    ]
+    assert [r.kind for r in out] == ["dead", "dead"]
+    assert t.peek("a").total == 1.0  # the node as stored before the failed step
+    (row,) = t.test("a", [data_row("a", "x", 4, 2.0, 3)])  # the job goes on
+    assert json.loads(row.payload) == {"total": 3.0, "count": 2, "last_ts": 4}

@@ -12,14 +12,17 @@ batch. Both steps are generic loops over the registered query kinds (:mod:`tsmon
 from __future__ import annotations
 
 import functools
+import pickle
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tsmon.engine import guard
 from tsmon.engine.events import event_order
 from tsmon.engine.hub import BatchCounts, CoordinatorNode
 from tsmon.engine.node import SourceNode, new_node, parse_data
 from tsmon.engine.replicas import DEFAULT_PHASE_MS
-from tsmon.engine.settings import HostSettings, RegisterSettings
+from tsmon.engine.settings import DAY_MS, HOUR_MS, HostSettings, RegisterSettings
 from tsmon.engine.standing_settings import StandingSettings
 from tsmon.kinds import JobStatements, reserved_part
 from tsmon.protocols.filters.queries import Query
@@ -38,7 +41,8 @@ class BatchedRuntime:
     job's statements of any kind (watch and top-k queries start at every node, the others are
     registered at the coordinator); ``source_of`` declares the source of series that queries
     read before their first point; ``registers`` gives every node its stored points (watch
-    queries need them). :meth:`answers` gives any kind's answers, :meth:`events` the last
+    queries need them); ``max_future_ms`` and ``idle_timeout_ms`` (None: off) are the limits
+    of docs/time.md. :meth:`answers` gives any kind's answers, :meth:`events` the last
     batch's events, :attr:`last_outputs` all its node rows.
 
     Examples
@@ -64,6 +68,8 @@ class BatchedRuntime:
         queries: str = "",
         standing_settings: StandingSettings | None = None,
         replica_phase_ms: int = DEFAULT_PHASE_MS,
+        max_future_ms: int | None = DAY_MS,
+        idle_timeout_ms: int | None = HOUR_MS,
     ) -> None:
         job = JobStatements.of(parse_queries(queries) if queries.strip() else [])
         settings = HostSettings(
@@ -76,6 +82,8 @@ class BatchedRuntime:
             replica_phase_ms,
             job.node_text,
             job.tracked,
+            max_future_ms,
+            idle_timeout_ms,
         )
         self._host(settings, source_of)
         for statement in job.registered:
@@ -101,6 +109,8 @@ class BatchedRuntime:
         self.batch_id = -1
         self.last_outputs: list[Row] = []  # the node rows of the last batch
         self._seq = 0  # arrival order of points over all batches
+        self.errors: list[str] = []  # what the last batch quarantined, and why
+        self.quarantined: list[Row] = []  # node rows the coordinator left out, as dead letters
 
     def add_query(self, query: Query, source_of: Mapping[str, str] | None = None) -> None:
         """Register a bounded aggregate of the filter protocol (see
@@ -115,9 +125,17 @@ class BatchedRuntime:
         """Unregister query ``name``."""
         self.coordinator.remove_query(name)
 
-    def run_batch(self, points: Sequence[tuple[str, str, int, float]]) -> Mapping[str, Any]:
+    def run_batch(
+        self, points: Sequence[tuple[str, str, int, float]], clock_ms: int | None = None
+    ) -> Mapping[str, Any]:
         """Run one micro-batch of ``(source, series, ts, value)`` points; return the bounded
-        answers.
+        answers. ``clock_ms`` is the batch's processing time (the wall clock by default):
+        points stamped more than ``max_future`` after it are dead letters.
+
+        A step that raises for an unforeseen reason is quarantined
+        (:mod:`tsmon.engine.guard`): the rows it could not take are ``quarantined`` dead
+        letters (a node's among :attr:`last_outputs`, the coordinator's in
+        :attr:`quarantined`), :attr:`errors` says what failed, and the job goes on.
 
         Every point is checked before any node steps: a bad one raises ``ValueError`` and the
         batch does not happen.
@@ -146,15 +164,31 @@ class BatchedRuntime:
             parse_data(rows, source)
         self._seq += len(points)
         self.batch_id += 1
+        clock = {"clock_ms": int(time.time() * 1000) if clock_ms is None else clock_ms}
         outputs: list[Row] = []
+        self.errors = []
         for source in sorted(set(groups) | set(self.control)):
-            if source not in self.nodes:
-                self.nodes[source] = self.new_node(source)
-            rows = self.nodes[source].step(self.control.get(source, []), groups.get(source, []))
+            node = self.nodes.get(source)
+            saved = pickle.dumps(node) if node is not None else None
+            restore = functools.partial(self._restore, source, saved)
+            args = (self.control.get(source, []), groups.get(source, []))
+            node, rows, error = guard.node_step(node or restore(), restore, *args, **clock)
+            self.nodes[source] = node
+            if error is not None:
+                self.errors.append(f"source {source!r}: {error}")
             outputs += [{**row, "source": source} for row in rows]
         self.last_outputs = outputs
-        self.control = self.coordinator.step(self.batch_id, outputs)
+        self.coordinator, self.control, quarantine = guard.coordinator_step(
+            self.coordinator, self.batch_id, outputs
+        )
+        self.quarantined = quarantine.rows
+        if quarantine.error is not None:
+            self.errors.append(f"coordinator, sources {quarantine.sources}: {quarantine.error}")
         return self.coordinator.answers()
+
+    def _restore(self, source: str, saved: bytes | None) -> Any:
+        """A node as it was before this batch's step (a new one if it had none)."""
+        return self.new_node(source) if saved is None else pickle.loads(saved)
 
     def answers(self, kind: str = "bounded") -> Mapping[str, Any]:
         """The newest answer of every query of ``kind``: ``bounded``, ``topk``, ``standing`` or

@@ -20,11 +20,13 @@ class Reason(str, Enum):
     INFINITE = "infinite"
     VALUE_OUT_OF_RANGE = "value_out_of_range"  # |value| > tsmon.core.moments.MAX_ABS_VALUE
     BAD_TIMESTAMP = "bad_timestamp"
+    FUTURE_TIMESTAMP = "future_timestamp"  # beyond the batch's clock + max_future
     BAD_SERIES = "bad_series"  # a series name that is missing or no string
     UNKNOWN_SERIES = "unknown_series"
     TOO_LATE = "too_late"  # older than the allowed lateness, or than the retained history
     DUPLICATE = "duplicate"  # timestamp already stored, policy keep_first
     BAD_SOURCE = "bad_source"  # a source named like a reserved node key (a query partition's)
+    QUARANTINED = "quarantined"  # a step failed on it for an unforeseen reason (tsmon.engine.guard)
 
 
 _COLUMNS = ["seq", "series", "ts_ms", "value", "reason", "detail"]

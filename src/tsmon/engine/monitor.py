@@ -13,6 +13,7 @@ Query names are case-insensitive, as in query files.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from tsmon.engine.bounded import BoundedQueries, FilterSettings
 from tsmon.engine.deadletters import DeadLetters, Reason
 from tsmon.engine.evaluation import ViewBindings, fire
 from tsmon.engine.events import Event, EventLog
+from tsmon.engine.guard import future_limit
 from tsmon.engine.points import read_batch
 from tsmon.engine.runs import regular_runs, series_groups
 from tsmon.engine.series import Plan, SeriesNode
@@ -77,6 +79,9 @@ class Monitor:
         greedy rule: with one query over many series the paper's rule grows a single series
         per period, which cost 7.6× more messages on a 200-source AVG; ``"capped"`` costs
         4–12 % more on the paper's random-walk figures (``benchmarks/filters/bench_growth.py``).
+    max_future
+        Points stamped more than this after the clock of :meth:`ingest` are rejected as
+        ``future_timestamp`` (``"1d"`` by default; None: no limit; docs/time.md).
     standing_tick, standing
         Event time between the evaluation ticks of standing queries (``... CONFIDENCE p``;
         ``"1s"`` by default) and their other settings, the keys of a job file's ``[standing]``
@@ -108,6 +113,7 @@ class Monitor:
         seed: int = 0,
         standing_tick: str | int | None = None,
         standing: Mapping[str, object] | StandingSettings | None = None,
+        max_future: str | int | None = "1d",
     ) -> None:
         if isinstance(series, str):
             raise TypeError(
@@ -125,6 +131,7 @@ class Monitor:
         self._queries: dict[str, CompiledQuery] = {}  # by query_key, in registration order
         self._attached: dict[str, set[str]] = {}  # query key -> series whose windows it holds
         self._plans: dict[str, Plan] = {}  # series -> statistics its windows must produce
+        self._max_future_ms = _millis("max_future", max_future)
         self._dead = DeadLetters()
         self._events = EventLog()
         self._counts: Counter[str] = Counter()
@@ -349,14 +356,19 @@ class Monitor:
         return plan
 
     # -- ingest --------------------------------------------------------------------------------
-    def ingest(self, series: object, ts: object, value: object) -> IngestReport:
+    def ingest(
+        self, series: object, ts: object, value: object, clock_ms: int | None = None
+    ) -> IngestReport:
         """Store a batch of points; each triggers its queries as of that point.
 
         ``series``, ``ts`` (epoch ms or ISO-8601) and ``value`` are equal-length arrays. Points
-        are taken in the order given; bad ones go to :meth:`dead_letters`.
+        are taken in the order given; bad ones go to :meth:`dead_letters`, among them those
+        stamped more than ``max_future`` after ``clock_ms`` (the wall clock by default).
         """
         before_events, before_dead = self._events.emitted, self._dead.total()
-        batch = read_batch(series, ts, value, self._counts["seq"], self._dead)
+        clock = int(time.time() * 1000) if clock_ms is None else clock_ms
+        latest = future_limit(clock, self._max_future_ms)
+        batch = read_batch(series, ts, value, self._counts["seq"], self._dead, latest)
         self._counts["seq"] += batch.received
         self._counts["received"] += batch.received - len(batch.seq)  # rejected while reading
         self._epoch += 1

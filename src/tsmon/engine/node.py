@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from tsmon import kinds
+from tsmon.engine.guard import split_rejected
 from tsmon.engine.settings import HostSettings
 from tsmon.kinds import NodePart, Points
 
@@ -88,6 +89,7 @@ class SourceNode:
         # under keep_first a repeated timestamp keeps the first value
         registers = settings.registers
         self.keep_first = registers is not None and registers.duplicates == "keep_first"
+        self.max_future_ms = settings.max_future_ms
         self.newest_ts: dict[str, int] = {}  # series -> timestamp of its newest point
         self.now_ms: int | None = None
         self.points = 0  # points applied, all steps
@@ -99,21 +101,28 @@ class SourceNode:
         return self.parts[name]
 
     def step(
-        self, control: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, Any]]
+        self,
+        control: Sequence[Mapping[str, Any]],
+        data: Sequence[Mapping[str, Any]],
+        clock_ms: int | None = None,
     ) -> list[Row]:
         """Apply ``control`` rows (``{"seq", "payload"}``), then ``data`` rows (``{"series",
         "ts", "value", "seq"}``); return the parts' rows, then one ``{"kind": "heartbeat",
         "payload": {"now_ms", "points", "stale", "series", ...}}`` row (``series``: those
         whose first point came in this step).
 
+        Values beyond ``MAX_ABS_VALUE`` and, given ``clock_ms`` (the batch's processing time),
+        points stamped more than the settings' ``max_future_ms`` after it are ``dead`` rows
+        (:func:`tsmon.engine.guard.split_rejected`), not applied.
+
         All rows are validated first: a bad one raises ``ValueError`` and changes nothing.
         """
         items = self._parse_control(control)
-        points = parse_data(data, self.source)
+        points, dead = split_rejected(parse_data(data, self.source), clock_ms, self.max_future_ms)
         rows: list[Row] = []
         for name, part in self.parts.items():
             rows += part.control(items.get(name, []))
-        return [*rows, *self._run(points, None)]
+        return [*rows, *dead, *self._run(points, None)]
 
     def advance(self, now_ms: int) -> list[Row]:
         """Move the node's time to ``now_ms`` without data (an event-time watermark: the host

@@ -33,9 +33,15 @@ class Batch:
 
 
 def read_batch(
-    series: object, ts: object, values: object, first_seq: int, dead: DeadLetters
+    series: object,
+    ts: object,
+    values: object,
+    first_seq: int,
+    dead: DeadLetters,
+    latest_ms: int | None = None,
 ) -> Batch:
-    """Validate a batch; rejected points go to ``dead`` and are left out of the result."""
+    """Validate a batch; rejected points go to ``dead`` and are left out of the result (those
+    stamped after ``latest_ms`` as ``future_timestamp``)."""
     names = np.asarray(series, dtype=object).reshape(-1)
     raw_ts = as_column(ts)
     raw_values = as_column(values)
@@ -56,6 +62,12 @@ def read_batch(
         Reason.BAD_TIMESTAMP,
         [f"cannot read timestamp {t!r}; pass epoch ms or ISO-8601" for t in raw_ts[bad_ts]],
     )
+    if latest_ms is not None:  # a timestamp too far ahead is the one reason of its point
+        ahead = ts_ok & (ts_ms > latest_ms)
+        detail = f"stamped after {latest_ms} ms (the clock + max_future)"
+        rows = (seq[ahead], names[ahead], ts_ms[ahead], raw_values[ahead])
+        dead.add(*rows, Reason.FUTURE_TIMESTAMP, detail)
+        ts_ok &= ~ahead
     for reason in _VALUE_REASONS:  # a bad timestamp is the one reason of its point
         hit = ts_ok & (reasons == _CODE[reason.value])
         dead.add(

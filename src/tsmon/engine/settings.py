@@ -10,7 +10,10 @@ from tsmon.engine.monitor import Monitor
 from tsmon.engine.replicas import DEFAULT_PHASE_MS
 from tsmon.engine.standing_settings import StandingSettings
 
-__all__ = ["HostSettings", "RegisterSettings"]
+__all__ = ["DAY_MS", "HOUR_MS", "HostSettings", "RegisterSettings"]
+
+HOUR_MS = 3_600_000
+DAY_MS = 24 * HOUR_MS  # the default max_future
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,7 @@ class RegisterSettings:
         """A monitor accepting every series, with these settings (bad ones raise here)."""
         return Monitor(
             ["*"],
+            max_future=None,  # the source node has checked (tsmon.engine.guard)
             capacity_points=self.capacity_points,
             retention=self.retention,
             allowed_lateness=self.allowed_lateness,
@@ -41,9 +45,13 @@ class HostSettings:
     ``period_ms``, ``shrink``, ``seed`` and ``growth``: the adaptive filters (Olston et al.
     §3); ``registers``: each node's stored points (watch queries need them); ``standing``:
     the stream models and query partitions of standing queries; ``replica_phase_ms``: the
-    SWAT-ASR phase. ``queries`` maps a part name to the text of the statements every node
-    starts with (``local``: watch and summary queries, ``topk``); ``tracked`` are the series
-    the standing queries read (so that no node parses their text).
+    SWAT-ASR phase. ``max_future_ms``: points stamped more than this after the batch's clock
+    are dead letters (``future_timestamp``; None: no limit); ``idle_timeout_ms``: a source whose
+    newest time is more than this behind the job's newest time is idle and no longer holds the
+    coordinator's time back (None: never idle); docs/time.md. ``queries`` maps a part name to
+    the text of the statements every node starts with (``local``: watch and summary queries,
+    ``topk``); ``tracked`` are the series the standing queries read (so that no node parses
+    their text).
     """
 
     period_ms: int
@@ -55,6 +63,8 @@ class HostSettings:
     replica_phase_ms: int = DEFAULT_PHASE_MS
     queries: Mapping[str, str] = field(default_factory=dict)
     tracked: tuple[str, ...] = ()
+    max_future_ms: int | None = DAY_MS
+    idle_timeout_ms: int | None = HOUR_MS
 
     def text(self, part: str) -> str:
         """The initial statements of ``part`` ('' if none)."""

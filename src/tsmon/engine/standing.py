@@ -10,8 +10,9 @@ Choices the paper leaves open
     * **Ticks.** The model's evaluations happen at ticks of event time, every ``tick_ms``
       (the Monitor's ``standing_tick``, default 1 s): the points of ``(b − tick, b]`` are fed
       at boundary ``b``, once a point at or after ``b`` has arrived (so an answer lags the
-      newest point by less than one tick). Stream parameters are estimated from each series'
-      own timestamps (irregular sampling included).
+      newest point by less than one tick). A stretch of more than :data:`GAP_TICKS` ticks
+      without points runs as one tick at its end (a jump in event time costs O(1)). Stream
+      parameters are estimated from each series' own timestamps (irregular sampling included).
     * **Series** are read as their newest in-order value; late points (older than a series'
       newest) go to the registers and watch queries but not to the model, which assumes
       in-order delivery. Globs expand over the series that exist when the query is added,
@@ -52,6 +53,10 @@ from tsmon.protocols.deferral import DeferralEngine, StandingQuery
 from tsmon.protocols.deferral.partition import Answer, Counters
 from tsmon.query import StandingDef, query_key
 from tsmon.query.patterns import is_glob, series_matches
+
+#: Empty ticks run one by one up to this many; a longer stretch without points is one tick at
+#: its end, so a jump in event time costs O(1) ticks, not one per elapsed tick (issue 16).
+GAP_TICKS = 100
 
 __all__ = [
     "DEFAULT_DRIFT_Z",
@@ -179,15 +184,17 @@ class StandingQueries(StandingRegistry):
         ids, ts, values = (np.concatenate(parts) for parts in zip(*self._staged, strict=True))
         order = np.argsort(ts, kind="stable")
         ids, ts, values = ids[order], ts[order], values[order]
-        first = (ts[0] // self.tick_ms) * self.tick_ms if self._tick is None else self._tick
-        last = (ts[-1] // self.tick_ms) * self.tick_ms  # boundaries reached by a point
-        fed = 0
-        for boundary in range(first, last + 1, self.tick_ms):
-            if self._tick is not None and boundary <= self._tick:
-                continue
+        tick = self.tick_ms
+        first = (int(ts[0]) // tick) * tick if self._tick is None else self._tick + tick
+        last = (int(ts[-1]) // tick) * tick  # boundaries reached by a point
+        fed, boundary = 0, first
+        while boundary <= last:
+            feeds = -(-int(ts[fed]) // tick) * tick  # the boundary that feeds the next point
+            if feeds - boundary > GAP_TICKS * tick:  # a long empty stretch: one tick at its end
+                boundary = feeds - tick
             upto = int(np.searchsorted(ts, boundary, side="right"))
             self._run_tick(boundary, ids[fed:upto], ts[fed:upto], values[fed:upto])
-            fed = upto
+            fed, boundary = upto, boundary + tick
         self._staged = [(ids[fed:], ts[fed:], values[fed:])] if fed < len(ts) else []
 
     def _run_tick(self, now: int, ids: np.ndarray, ts: np.ndarray, values: np.ndarray) -> None:

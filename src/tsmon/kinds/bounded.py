@@ -21,9 +21,13 @@ source reported a time, at the first step's time); their width messages go out w
 step's control, so sources apply them a batch later. A width message for a series whose source
 is not known yet waits until a row shows where the series lives.
 
-Limits: a source that stops sending data holds the coordinator's time back (it may still owe
-the updates of its next period boundaries); a host with an event-time watermark can move an
-idle node with :meth:`~tsmon.engine.node.SourceNode.advance`.
+Idle sources (docs/time.md): a source whose newest time is more than ``idle_timeout`` behind
+the job's newest time no longer holds the coordinator's time back
+(:meth:`~tsmon.engine.hub.CoordinatorNode.watermark`); its series keep their last reported
+values, the answers over them name it in the progress (``waitingOn``), and its updates, when
+it comes back, arrive late and are applied at the coordinator's time. A host with an
+event-time watermark can also move an idle node with
+:meth:`~tsmon.engine.node.SourceNode.advance`.
 """
 
 from __future__ import annotations
@@ -150,6 +154,7 @@ class BoundedCoordinator(CoordinatorPart):
         self.deferred: list[tuple[Any, ...]] = []  # query changes waiting for a time
         self.parked: list[WidthMessage] = []  # width messages waiting for their series' source
         self.updates: list[StreamedUpdate] = []
+        self.waiting: dict[str, list[str]] = {}  # query -> idle sources its answer lacks
 
     @property
     def started(self) -> bool:
@@ -266,13 +271,16 @@ class BoundedCoordinator(CoordinatorPart):
             coord.receive(u, arrival_ms=arrival)
             hub.counts.messages.add(u)
         out, self.outbox = self.outbox, []
-        if hub.source_now:
-            horizon = min(hub.source_now.values()) - 1  # see the module docstring
+        watermark = hub.watermark()
+        if watermark is not None:
+            horizon = watermark - 1  # see the module docstring
             if coord.settled_ms is not None:
                 horizon = max(horizon, coord.settled_ms)
             out += coord.advance(horizon)
             out += self._run_deferred()
             out += self._expand_globs(hub)
+        waiting = {name: hub.idle_of(q.objects) for name, q in coord.queries.items()}
+        self.waiting = {name: sources for name, sources in waiting.items() if sources}
         decided = sorted(out, key=lambda m: m.seq)
         for m in decided:
             hub.counts.messages.add(m)  # counted once, when decided
@@ -335,7 +343,12 @@ class BoundedCoordinator(CoordinatorPart):
 
     def progress(self) -> dict[str, Any]:
         # event time up to which every source has reported: answers are exact as of it
-        return {"watermark": self.coordinator.settled_ms, "droppedQueries": dict(self.dropped)}
+        # waitingOn: the idle sources each answer holds at their newest time (docs/time.md)
+        return {
+            "watermark": self.coordinator.settled_ms,
+            "droppedQueries": dict(self.dropped),
+            "waitingOn": dict(self.waiting),
+        }
 
 
 def _add(hub: CoordinatorNode, statement: AggregateDef, source_of: Any) -> str:

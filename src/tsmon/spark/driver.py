@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from tsmon.engine.guard import Quarantine, coordinator_step
 from tsmon.engine.hub import CoordinatorNode
 from tsmon.engine.settings import HostSettings
 from tsmon.kinds import JobStatements, kind_of
@@ -62,6 +63,8 @@ class JobQueries:
             replica_phase_ms=job.replica_phase_ms,
             queries=dict(self.statements.node_text),
             tracked=self.statements.tracked,
+            max_future_ms=job.max_future_ms,
+            idle_timeout_ms=job.idle_timeout_ms,
         )
 
     def register(self, node: CoordinatorNode, job: Job) -> None:
@@ -110,18 +113,19 @@ class Coordinator:
 
     def step(
         self, batch_id: int, rows: list[dict], prepare: Callable[[CoordinatorNode], Any]
-    ) -> tuple[CoordinatorNode, dict, Any]:
+    ) -> tuple[CoordinatorNode, dict, Any, Quarantine]:
         """Run ``prepare(node)`` (live query commands), then step on batch ``batch_id``'s node
-        outputs; returns the node, the control rows and what ``prepare`` returned."""
+        outputs; returns the node, the control rows, what ``prepare`` returned and what the
+        step quarantined (:func:`tsmon.engine.guard.coordinator_step`)."""
         node = self.node_for(batch_id)
         prepared = prepare(node)
-        control = node.step(batch_id, rows)
+        node, control, quarantine = coordinator_step(node, batch_id, rows)
         snapshot = node.snapshot()
         atomic_write(self._path(batch_id), snapshot)
         for old in sorted(self.directory.glob("coord-*.pkl"))[:-2]:
             old.unlink()  # keep the last two snapshots
         self._last = (batch_id, snapshot)
-        return node, control, prepared
+        return node, control, prepared, quarantine
 
 
 def known_sources(job: Job, objects: list[str]) -> dict[str, str]:

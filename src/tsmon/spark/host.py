@@ -34,6 +34,7 @@ from pyspark.sql import Row
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StructField, StructType
 
+from tsmon.engine.guard import node_step
 from tsmon.spark.session import ROCKSDB_PROVIDER
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -149,14 +150,20 @@ def split_rows(source: str, rows: Iterable[Any]) -> tuple[list[dict], list[dict]
     return control, data, passed
 
 
-def run_step(source: str, node: Node, control: list[dict], data: list[dict]) -> list[Row]:
-    """Call ``node.step`` and turn its outputs into :data:`OUTPUT_DDL` rows.
+def run_step(
+    source: str, restore: Callable[[], Node], control: list[dict], data: list[dict]
+) -> tuple[Node, list[Row]]:
+    """Step the node ``restore()`` gives (the stored one) and turn its outputs into
+    :data:`OUTPUT_DDL` rows; returns the node to store and the rows. A step that raises is
+    quarantined (:func:`tsmon.engine.guard.node_step`): its rows become ``quarantined`` dead
+    letters and the node stays as stored.
 
     Raises ``TypeError`` naming the source when an output is not ``{"kind": str, "payload":
     JSON-able}``.
     """
     rows = []
-    for out in node.step(control, data):
+    node, outputs, _ = node_step(restore(), restore, control, data)
+    for out in outputs:
         if not isinstance(out, Mapping) or not isinstance(out.get("kind"), str):
             raise TypeError(
                 f"source {source!r}: {type(node).__name__}.step must return dicts with a str "
@@ -170,7 +177,7 @@ def run_step(source: str, node: Node, control: list[dict], data: list[dict]) -> 
                 f"({e}); return plain dicts, lists, str, int, float, bool or None"
             ) from None
         rows.append(Row(source=source, kind=out["kind"], payload=payload))
-    return rows
+    return node, rows
 
 
 class NodeProcessor(StatefulProcessor):
@@ -199,8 +206,11 @@ class NodeProcessor(StatefulProcessor):
         if not (control or data):
             return
         stored = self._node_state.get()
-        node = self.new_node(source) if stored is None else pickle.loads(stored[0])
-        out = run_step(source, node, control, data)
+
+        def restore() -> Node:
+            return self.new_node(source) if stored is None else pickle.loads(stored[0])
+
+        node, out = run_step(source, restore, control, data)
         self._node_state.update((pickle.dumps(node, protocol=pickle.HIGHEST_PROTOCOL),))
         yield from out
 

@@ -16,6 +16,8 @@ before any Spark work starts::
     name = "routers"
     checkpoint = "/var/tsmon/routers"
     trigger = "2s"                 # micro-batch interval
+    max_future = "1d"              # points stamped > 1d after the batch's clock: dead letters
+    idle_timeout = "1h"            # a source 1h behind (event time) stops holding answers back
     master = "local[2]"            # or spark://host:7077
 
     [job.spark_conf]
@@ -71,7 +73,7 @@ from typing import Any
 
 from tsmon.core.units import UnitError, parse_duration_ms
 from tsmon.engine.replicas import DEFAULT_PHASE_MS
-from tsmon.engine.settings import RegisterSettings
+from tsmon.engine.settings import DAY_MS, HOUR_MS, RegisterSettings
 from tsmon.engine.standing_settings import SETTINGS_KEYS, StandingSettings, standing_settings
 from tsmon.query import QuerySyntaxError, parse_queries
 from tsmon.streams.fleet import STREAM_METRICS, STREAM_START_MS
@@ -180,6 +182,8 @@ class Job:
     registers: RegisterSettings = field(default_factory=RegisterSettings)
     standing: StandingSettings = field(default_factory=StandingSettings)
     replica_phase_ms: int = DEFAULT_PHASE_MS
+    max_future_ms: int | None = DAY_MS
+    idle_timeout_ms: int | None = HOUR_MS
 
 
 def load_job(path: str | Path) -> Job:
@@ -216,7 +220,8 @@ def parse_job(raw: Mapping[str, Any], base: Path, where: str = "job") -> Job:
     }  # fmt: skip
     _no_unknown(raw, known, where, "top level")
     job = _table(raw, "job", where)
-    _no_unknown(job, {"name", "checkpoint", "trigger", "master", "spark_conf"}, where, "[job]")
+    keys = {"name", "checkpoint", "trigger", "master", "spark_conf", "max_future", "idle_timeout"}
+    _no_unknown(job, keys, where, "[job]")
     if "checkpoint" not in job:
         raise JobError(f'{where}: [job] needs checkpoint = "<dir>" (state and control files)')
     conf = _table(job, "spark_conf", where, "[job.spark_conf]")
@@ -224,6 +229,8 @@ def parse_job(raw: Mapping[str, Any], base: Path, where: str = "job") -> Job:
         name=_str(job, "name", where, "[job]", default="tsmon"),
         checkpoint=base / _str(job, "checkpoint", where, "[job]"),
         trigger_ms=_duration(job, "trigger", where, "[job]", default="1s"),
+        max_future_ms=_limit(job, "max_future", where, default="1d"),
+        idle_timeout_ms=_limit(job, "idle_timeout", where, default="1h"),
         master=_str(job, "master", where, "[job]", default="local[2]"),
         spark_conf={str(k): str(v) for k, v in conf.items()},
         input=_input(_table(raw, "input", where, required=True), base, where),
@@ -465,3 +472,10 @@ def _duration(t: Mapping[str, Any], key: str, where: str, name: str, default: st
         return parse_duration_ms(str(value))
     except UnitError as e:
         raise JobError(f"{where}: {name} {key}: {e}") from None
+
+
+def _limit(t: Mapping[str, Any], key: str, where: str, default: str) -> int | None:
+    """A duration of ``[job]``, or ``"off"`` (no limit: None)."""
+    if t.get(key) == "off":
+        return None
+    return _duration(t, key, where, "[job]", default)

@@ -43,6 +43,7 @@ from functools import partial
 from typing import Any
 
 from tsmon.core.moments import MAX_ABS_VALUE
+from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS
 from tsmon.engine.deadletters import Reason
 from tsmon.engine.events import event_order
 from tsmon.engine.hub import CoordinatorNode
@@ -135,11 +136,16 @@ class JobRunner:
             F.when(reserved, Reason.BAD_SOURCE.value)
             .when(series.isNull() | (series == ""), Reason.BAD_SERIES.value)
             .when(ts.isNull(), Reason.BAD_TIMESTAMP.value)
+            .when(~ts.between(MIN_INSTANT_MS, MAX_INSTANT_MS), Reason.BAD_TIMESTAMP.value)
             .when(value.isNull(), Reason.NOT_NUMERIC.value)
             .when(F.isnan(value), Reason.NAN.value)
             .when(F.abs(value) == float("inf"), Reason.INFINITE.value)
             .when(F.abs(value) > MAX_ABS_VALUE, Reason.VALUE_OUT_OF_RANGE.value)
         )
+        if self.job.max_future_ms is not None:  # tsmon.engine.guard.future_limit, on Spark's
+            # batch timestamp (kept in the offset log: a replayed batch sees the same clock)
+            limit = F.unix_millis(F.current_timestamp()) + F.lit(self.job.max_future_ms)
+            reason = reason.when(ts > limit, Reason.FUTURE_TIMESTAMP.value)
         return raw.select(
             source.alias("source"),
             series.alias("series"),
@@ -253,7 +259,7 @@ class JobRunner:
         def prepare(node: CoordinatorNode) -> list[dict]:
             return apply(node, commands, partial(known_sources, self.job))
 
-        node, control, outcomes = self.coordinator.step(batch_id, rows, prepare)
+        node, control, outcomes, quarantine = self.coordinator.step(batch_id, rows, prepare)
         self.commands.record(batch_id, outcomes)
         for outcome in outcomes:
             if not outcome["ok"]:
@@ -272,9 +278,11 @@ class JobRunner:
         self.latest = {name: part.answers() for name, part in node.parts.items()}
         arrived = {name: part.arrived() for name, part in node.parts.items()}
         events = [r["payload"] for r in event_order(rows)]
+        dead = [r for r in [*rows, *quarantine.rows] if r["kind"] == "dead"]
         rejected = [_unreadable(p) for p in unreadable] + [
-            _rejected(r["source"], r["payload"]) for r in rows if r["kind"] == "dead"
+            _rejected(r["source"], r["payload"]) for r in dead
         ]
+        quarantined = _quarantined(dead, quarantine.sources)
         # rows of several nodes arrive in no fixed order: sort, so a replay writes the same file
         rejected.sort(key=lambda d: tuple(str(d[c]) for c in DEAD_LETTER_COLUMNS))
         self.dead_letters += len(rejected)
@@ -290,6 +298,8 @@ class JobRunner:
             "answers": sum(len(a) for a in self.latest.values()),
             "events": len(events),
             "deadLetters": len(rejected),
+            "quarantined": quarantined,
+            **node.progress(),
             "commands": outcomes,
             "messages": _counts(node),
             **progress_of_parts,
@@ -320,6 +330,23 @@ def _failures() -> Iterator[None]:
     except StreamingQueryException as e:
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise JobError(f"the streaming query failed: {reason}") from None
+
+
+def _quarantined(dead: list[dict], coordinator: list[str]) -> dict[str, int]:
+    """Quarantined rows per source, each source told once per batch on the console."""
+    counts: dict[str, int] = {}
+    errors: dict[str, str] = {}
+    for r in dead:
+        if r["payload"]["reason"] == Reason.QUARANTINED.value:
+            counts[r["source"]] = counts.get(r["source"], 0) + 1
+            errors.setdefault(r["source"], r["payload"]["detail"])
+    for source, n in sorted(counts.items()):
+        step = "the coordinator's" if source in coordinator else "its node"
+        print(
+            f"tsmon: quarantined {n} row(s) of source {source!r} ({step} step failed): "
+            f"{errors[source]}"
+        )
+    return counts
 
 
 def _unreadable(payload: Mapping[str, Any]) -> dict[str, Any]:

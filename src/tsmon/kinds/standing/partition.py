@@ -74,7 +74,10 @@ class StandingPartition:
         self.engine = QueryPartition(**settings.partition_options())  # type: ignore[arg-type]
         self.waiting: dict[str, StandingQuery] = {}  # SINCE START: landmark at the next tick
 
-    def step(self, control: Sequence[Mapping[str, Any]], data: Sequence[Any]) -> list[Row]:
+    def step(
+        self, control: Sequence[Mapping[str, Any]], data: Sequence[Any], clock_ms: Any = None
+    ) -> list[Row]:
+        # clock_ms (a batch's processing time) limits data timestamps: a partition has none
         if data:
             raise ValueError(f"{self.key!r} is a query partition: it takes no data rows")
         out: list[Row] = []

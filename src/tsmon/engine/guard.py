@@ -1,0 +1,193 @@
+"""What keeps one bad input from stopping a job: limits on points, and quarantine.
+
+- **rejected at a node**: a timestamp outside the supported instants is a dead letter
+  ``bad_timestamp``, a value beyond ``MAX_ABS_VALUE`` ``value_out_of_range`` (Spark's input
+  stage rejects both first); a point stamped more than
+  ``max_future_ms`` after the batch's clock (its processing time: Spark's batch timestamp,
+  fixed in the offset log so a replay sees the same; the caller's ``clock_ms`` in-process) is
+  a dead letter ``future_timestamp`` (Spark's input stage, in-process the node). The clock, not
+  event time, is the reference: before the first point a job has no event time, and a source
+  silent for days must not reject its own return (docs/time.md).
+- **quarantine**: a step that raises for an unforeseen reason is retried from the state before
+  it; the rows it cannot take go to the dead letters as ``quarantined`` with the error text,
+  and the job goes on (:func:`node_step`, :func:`coordinator_step`). A node keeps its control
+  rows when they alone step cleanly; the coordinator keeps the rows of every source whose rows
+  step cleanly together.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tsmon.core.moments import MAX_ABS_VALUE
+from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS
+from tsmon.engine.deadletters import Reason
+
+__all__ = [
+    "Quarantine",
+    "coordinator_step",
+    "dead_row",
+    "future_limit",
+    "node_step",
+    "split_rejected",
+]
+
+Row = dict[str, Any]
+Point = tuple[str, int, float, int]
+
+
+def future_limit(clock_ms: int | None, max_future_ms: int | None) -> int | None:
+    """The newest timestamp a batch at ``clock_ms`` takes (None: no limit)."""
+    if clock_ms is None or max_future_ms is None:
+        return None
+    return int(clock_ms) + int(max_future_ms)
+
+
+def dead_row(series: Any, ts_ms: Any, value: Any, reason: Reason, detail: str) -> Row:
+    """A node's ``dead`` output row (JSON-able: odd values are shown by ``repr``)."""
+    ok_value = isinstance(value, int | float) and not isinstance(value, bool)
+    if ok_value and not math.isfinite(value):
+        ok_value = False
+    return {
+        "kind": "dead",
+        "payload": {
+            "series": series if isinstance(series, str) else repr(series),
+            "ts_ms": ts_ms if _is_int64(ts_ms) else None,
+            "value": value if ok_value or value is None else repr(value),
+            "reason": reason.value,
+            "detail": detail,
+        },
+    }
+
+
+def _is_int64(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and -(2**63) <= x < 2**63
+
+
+def split_rejected(
+    points: list[Point], clock_ms: int | None, max_future_ms: int | None
+) -> tuple[list[Point], list[Row]]:
+    """The points a node takes, and the ``dead`` rows of the others, as Spark's input stage
+    rejects them: timestamps outside the supported instants (``bad_timestamp``, years
+    1677-2262), values beyond ``MAX_ABS_VALUE`` (``value_out_of_range``) and points stamped
+    after :func:`future_limit` (``future_timestamp``)."""
+    limit = future_limit(clock_ms, max_future_ms)
+    kept: list[Point] = []
+    dead: list[Row] = []
+    for point in points:
+        series, ts, value, _ = point
+        if not MIN_INSTANT_MS <= ts <= MAX_INSTANT_MS:
+            detail = f"timestamp {ts} ms is outside {MIN_INSTANT_MS} .. {MAX_INSTANT_MS} ms"
+            dead.append(dead_row(series, ts, value, Reason.BAD_TIMESTAMP, detail))
+        elif abs(value) > MAX_ABS_VALUE:
+            detail = f"value {value!r} is beyond +-{MAX_ABS_VALUE:g}, where sums overflow"
+            dead.append(dead_row(series, ts, value, Reason.VALUE_OUT_OF_RANGE, detail))
+        elif limit is not None and ts > limit:
+            detail = (
+                f"stamped {ts - limit + max_future_ms} ms after the batch's clock {clock_ms} ms; "
+                f"max_future is {max_future_ms} ms"
+            )
+            dead.append(dead_row(series, ts, value, Reason.FUTURE_TIMESTAMP, detail))
+        else:
+            kept.append(point)
+    return kept, dead
+
+
+def _error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+
+
+def node_step(
+    node: Any,
+    restore: Callable[[], Any],
+    control: Sequence[Mapping[str, Any]],
+    data: Sequence[Mapping[str, Any]],
+    **step_args: Any,
+) -> tuple[Any, list[Row], str | None]:
+    """``node.step(control, data, **step_args)``, quarantining what makes it raise.
+
+    ``restore()`` gives the node as it was before the step (a host reloads its stored state).
+    On an error the step is retried from there with the control rows only; if that raises
+    too, the control rows are quarantined as well and the node is left as it was. Returns the
+    node to keep, its rows (the quarantined ones as ``dead`` rows) and the error (None if
+    none).
+    """
+    try:
+        return node, node.step(control, data, **step_args), None
+    except Exception as exc:  # unforeseen by definition: quarantine, go on
+        error = _error(exc)
+    node = restore()
+    rows = [
+        dead_row(d.get("series"), d.get("ts"), d.get("value"), Reason.QUARANTINED, error)
+        if isinstance(d, Mapping)
+        else dead_row(None, None, None, Reason.QUARANTINED, f"{error} (row {d!r})")
+        for d in data
+    ]
+    try:
+        return node, [*node.step(control, [], **step_args), *rows], error
+    except Exception as exc:
+        lost = [
+            dead_row(None, None, None, Reason.QUARANTINED, f"{_error(exc)} (control {c!r})")
+            for c in control
+        ]
+        return restore(), [*rows, *lost], error
+
+
+@dataclass
+class Quarantine:
+    """What a coordinator step left out: the rows of the sources it quarantined and why."""
+
+    error: str | None = None
+    sources: list[str] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)  # the left-out node rows, as dead letters
+
+
+def coordinator_step(
+    node: Any, batch_id: int, rows: Sequence[Mapping[str, Any]]
+) -> tuple[Any, dict[str, list[Row]], Quarantine]:
+    """``node.step(batch_id, rows)`` on a :class:`~tsmon.engine.hub.CoordinatorNode`, leaving
+    out the rows of any source that makes it raise.
+
+    On an error, each source's rows are tried in turn (sorted by source) on a copy of the
+    state before the step, added to those that stepped cleanly; the step then runs on the
+    clean ones. Returns the node to keep, the control and what was left out.
+    """
+    before = node.snapshot()
+    try:
+        return node, node.step(batch_id, rows), Quarantine()
+    except Exception as exc:  # unforeseen by definition: quarantine, go on
+        error = _error(exc)
+    by_source: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        source = row.get("source") if isinstance(row, Mapping) else None
+        by_source.setdefault(source if isinstance(source, str) else repr(source), []).append(row)
+    kept: list[Mapping[str, Any]] = []
+    left_out: list[str] = []
+    for source in sorted(by_source):
+        trial = _copy(node, before)
+        try:
+            trial.step(batch_id, [*kept, *by_source[source]])
+            kept += by_source[source]
+        except Exception:
+            left_out.append(source)
+    node = _copy(node, before)
+    try:
+        control = node.step(batch_id, kept)
+    except Exception:  # fails without any row: skip the batch, keep the state
+        node, control = _copy(node, before), {}
+        left_out, kept = sorted(by_source), []
+    dead = [
+        {**dead_row(None, None, None, Reason.QUARANTINED, f"{error} (row {r!r})"), "source": s}
+        for s in left_out
+        for r in by_source[s]
+    ]
+    return node, control, Quarantine(error, left_out, dead)
+
+
+def _copy(node: Any, snapshot: bytes) -> Any:
+    fresh = type(node).__new__(type(node))
+    fresh.restore(snapshot)
+    return fresh
