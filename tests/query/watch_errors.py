@@ -10,7 +10,8 @@ OPERATOR = "an operator like + * or >"
 PARSE_ERRORS = [
     ("QUERY q ON x\n  EMIT abs(value WHEN", 2, 18, ["')'", "','", OPERATOR, "AND"], "got 'WHEN'"),
     ("QUERY q ON x WHEN mean() > 1", 1, 24, [WINDOW], "got ')'"),
-    ("QUERY q ON x WHEN mean(5m > 1", 1, 27, ["')'"], "expected ')' but got '>'"),
+    ("QUERY q ON x WHEN mean(5m > 1", 1, 27, ["')'", "BEFORE"], "expected one of ')', BEFORE"),
+    ("QUERY q ON x WHEN mean(5m after) > 1", 1, 27, ["BEFORE"], "got 'after'"),
     (
         "QUERY q ON x WHEN",
         1,
@@ -39,6 +40,12 @@ PARSE_ERRORS = [
 ]
 
 SEMANTIC_ERRORS = [
+    (
+        "QUERY q ON x WHEN mean(since 2024-01-01 before) > 1",
+        1,
+        41,
+        "BEFORE takes a count or time window",
+    ),
     ("QUERY q ON x WHEN meen(5m) > 1", 1, 19, "unknown function 'meen'; functions are abs, count"),
     ("QUERY q ON x WHEN mean > 1", 1, 19, "mean needs a window"),
     ("QUERY q ON x WHEN 1 < STD", 1, 23, "stddev needs a window"),
