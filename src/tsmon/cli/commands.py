@@ -149,6 +149,8 @@ def _replay(args: argparse.Namespace) -> int:
     points = merge_by_time([read_series_csv(path, args.series) for path in args.csv])
     monitor = Monitor(points["series"].unique(), allowed_lateness=args.allowed_lateness)
     monitor.add_query(queries)
+    for name, why in monitor.unmatched().items():
+        console.print(f"query {name!r} will not fire: {why}", soft_wrap=True)
     shown = 0
     counts: Counter[str] = Counter()
     collected: list[Event] = []
@@ -169,7 +171,7 @@ def _replay(args: argparse.Namespace) -> int:
             progress.update(task, advance=len(chunk))
     if args.events_out is not None:
         _write_events(collected, args.events_out)
-    console.print(events_table(counts, monitor.queries()))
+    console.print(events_table(counts, monitor.queries(), monitor.unmatched()))
     console.print(summary_line(monitor.stats()), soft_wrap=True)
     return 0
 

@@ -104,6 +104,7 @@ class JobRunner:
         self.dead_letters = 0
         self._query: Any = None  # the StreamingQuery, once started
         self._dropped_shown: set[str] = set()
+        self._waiting_shown: set[str] = set()  # queries said to match no series
         self.spark_progress = SparkProgress(job.checkpoint / "spark_progress.jsonl")
 
     # -- plan --------------------------------------------------------------------------------
@@ -265,6 +266,13 @@ class JobRunner:
             if name not in self._dropped_shown:
                 print(f"tsmon: query {name!r} dropped: {reason}")
                 self._dropped_shown.add(name)
+        for name, why in progress_of_parts.get("unmatchedQueries", {}).items():
+            if name not in self._waiting_shown:  # once, and again after it matched
+                print(f"tsmon: query {name!r} waits: {why}")
+                self._waiting_shown.add(name)
+        for name, what in progress_of_parts.get("startedMatching", {}).items():
+            print(f"tsmon: query {name!r} {what}")
+            self._waiting_shown.discard(name)
         # the channel numbers rows itself, keeping the coordinator's order
         self.channel.write(
             batch_id, {src: [r["payload"] for r in rs] for src, rs in control.items()}

@@ -205,6 +205,8 @@ class ConsoleView:
         for part in kinds.PARTS:
             for name, a in out.answers.get(part.name, {}).items():
                 self.console.print(f"  {name}: {part.line(a)}", markup=False)
+        for name, why in _waiting(p).items():
+            self.console.print(f"  {name} waits: {why}", markup=False)
 
     def render(self, out: BatchOutput) -> Group:
         """The table of answers, the newest events and a progress line."""
@@ -228,7 +230,13 @@ class ConsoleView:
         )
         if p.get("previousBatchDurationMs") is not None:
             line += f" · previous batch {p['previousBatchDurationMs']} ms"
-        return Group(*parts, events, Text(line))
+        waiting = [Text(f"{name} waits: {why}") for name, why in _waiting(p).items()]
+        return Group(*parts, events, Text(line), *waiting)
+
+
+def _waiting(progress: Mapping[str, Any]) -> dict[str, str]:
+    """The queries no series matches yet (name -> why), from a batch's progress."""
+    return dict(progress.get("unmatchedQueries") or {})
 
 
 def _answer_table(title: str, lines: Mapping[str, str]) -> Table:
