@@ -14,7 +14,6 @@ from rich.table import Table
 from tsmon.cli.report import events_table, format_event, summary_line
 from tsmon.engine.events import Event
 from tsmon.engine.monitor import Monitor
-from tsmon.query import parse_queries
 
 console = Console(highlight=False, markup=False)  # data text may hold [brackets]
 
@@ -120,16 +119,10 @@ def _read_text(path: Path) -> str:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from tsmon.kinds import kind_of
+    """Every error of a query file (status 2 if any), then its statements (:mod:`.check`)."""
+    from tsmon.cli.check import run_check
 
-    statements = parse_queries(_read_text(args.file))
-    table = Table(title=f"{args.file}: {len(statements)} statements OK")
-    for column in ("query", "on / as", "windows", "since / within"):
-        table.add_column(column)
-    for statement in statements:
-        table.add_row(statement.name, *kind_of(statement).describe(statement))
-    console.print(table)
-    return 0
+    return run_check(args.file, console)
 
 
 def _replay(args: argparse.Namespace) -> int:

@@ -29,11 +29,13 @@ idle node with :meth:`~tsmon.engine.node.SourceNode.advance`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tsmon.core.timestamps import format_instant_ms
 from tsmon.core.units import format_value
 from tsmon.engine.bounded import to_query
 from tsmon.kinds.base import CoordinatorPart, NodePart, Part, Points, QueryKind, Row
@@ -363,9 +365,15 @@ def _job_check(statement: AggregateDef) -> None:
 
 
 def _line(a: Answer) -> str:
-    """``2 in [1.5, 2.5] as of 119 ms``."""
+    """``2 in [1.5, 2.5] as of 2024-01-01T00:00:00.119Z (1704067200119 ms)``; an answer not
+    known yet says why instead of ``nan in [-inf, inf]``."""
+    if a.as_of_ms is None:
+        return "not known yet: no data yet"
+    as_of = f"as of {format_instant_ms(a.as_of_ms)} ({a.as_of_ms} ms)"
+    if math.isnan(a.value):
+        return f"not known yet: some of its series have sent no value, {as_of}"
     bounds = f"[{format_value(a.lo)}, {format_value(a.hi)}]"
-    return f"{format_value(a.value)} in {bounds} as of {a.as_of_ms} ms"
+    return f"{format_value(a.value)} in {bounds} {as_of}"
 
 
 PART = Part(

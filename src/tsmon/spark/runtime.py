@@ -54,7 +54,7 @@ from tsmon.spark.control import ControlChannel
 from tsmon.spark.driver import Coordinator, JobQueries, known_sources
 from tsmon.spark.host import PASS, node_stream
 from tsmon.spark.job import Job, JobError
-from tsmon.spark.progress import SparkProgress, append_progress
+from tsmon.spark.progress import SparkProgress, append_progress, utc_times
 from tsmon.spark.readers import write_replicas
 from tsmon.spark.sinks import DEAD_LETTER_COLUMNS, BatchOutput, Callback, Sinks
 
@@ -304,6 +304,7 @@ class JobRunner:
             "previousBatchDurationMs": self.spark_progress.last_duration_ms,
             "driverMs": round(1000 * (time.perf_counter() - started), 3),
         }
+        progress.update(utc_times(progress))
         output = BatchOutput(
             batch_id,
             events,
