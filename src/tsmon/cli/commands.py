@@ -90,10 +90,13 @@ def _query_submit(args: argparse.Namespace) -> int:
 
 
 def _query_list(args: argparse.Namespace) -> int:
-    """Print every command of a job with its state: pending, applied or rejected in batch N."""
+    """The queries running after the job's last batch with their state (running, waiting for
+    a series, dropped), then every command with its state (pending, applied or rejected)."""
     from tsmon.spark.commands import CommandLog, job_directory
 
-    rows = CommandLog(job_directory(args.job)).states()
+    directory = job_directory(args.job)
+    console.print(_running_table(directory))
+    rows = CommandLog(directory).states()
     if not rows:
         console.print(f"no commands submitted to {args.job}")
         return 0
@@ -105,11 +108,37 @@ def _query_list(args: argparse.Namespace) -> int:
         state = row["state"]
         if row["batch"] is not None:
             state += f" in batch {row['batch']}"
-        if row["state"] == "rejected":
+        if row["detail"]:
             state += f": {row['detail']}"
         table.add_row(row["id"], row["op"], row["text"], state)
     console.print(table)
     return 0
+
+
+def _running_table(directory: Path) -> Table | str:
+    """The queries of the newest coordinator snapshot, by kind, with their state."""
+    import pickle
+
+    snapshots = sorted((directory / "coordinator").glob("coord-*.pkl"))
+    if not snapshots:
+        return f"no batch has run yet in {directory}: the job's queries start with its first"
+    batch = int(snapshots[-1].stem.split("-")[1])
+    node = pickle.loads(snapshots[-1].read_bytes())
+    table = Table(title=f"queries running after batch {batch}")
+    for column in ("query", "part", "state"):
+        table.add_column(column)
+    for name, part in node.parts.items():
+        progress = part.progress()
+        waiting = progress.get("unmatchedQueries", {})
+        dropped = progress.get("droppedQueries", {})
+        for query in part.names():
+            state = "running"
+            if query in waiting:
+                state = f"waits: {waiting[query]}"
+            elif query in dropped:
+                state = f"dropped: {dropped[query]}"
+            table.add_row(query, name, state)
+    return table
 
 
 def _read_text(path: Path) -> str:
