@@ -31,7 +31,7 @@ PARSE_ERRORS = [
     ("QUERY q x", 1, 9, ["ON", "AS"], "expected one of ON, AS but got 'x'"),
     ("QUERY q ON x, WHEN value > 1", 1, 20, ["','", "WHEN", "EMIT", "SINCE"], "got 'value'"),
     ("SELECT * FROM x", 1, 1, ["QUERY", "';'"], "got 'SELECT'"),
-    ("QUERY q ON x WHEN value # 2", 1, 25, ["AND", "OR", "EMIT"], "got '#'"),
+    ("QUERY q ON x WHEN value @ 2", 1, 25, ["AND", "OR", "EMIT"], "got '@'"),  # `#`: a comment
     ("QUERY q ON x EMIT value AS", 1, 27, ["a name"], "got end of input"),
     ("QUERY q ON x WHEN mean(100 pints) > 1", 1, 24, [WINDOW], "got '100'"),
     ("-- comment\nQUERY q ON x WHEN value > 1 > 2 -- chained", 2, 29, ["AND", "EMIT"], "got '>'"),
