@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tsmon.core.timestamps import format_instant_ms
+from tsmon.core.timestamps import format_instant_and_ms
 from tsmon.core.units import format_value
 from tsmon.engine.bounded import to_query
 from tsmon.kinds.base import CoordinatorPart, NodePart, Part, Points, QueryKind, Row
@@ -369,7 +369,7 @@ def _line(a: Answer) -> str:
     known yet says why instead of ``nan in [-inf, inf]``."""
     if a.as_of_ms is None:
         return "not known yet: no data yet"
-    as_of = f"as of {format_instant_ms(a.as_of_ms)} ({a.as_of_ms} ms)"
+    as_of = f"as of {format_instant_and_ms(a.as_of_ms)}"
     if math.isnan(a.value):
         return f"not known yet: some of its series have sent no value, {as_of}"
     bounds = f"[{format_value(a.lo)}, {format_value(a.hi)}]"

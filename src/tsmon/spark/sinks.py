@@ -50,7 +50,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tsmon import kinds
-from tsmon.core.timestamps import format_instant_ms
+from tsmon.core.timestamps import format_instant_and_ms, format_instant_ms
 from tsmon.core.units import format_value
 from tsmon.spark.files import atomic_file
 from tsmon.spark.job import SinkSpec
@@ -249,12 +249,11 @@ class ConsoleView:
             events.add_row(Text(e["query"]), Text(e["series"]), when, ms, Text(payload))
         p = out.progress
         watermark = p.get("watermark")
-        if watermark is not None:
-            watermark = f"{format_instant_ms(watermark)} ({watermark} ms)"
+        watermark = "none yet" if watermark is None else format_instant_and_ms(watermark)
         line = (
             f"points {p.get('numInputRows', 0)} · rows to coordinator "
             f"{p.get('rowsToCoordinator', 0)} · control rows {p.get('controlRows', 0)} · "
-            f"watermark {watermark or 'none yet'} · driver {p.get('driverMs', 0):.0f} ms"
+            f"watermark {watermark} · driver {p.get('driverMs', 0):.0f} ms"
         )
         if p.get("previousBatchDurationMs") is not None:
             line += f" · previous batch {p['previousBatchDurationMs']} ms"
