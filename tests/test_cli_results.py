@@ -182,3 +182,20 @@ def test_query_list_shows_the_queries_running_with_their_state(job) -> None:
     rows = {line.split("│")[1].strip(): line for line in listed.stdout.splitlines() if "│" in line}
     assert "running" in rows["s"] and "running" in rows["spikes"]
     assert "waits: no series matches host*.cpu" in flat(listed.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_query_add_says_at_once_that_a_query_will_wait(job, tmp_path: Path) -> None:
+    root, _ = job
+    checkpoint = tmp_path / "ckpt"
+    shutil.copytree(root / "ckpt", checkpoint)
+    added = tsmon("query", "add", "--job", str(checkpoint), "QUERY cold ON host*.mem")
+    assert added.returncode == 0, added.stdout + added.stderr
+    assert "note: it will wait: no series matches host*.mem (series now: 'a.x', 'b.x', " in flat(
+        added.stdout
+    )
+    fine = tsmon("query", "add", "--job", str(checkpoint), "QUERY warm ON nab.*")
+    assert fine.returncode == 0 and "note:" not in fine.stdout
+    listed = flat(tsmon("query", "list", "--job", str(checkpoint)).stdout)
+    assert "QUERY cold ON host*.mem │ pending" in listed

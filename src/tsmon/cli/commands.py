@@ -6,6 +6,7 @@ import argparse
 import os
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -81,12 +82,41 @@ def _query_submit(args: argparse.Namespace) -> int:
     """Check a command (syntax errors with line:column, nothing written) and submit it."""
     from tsmon.spark.commands import CommandLog, job_directory
 
-    command_id = CommandLog(job_directory(args.job)).submit(args.op, args.text)
+    directory = job_directory(args.job)
+    command_id = CommandLog(directory).submit(args.op, args.text)
     console.print(
         f"submitted {args.op} as {command_id}; the job applies it at its next batch",
         soft_wrap=True,
     )
+    if args.op != "remove":
+        snapshot = _latest_snapshot(directory)
+        why = None if snapshot is None else _waits(args.text, snapshot[1].known_series())
+        if why is not None:
+            console.print(f"note: it will wait: {why}", soft_wrap=True)
     return 0
+
+
+def _waits(text: str, series: list[str]) -> str | None:
+    """Why the watch or summary query of ``text`` would match no series of ``series``."""
+    from tsmon.kinds.local.coordinator import patterns_of
+    from tsmon.kinds.local.node import LOCAL_KINDS
+    from tsmon.query import parse_query
+    from tsmon.query.patterns import no_match
+
+    statement = parse_query(text)
+    if not isinstance(statement, LOCAL_KINDS):
+        return None
+    return no_match(patterns_of(statement), series)
+
+
+def _latest_snapshot(directory: Path) -> tuple[int, Any] | None:
+    """The batch and coordinator of the newest snapshot in a job's checkpoint, if any."""
+    import pickle
+
+    snapshots = sorted((directory / "coordinator").glob("coord-*.pkl"))
+    if not snapshots:
+        return None
+    return int(snapshots[-1].stem.split("-")[1]), pickle.loads(snapshots[-1].read_bytes())
 
 
 def _query_list(args: argparse.Namespace) -> int:
@@ -117,13 +147,10 @@ def _query_list(args: argparse.Namespace) -> int:
 
 def _running_table(directory: Path) -> Table | str:
     """The queries of the newest coordinator snapshot, by kind, with their state."""
-    import pickle
-
-    snapshots = sorted((directory / "coordinator").glob("coord-*.pkl"))
-    if not snapshots:
+    snapshot = _latest_snapshot(directory)
+    if snapshot is None:
         return f"no batch has run yet in {directory}: the job's queries start with its first"
-    batch = int(snapshots[-1].stem.split("-")[1])
-    node = pickle.loads(snapshots[-1].read_bytes())
+    batch, node = snapshot
     table = Table(title=f"queries running after batch {batch}")
     for column in ("query", "part", "state"):
         table.add_column(column)
