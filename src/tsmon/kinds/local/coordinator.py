@@ -130,12 +130,14 @@ class Waiting:
 
     patterns: dict[str, tuple[str, ...]] = field(default_factory=dict)  # name -> patterns
     _notes: dict[str, str] = field(default_factory=dict)
+    _looked_at: int = -1  # how many series the last step saw (-1: a query changed since)
 
     def add(self, text: str) -> None:
         """Wait for the queries of ``text`` (new, or redefined with new patterns)."""
         for statement in local_statements(text):
             self.forget(statement.name)
             self.patterns[statement.name] = patterns_of(statement)
+        self._looked_at = -1
 
     def forget(self, name: str) -> None:
         for known in [n for n in self.patterns if query_key(n) == query_key(name)]:
@@ -146,6 +148,9 @@ class Waiting:
         """Look at the series known now: the queries that start matching, each with the first
         series it matches; the others keep waiting, with the reason (:meth:`notes`)."""
         names = sorted(series)
+        if len(names) == self._looked_at:  # series are only ever added: nothing new to match
+            return {}
+        self._looked_at = len(names)
         started = {}
         for name, patterns in list(self.patterns.items()):
             first = next((s for s in names if series_matches(s, patterns)), None)
