@@ -50,7 +50,7 @@ from tsmon.protocols.filters.messages import (
 from tsmon.protocols.filters.queries import Query, check_delta
 from tsmon.protocols.filters.source import SourceFilter
 from tsmon.query import AggregateDef, AlterPrecision, format_terms, resolve_aggregate
-from tsmon.query.patterns import is_glob, series_matches
+from tsmon.query.patterns import is_glob, no_match, series_matches
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from tsmon.engine.hub import CoordinatorNode
@@ -331,9 +331,11 @@ def _add(hub: CoordinatorNode, statement: AggregateDef, source_of: Any) -> str:
     globs = [t.series for t in statement.terms if is_glob(t.series)]
     if globs:
         part.add_glob_query(hub, statement)
+        why = no_match(globs, hub.known_series())
         return (
             f"added {statement.name!r}: {statement.aggregate.upper()} over the series matching "
             f"{', '.join(globs)} as they appear, within {statement.delta:g}"
+            + ("" if why is None else f"; it waits: {why}")
         )
     names = [t.series for t in statement.terms]
     query = to_query(resolve_aggregate(statement, names))
