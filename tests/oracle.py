@@ -8,7 +8,10 @@ from tsmon.core.window_spec import WindowKind, WindowSpec
 
 
 def window_index(ts: np.ndarray, j: int, spec: WindowSpec) -> np.ndarray:
-    """Indices of the points in ``spec``'s window as of point ``j`` (``ts`` sorted)."""
+    """Indices of the points in ``spec``'s window as of point ``j`` (``ts`` sorted); a window
+    ``before`` the point is the window as of point ``j - 1`` (empty for the first point)."""
+    if spec.before:
+        return window_index(ts, j - 1, spec.base) if j > 0 else np.arange(0)
     upto = np.arange(j + 1)
     if spec.kind is WindowKind.COUNT:
         return upto[max(0, j + 1 - spec.size) :]
@@ -19,7 +22,10 @@ def window_index(ts: np.ndarray, j: int, spec: WindowSpec) -> np.ndarray:
 
 def observed_coverage(ts: np.ndarray, j: int, spec: WindowSpec) -> float:
     """``coverage`` of ``spec``'s window as of point ``j`` when nothing was evicted: the share
-    of its span (its N points) observed since the stream's first point ``ts[0]``."""
+    of its span (its N points) observed since the stream's first point ``ts[0]``; before the
+    point, as of point ``j - 1`` (0 for the first point)."""
+    if spec.before:
+        return observed_coverage(ts, j - 1, spec.base) if j > 0 else 0.0
     if spec.kind is WindowKind.COUNT:
         return min((j + 1) / spec.size, 1.0)
     if spec.kind is WindowKind.TIME:

@@ -43,9 +43,10 @@ def streams(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
 def specs(draw: st.DrawFn, ts: np.ndarray) -> WindowSpec:
     kind = draw(st.sampled_from(["count", "time", "landmark"]))
     if kind == "count":
-        return WindowSpec.count(draw(st.integers(1, 40)))
+        return WindowSpec.count(draw(st.integers(1, 40)), before=draw(st.booleans()))
     if kind == "time":
-        return WindowSpec.time(draw(st.integers(1, 5) | st.integers(1, 3_000_000)))
+        span = draw(st.integers(1, 5) | st.integers(1, 3_000_000))
+        return WindowSpec.time(span, before=draw(st.booleans()))
     return WindowSpec.landmark(int(draw(st.sampled_from(ts.tolist()))) + draw(st.integers(-5, 5)))
 
 
@@ -220,3 +221,24 @@ def test_advance_rejects_positions_it_does_not_follow() -> None:
     reg.append(np.array([1, 2]), np.array([1.0, 2.0]))
     with pytest.raises(ValueError, match="advance with the positions"):
         window.advance(1, 2, {"mean"})
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), stream=streams())
+def test_window_forked_at_a_past_point_equals_recomputation(data: st.DataObject, stream) -> None:
+    """A late point is evaluated with its windows as of itself: ``fork(p)`` then advancing
+    over the stored points from ``p`` gives each its window as of that point (a window before
+    the point included: it forks the sliding window one point behind)."""
+    ts, values = stream
+    spec = data.draw(specs(ts))
+    at = data.draw(st.integers(0, len(ts) - 1))
+    reg = Register("s", RegisterConfig(retention_ms=None))
+    live = open_window(spec, reg)
+    live.advance(*reg.append(ts, values), STATS)
+    forked = live.fork(at)
+    view = forked.advance(at, len(ts), STATS)
+    forked.close()
+    for name in MOMENT_AND_ORDER_STATS:
+        assert_matches(name, view.stat(name), ts, values, spec, at)
+    expected = [observed_coverage(ts, j, spec) for j in range(at, len(ts))]
+    np.testing.assert_allclose(view.stat("coverage"), expected, rtol=1e-15)

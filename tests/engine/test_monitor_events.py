@@ -49,6 +49,9 @@ POOL = [
     "EMIT max(4 points), min(4 points), -value AS neg",
     "QUERY cov ON s.c, s.a WHEN mean(45s) - mean(8 points) > 0 AND NOT coverage(45s) < 1 "
     "EMIT mean(45s), mean(8 points), coverage(45s), var(8 points)",
+    "QUERY z ON s.* WHEN abs(last - mean(1m before)) > 1.5 * stddev(1m before) "
+    "EMIT mean(1m before), count(3 points before), coverage(1m before), "
+    "last - last(1 point before) AS step, max(3 points before)",
 ]
 
 EXACT_STATS = {"count", "min", "max", "first", "last", "coverage"}

@@ -10,7 +10,8 @@ OPERATOR = "an operator like + * or >"
 PARSE_ERRORS = [
     ("QUERY q ON x\n  EMIT abs(value WHEN", 2, 18, ["')'", "','", OPERATOR, "AND"], "got 'WHEN'"),
     ("QUERY q ON x WHEN mean() > 1", 1, 24, [WINDOW], "got ')'"),
-    ("QUERY q ON x WHEN mean(5m > 1", 1, 27, ["')'"], "expected ')' but got '>'"),
+    ("QUERY q ON x WHEN mean(5m > 1", 1, 27, ["')'", "BEFORE"], "expected one of ')', BEFORE"),
+    ("QUERY q ON x WHEN mean(5m after) > 1", 1, 27, ["BEFORE"], "got 'after'"),
     (
         "QUERY q ON x WHEN",
         1,
@@ -30,7 +31,7 @@ PARSE_ERRORS = [
     ("QUERY q x", 1, 9, ["ON", "AS"], "expected one of ON, AS but got 'x'"),
     ("QUERY q ON x, WHEN value > 1", 1, 20, ["','", "WHEN", "EMIT", "SINCE"], "got 'value'"),
     ("SELECT * FROM x", 1, 1, ["QUERY", "';'"], "got 'SELECT'"),
-    ("QUERY q ON x WHEN value # 2", 1, 25, ["AND", "OR", "EMIT"], "got '#'"),
+    ("QUERY q ON x WHEN value @ 2", 1, 25, ["AND", "OR", "EMIT"], "got '@'"),  # `#`: a comment
     ("QUERY q ON x EMIT value AS", 1, 27, ["a name"], "got end of input"),
     ("QUERY q ON x WHEN mean(100 pints) > 1", 1, 24, [WINDOW], "got '100'"),
     ("-- comment\nQUERY q ON x WHEN value > 1 > 2 -- chained", 2, 29, ["AND", "EMIT"], "got '>'"),
@@ -39,6 +40,12 @@ PARSE_ERRORS = [
 ]
 
 SEMANTIC_ERRORS = [
+    (
+        "QUERY q ON x WHEN mean(since 2024-01-01 before) > 1",
+        1,
+        41,
+        "BEFORE takes a count or time window",
+    ),
     ("QUERY q ON x WHEN meen(5m) > 1", 1, 19, "unknown function 'meen'; functions are abs, count"),
     ("QUERY q ON x WHEN mean > 1", 1, 19, "mean needs a window"),
     ("QUERY q ON x WHEN 1 < STD", 1, 23, "stddev needs a window"),

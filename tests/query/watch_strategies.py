@@ -18,6 +18,8 @@ windows = st.one_of(
     st.integers(1, 10_000).map(WindowSpec.count),
     st.integers(1, 10**10).map(WindowSpec.time),
     st.integers(0, 4 * 10**12).map(WindowSpec.landmark),
+    st.integers(1, 10_000).map(lambda n: WindowSpec.count(n, before=True)),
+    st.integers(1, 10**10).map(lambda ms: WindowSpec.time(ms, before=True)),
 )
 #: Every valid window, limits included: counts up to 2**40, spans up to 100 years, instants
 #: across pandas' whole Timestamp range (before 1970 too).
@@ -28,6 +30,8 @@ all_windows = st.one_of(
     st.sampled_from([1, 1000, MAX_DURATION_MS]).map(WindowSpec.time),
     st.integers(MIN_INSTANT_MS, MAX_INSTANT_MS).map(WindowSpec.landmark),
     st.sampled_from([MIN_INSTANT_MS, -1, 0, MAX_INSTANT_MS]).map(WindowSpec.landmark),
+    st.sampled_from([1, MAX_POINTS]).map(lambda n: WindowSpec.count(n, before=True)),
+    st.sampled_from([1, MAX_DURATION_MS]).map(lambda ms: WindowSpec.time(ms, before=True)),
 )
 numbers = st.one_of(
     st.sampled_from([0.0, 1.0, 0.5, 3.0, 1e9, 2.5e-3]),
@@ -112,9 +116,11 @@ def source_text(draw: st.DrawFn, expr: A.Expr | None = None) -> str:
     def render(e: A.Expr) -> str:
         if isinstance(e, A.Stat):
             name = draw(st.sampled_from(_SPELLINGS.get(e.name, [e.name, e.name.upper()])))
-            win = str(e.window)
+            win = str(e.window.base)
             if e.window.kind.value == "count" and e.window.size == 1:
                 win = draw(st.sampled_from(["1 point", "1 points", "1 POINT"]))
+            if e.window.before:
+                win += draw(st.sampled_from([" ", "  ", "\n"])) + case("before")
             return f"{name}({space}{win}{space})"
         if isinstance(e, A.Value):
             return case(e.spelling)

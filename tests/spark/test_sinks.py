@@ -50,9 +50,13 @@ def test_parquet_files_per_batch_replaced_when_a_batch_is_replayed(tmp_path: Pat
     events = pd.concat(pd.read_parquet(p) for p in sorted((tmp_path / "events").iterdir()))
     assert len(events) == 1 + 3
     assert json.loads(events["payload"].iloc[0]) == EVENT["payload"]
+    # beside each epoch-ms column, its UTC timestamp
+    assert events[["ts_ms", "ts_utc"]].iloc[0].tolist() == [5, pd.Timestamp(5, unit="ms", tz="UTC")]
+    assert answers["as_of_utc"].tolist() == [pd.Timestamp(99, unit="ms", tz="UTC")] * 2
     dead = pd.read_parquet(tmp_path / "dead_letters" / "batch-000000001.parquet")
-    assert list(dead.columns) == DEAD_LETTER_COLUMNS
-    assert dead.to_dict("records") == [DEAD]
+    assert list(dead.columns) == ["source", "series", "ts", "ts_utc", *DEAD_LETTER_COLUMNS[3:]]
+    assert dead.drop(columns="ts_utc").to_dict("records") == [DEAD]
+    assert dead["ts_utc"].tolist() == [pd.Timestamp(3, unit="ms", tz="UTC")]
 
 
 def test_console_lines_without_a_terminal_and_a_table_on_one() -> None:
@@ -63,10 +67,13 @@ def test_console_lines_without_a_terminal_and_a_table_on_one() -> None:
     view.stop()
     text = buffer.getvalue()
     assert "batch 4: 7 points, 2 rows to the coordinator, 1 events, 1 answers" in text
-    assert "[s]: 2 in [1, 3] as of 99" in text  # brackets kept: no markup
+    # brackets kept (no markup); the time in UTC beside the milliseconds
+    assert "[s]: 2 in [1, 3] as of 1970-01-01T00:00:00.099Z (99 ms)" in text
 
     table = io.StringIO()
     rendered = Console(file=table, width=160, force_terminal=True, color_system=None)
     rendered.print(view.render(output(5, 2.0)))
     shown = table.getvalue()
-    assert "[s]" in shown and "h[1].cpu" in shown and "watermark 99" in shown
+    assert "[s]" in shown and "h[1].cpu" in shown
+    assert "watermark 1970-01-01T00:00:00.099Z (99 ms)" in shown
+    assert "1970-01-01T00:00:00.005Z" in shown  # the event's time beside its ms

@@ -1,5 +1,6 @@
-"""The ``tsmon`` command: ``demo``, ``check FILE``, ``replay CSV --queries FILE``, ``run JOB``
-and ``query add|alter|remove|list --job DIR``.
+"""The ``tsmon`` command: ``demo``, ``check FILE``, ``replay CSV --queries FILE``, ``run JOB``,
+``query add|alter|remove|list --job DIR``, ``show answers|events|dead-letters --job JOB`` and
+``plot --job JOB --query Q``.
 
 Errors a user can fix (a malformed query, a bad file, bad options) print one clear message and
 exit with status 2; nothing prints a bare traceback unless ``--debug`` is given.
@@ -24,6 +25,7 @@ from tsmon.cli.commands import (
     _run,
     console,
 )
+from tsmon.cli.results import add_parsers as add_result_parsers
 from tsmon.core.units import UnitError, parse_duration_ms
 from tsmon.query import QuerySyntaxError
 from tsmon.spark.session import JavaError
@@ -187,6 +189,7 @@ def _parser() -> argparse.ArgumentParser:
     cluster.set_defaults(run=_cluster)
 
     _query_parser(sub)
+    add_result_parsers(sub, console)
 
     replay = sub.add_parser(
         "replay",

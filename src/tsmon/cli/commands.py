@@ -6,6 +6,7 @@ import argparse
 import os
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -14,7 +15,6 @@ from rich.table import Table
 from tsmon.cli.report import events_table, format_event, summary_line
 from tsmon.engine.events import Event
 from tsmon.engine.monitor import Monitor
-from tsmon.query import parse_queries
 
 console = Console(highlight=False, markup=False)  # data text may hold [brackets]
 
@@ -82,19 +82,51 @@ def _query_submit(args: argparse.Namespace) -> int:
     """Check a command (syntax errors with line:column, nothing written) and submit it."""
     from tsmon.spark.commands import CommandLog, job_directory
 
-    command_id = CommandLog(job_directory(args.job)).submit(args.op, args.text)
+    directory = job_directory(args.job)
+    command_id = CommandLog(directory).submit(args.op, args.text)
     console.print(
         f"submitted {args.op} as {command_id}; the job applies it at its next batch",
         soft_wrap=True,
     )
+    if args.op != "remove":
+        snapshot = _latest_snapshot(directory)
+        why = None if snapshot is None else _waits(args.text, snapshot[1].known_series())
+        if why is not None:
+            console.print(f"note: it will wait: {why}", soft_wrap=True)
     return 0
 
 
+def _waits(text: str, series: list[str]) -> str | None:
+    """Why the watch or summary query of ``text`` would match no series of ``series``."""
+    from tsmon.kinds.local.coordinator import patterns_of
+    from tsmon.kinds.local.node import LOCAL_KINDS
+    from tsmon.query import parse_query
+    from tsmon.query.patterns import no_match
+
+    statement = parse_query(text)
+    if not isinstance(statement, LOCAL_KINDS):
+        return None
+    return no_match(patterns_of(statement), series)
+
+
+def _latest_snapshot(directory: Path) -> tuple[int, Any] | None:
+    """The batch and coordinator of the newest snapshot in a job's checkpoint, if any."""
+    import pickle
+
+    snapshots = sorted((directory / "coordinator").glob("coord-*.pkl"))
+    if not snapshots:
+        return None
+    return int(snapshots[-1].stem.split("-")[1]), pickle.loads(snapshots[-1].read_bytes())
+
+
 def _query_list(args: argparse.Namespace) -> int:
-    """Print every command of a job with its state: pending, applied or rejected in batch N."""
+    """The queries running after the job's last batch with their state (running, waiting for
+    a series, dropped), then every command with its state (pending, applied or rejected)."""
     from tsmon.spark.commands import CommandLog, job_directory
 
-    rows = CommandLog(job_directory(args.job)).states()
+    directory = job_directory(args.job)
+    console.print(_running_table(directory))
+    rows = CommandLog(directory).states()
     if not rows:
         console.print(f"no commands submitted to {args.job}")
         return 0
@@ -106,11 +138,34 @@ def _query_list(args: argparse.Namespace) -> int:
         state = row["state"]
         if row["batch"] is not None:
             state += f" in batch {row['batch']}"
-        if row["state"] == "rejected":
+        if row["detail"]:
             state += f": {row['detail']}"
         table.add_row(row["id"], row["op"], row["text"], state)
     console.print(table)
     return 0
+
+
+def _running_table(directory: Path) -> Table | str:
+    """The queries of the newest coordinator snapshot, by kind, with their state."""
+    snapshot = _latest_snapshot(directory)
+    if snapshot is None:
+        return f"no batch has run yet in {directory}: the job's queries start with its first"
+    batch, node = snapshot
+    table = Table(title=f"queries running after batch {batch}")
+    for column in ("query", "part", "state"):
+        table.add_column(column)
+    for name, part in node.parts.items():
+        progress = part.progress()
+        waiting = progress.get("unmatchedQueries", {})
+        dropped = progress.get("droppedQueries", {})
+        for query in part.names():
+            state = "running"
+            if query in waiting:
+                state = f"waits: {waiting[query]}"
+            elif query in dropped:
+                state = f"dropped: {dropped[query]}"
+            table.add_row(query, name, state)
+    return table
 
 
 def _read_text(path: Path) -> str:
@@ -120,16 +175,10 @@ def _read_text(path: Path) -> str:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from tsmon.kinds import kind_of
+    """Every error of a query file (status 2 if any), then its statements (:mod:`.check`)."""
+    from tsmon.cli.check import run_check
 
-    statements = parse_queries(_read_text(args.file))
-    table = Table(title=f"{args.file}: {len(statements)} statements OK")
-    for column in ("query", "on / as", "windows", "since / within"):
-        table.add_column(column)
-    for statement in statements:
-        table.add_row(statement.name, *kind_of(statement).describe(statement))
-    console.print(table)
-    return 0
+    return run_check(args.file, console)
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -149,6 +198,8 @@ def _replay(args: argparse.Namespace) -> int:
     points = merge_by_time([read_series_csv(path, args.series) for path in args.csv])
     monitor = Monitor(points["series"].unique(), allowed_lateness=args.allowed_lateness)
     monitor.add_query(queries)
+    for name, why in monitor.unmatched().items():
+        console.print(f"query {name!r} will not fire: {why}", soft_wrap=True)
     shown = 0
     counts: Counter[str] = Counter()
     collected: list[Event] = []
@@ -169,7 +220,7 @@ def _replay(args: argparse.Namespace) -> int:
             progress.update(task, advance=len(chunk))
     if args.events_out is not None:
         _write_events(collected, args.events_out)
-    console.print(events_table(counts, monitor.queries()))
+    console.print(events_table(counts, monitor.queries(), monitor.unmatched()))
     console.print(summary_line(monitor.stats()), soft_wrap=True)
     return 0
 

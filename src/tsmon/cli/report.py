@@ -85,17 +85,26 @@ def summary_line(stats: Mapping[str, object]) -> str:
     )
 
 
-def events_table(counts: Mapping[str, int], queries: Iterable[str] | None = None) -> Table:
+def events_table(
+    counts: Mapping[str, int],
+    queries: Iterable[str] | None = None,
+    unmatched: Mapping[str, str] | None = None,
+) -> Table:
     """A table of events per query.
 
     ``queries`` gives the rows and their order (so registered queries that never fired show
-    0); without it, the queries in ``counts`` in name order.
+    0); without it, the queries in ``counts`` in name order. ``unmatched`` (query -> why, from
+    :meth:`tsmon.Monitor.unmatched`) adds a note to the queries no series triggered, so 0 events
+    never goes unexplained.
     """
+    notes = unmatched or {}
     table = Table(title="events per query")
     table.add_column("query")
     table.add_column("events", justify="right")
+    if notes:
+        table.add_column("note")
     for name in sorted(counts) if queries is None else queries:
-        table.add_row(name, str(counts.get(name, 0)))
+        table.add_row(name, str(counts.get(name, 0)), *([notes.get(name, "")] if notes else []))
     return table
 
 

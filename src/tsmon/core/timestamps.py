@@ -8,6 +8,7 @@ Integers are epoch milliseconds; strings, ``datetime`` and ``datetime64`` values
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime, timedelta, timezone
 
@@ -217,3 +218,17 @@ def format_instant_ms(millis: int) -> str:
     stamp = _EPOCH + timedelta(milliseconds=millis)
     fraction = f".{millis % 1000:03d}" if millis % 1000 else ""
     return f"{stamp:%Y-%m-%dT%H:%M:%S}{fraction}Z"
+
+
+def format_instant_and_ms(millis: float | None) -> str:
+    """Epoch milliseconds for people and for machines: the UTC instant, then the exact ms
+    (``never`` for None or a non-finite time, such as a deadline that is not set).
+
+    Examples
+    --------
+    >>> format_instant_and_ms(1_704_067_200_119), format_instant_and_ms(float("inf"))
+    ('2024-01-01T00:00:00.119Z (1704067200119 ms)', 'never')
+    """
+    if millis is None or not math.isfinite(millis):
+        return "never"
+    return f"{format_instant_ms(int(millis))} ({int(millis)} ms)"

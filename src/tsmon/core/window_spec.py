@@ -1,4 +1,6 @@
-"""What a window covers: the last N points, the last span of event time, or since an instant."""
+"""What a window covers: the last N points, the last span of event time, or since an instant;
+a count or time window may be taken *before* the point (as it stood at the series' previous
+point, so the point itself is not in it)."""
 
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ class WindowSpec:
     ``size`` is a point count (COUNT, 1 .. :data:`MAX_POINTS`), a span in ms (TIME, 1 ..
     :data:`~tsmon.core.units.MAX_DURATION_MS`) or the landmark instant in epoch ms (LANDMARK,
     within :data:`~tsmon.core.units.MIN_INSTANT_MS` .. :data:`~tsmon.core.units.MAX_INSTANT_MS`).
+    ``before`` (count and time windows only) takes the window as it stood at the series'
+    previous point, so a point is compared with the points before it and never with itself.
     ``str(spec)`` is the window in query syntax, and reads back as an equal spec.
 
     Examples
@@ -35,12 +39,19 @@ class WindowSpec:
     ('100 points', '1 point', '5m')
     >>> str(WindowSpec.landmark(1_704_067_200_000))
     'since 2024-01-01T00:00:00Z'
+    >>> str(WindowSpec.time(3_600_000, before=True)), WindowSpec.count(12, before=True).base
+    ('1h before', WindowSpec(kind=<WindowKind.COUNT: 'count'>, size=12))
     """
 
     kind: WindowKind
     size: int
+    before: bool = False
 
     def __post_init__(self) -> None:
+        if self.before and self.kind is WindowKind.LANDMARK:
+            raise ValueError(
+                "a landmark window cannot be taken before the point; use a count or time window"
+            )
         low, high, unit = {
             WindowKind.COUNT: (1, MAX_POINTS, "points"),
             WindowKind.TIME: (1, MAX_DURATION_MS, "ms"),
@@ -53,22 +64,36 @@ class WindowSpec:
             )
 
     @classmethod
-    def count(cls, points: int) -> WindowSpec:
-        """The last ``points`` points."""
-        return cls(WindowKind.COUNT, int(points))
+    def count(cls, points: int, before: bool = False) -> WindowSpec:
+        """The last ``points`` points (``before``: those before the point)."""
+        return cls(WindowKind.COUNT, int(points), before)
 
     @classmethod
-    def time(cls, span_ms: int) -> WindowSpec:
-        """Points whose timestamp lies in ``(t - span_ms, t]`` for the latest time ``t``."""
-        return cls(WindowKind.TIME, int(span_ms))
+    def time(cls, span_ms: int, before: bool = False) -> WindowSpec:
+        """Points whose timestamp lies in ``(t - span_ms, t]`` for the latest time ``t``
+        (``before``: ``t`` is the series' previous point's time)."""
+        return cls(WindowKind.TIME, int(span_ms), before)
 
     @classmethod
     def landmark(cls, since_ms: int) -> WindowSpec:
         """Points whose timestamp is at or after ``since_ms``."""
         return cls(WindowKind.LANDMARK, int(since_ms))
 
+    def __repr__(self) -> str:
+        """The fields, ``before`` only when set (most windows include the point)."""
+        before = ", before=True" if self.before else ""
+        return f"WindowSpec(kind={self.kind!r}, size={self.size}{before})"
+
+    @property
+    def base(self) -> WindowSpec:
+        """The same window including the point (``before`` dropped)."""
+        return WindowSpec(self.kind, self.size)
+
     def __str__(self) -> str:
-        """The window as written in a query: ``100 points``, ``1 point``, ``5m``, ``since ...Z``."""
+        """The window as written in a query: ``100 points``, ``1 point``, ``5m``, ``since ...Z``,
+        ``1h before``."""
+        if self.before:
+            return f"{self.base} before"
         if self.kind is WindowKind.COUNT:
             return "1 point" if self.size == 1 else f"{self.size} points"
         if self.kind is WindowKind.TIME:

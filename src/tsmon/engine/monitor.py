@@ -40,7 +40,7 @@ from tsmon.engine.standing_settings import StandingSettings
 from tsmon.engine.summaries import SummaryQueries
 from tsmon.protocols.filters import MessageCounts
 from tsmon.query import CompiledQuery, Stat, compile_query, parse_expr, parse_queries, query_key
-from tsmon.query.patterns import is_glob, series_matches
+from tsmon.query.patterns import is_glob, no_match, series_matches
 
 
 @dataclass(frozen=True)
@@ -285,6 +285,17 @@ class Monitor:
         query = self._queries.pop(key)
         for series in self._attached.pop(key):
             self._release(series, query.windows)
+
+    def unmatched(self) -> dict[str, str]:
+        """The watch queries no stored series triggers yet: name -> why (their ``ON`` patterns
+        and some of the series there are). Asked after :meth:`add_query`, it says which new
+        queries wait for series; a query leaves it when a series it matches appears."""
+        notes = {
+            q.name: no_match(q.triggers, self._nodes)
+            for key, q in self._queries.items()
+            if not self._attached[key]
+        }
+        return {name: note for name, note in notes.items() if note is not None}
 
     def queries(self) -> dict[str, str]:
         """The registered queries: name -> text."""

@@ -33,11 +33,13 @@ event-time watermark can also move an idle node with
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tsmon.core.timestamps import format_instant_and_ms
 from tsmon.core.units import format_value
 from tsmon.engine.bounded import to_query
 from tsmon.kinds.base import CoordinatorPart, NodePart, Part, Points, QueryKind, Row
@@ -52,7 +54,7 @@ from tsmon.protocols.filters.messages import (
 from tsmon.protocols.filters.queries import Query, check_delta
 from tsmon.protocols.filters.source import SourceFilter
 from tsmon.query import AggregateDef, AlterPrecision, format_terms, resolve_aggregate
-from tsmon.query.patterns import is_glob, series_matches
+from tsmon.query.patterns import is_glob, no_match, series_matches
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from tsmon.engine.hub import CoordinatorNode
@@ -356,9 +358,11 @@ def _add(hub: CoordinatorNode, statement: AggregateDef, source_of: Any) -> str:
     globs = [t.series for t in statement.terms if is_glob(t.series)]
     if globs:
         part.add_glob_query(hub, statement)
+        why = no_match(globs, hub.known_series())
         return (
             f"added {statement.name!r}: {statement.aggregate.upper()} over the series matching "
             f"{', '.join(globs)} as they appear, within {statement.delta:g}"
+            + ("" if why is None else f"; it waits: {why}")
         )
     names = [t.series for t in statement.terms]
     query = to_query(resolve_aggregate(statement, names))
@@ -390,9 +394,15 @@ def _job_check(statement: AggregateDef) -> None:
 
 
 def _line(a: Answer) -> str:
-    """``2 in [1.5, 2.5] as of 119 ms``."""
+    """``2 in [1.5, 2.5] as of 2024-01-01T00:00:00.119Z (1704067200119 ms)``; an answer not
+    known yet says why instead of ``nan in [-inf, inf]``."""
+    if a.as_of_ms is None:
+        return "not known yet: no data yet"
+    as_of = f"as of {format_instant_and_ms(a.as_of_ms)}"
+    if math.isnan(a.value):
+        return f"not known yet: some of its series have sent no value, {as_of}"
     bounds = f"[{format_value(a.lo)}, {format_value(a.hi)}]"
-    return f"{format_value(a.value)} in {bounds} as of {a.as_of_ms} ms"
+    return f"{format_value(a.value)} in {bounds} {as_of}"
 
 
 PART = Part(

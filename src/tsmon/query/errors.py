@@ -66,6 +66,7 @@ FRIENDLY_TERMINALS: dict[str, str] = {
     "_BY": "BY",
     "_OVER": "OVER",
     "IMMEDIATELY": "IMMEDIATELY",
+    "BEFORE": "BEFORE",
     "_AT": "AT",
     "_MAX": "MAX",
     "_SEMI": "';'",

@@ -8,13 +8,14 @@ that parses back to an equal tree, with only the parentheses it needs.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from lark import Token, Tree
 
 from tsmon.core.units import format_duration_ms
 from tsmon.core.view import STATS
-from tsmon.core.window_spec import WindowSpec
+from tsmon.core.window_spec import WindowKind, WindowSpec
 from tsmon.query.grammar import STAT_ALIASES
 from tsmon.query.nodes import Node
 from tsmon.query.tokens import Fail, duration_ms, finite_number, format_number, format_window, pos
@@ -190,6 +191,14 @@ def build_expr(tree: Tree | Token, fail: Fail) -> Expr:
         return Value("last", **at)
     if kind == "stat":
         window = read_window(kids[1], fail)
+        if kids[2] is not None:
+            if window.kind is WindowKind.LANDMARK:
+                fail(
+                    f"BEFORE takes a count or time window, e.g. {kids[0]}(1h before); "
+                    f"a window since an instant cannot leave the point out",
+                    kids[2],
+                )
+            window = dataclasses.replace(window, before=True)
         return Stat(STAT_ALIASES[kids[0].lower()], window, **at)
     if kind == "call":
         return _call(kids[0], kids[1], fail)

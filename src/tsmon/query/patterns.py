@@ -36,3 +36,27 @@ def series_matches(series: str, patterns: Iterable[str]) -> bool:
     (True, False)
     """
     return any(fnmatchcase(series, pattern) for pattern in patterns)
+
+
+def no_match(patterns: Iterable[str], series: Iterable[str], shown: int = 3) -> str | None:
+    """None when one of ``series`` matches ``patterns``; else the words saying that none does,
+    with a few of the series there are (a renamed series or a wrong glob shows at once).
+
+    Examples
+    --------
+    >>> no_match(["nab.*"], ["nab.cpu"]) is None
+    True
+    >>> no_match(["nab.*"], ["realAWSCloudwatch.ec2_cpu_5f5533"])
+    "no series matches nab.* (series now: 'realAWSCloudwatch.ec2_cpu_5f5533')"
+    >>> no_match(["a.*", "b"], [])
+    'no series matches a.*, b (no series yet)'
+    """
+    patterns, names = list(patterns), sorted(series)
+    if any(series_matches(name, patterns) for name in names):
+        return None
+    if not names:
+        now = "no series yet"
+    else:
+        more = f" and {len(names) - shown} more" if len(names) > shown else ""
+        now = "series now: " + ", ".join(repr(n) for n in names[:shown]) + more
+    return f"no series matches {', '.join(patterns)} ({now})"

@@ -5,12 +5,35 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from tsmon.core.timestamps import format_instant_ms
 from tsmon.spark.files import atomic_write
 
-__all__ = ["SparkProgress", "append_progress"]
+__all__ = ["SparkProgress", "append_progress", "utc_times"]
+
+#: Event-time fields of a progress record (epoch ms), each written beside as ``<name>Utc``.
+EVENT_TIME_FIELDS = ("watermark",)
+
+
+def utc_times(record: Mapping[str, Any], now: datetime | None = None) -> dict[str, str | None]:
+    """The readable times of a progress record: ``wallClockUtc`` (when the batch was written,
+    to the millisecond) and ``<name>Utc`` beside each event-time field (None while it is).
+
+    Examples
+    --------
+    >>> utc_times({"watermark": 1704067200000}, datetime(2026, 1, 2, 3, 4, 5, 600000, timezone.utc))
+    {'wallClockUtc': '2026-01-02T03:04:05.600Z', 'watermarkUtc': '2024-01-01T00:00:00Z'}
+    """
+    now = now or datetime.now(timezone.utc)
+    out: dict[str, str | None] = {"wallClockUtc": now.isoformat(timespec="milliseconds")[:-6] + "Z"}
+    for name in EVENT_TIME_FIELDS:
+        if name in record:
+            millis = record[name]
+            out[f"{name}Utc"] = None if millis is None else format_instant_ms(int(millis))
+    return out
 
 
 class SparkProgress:

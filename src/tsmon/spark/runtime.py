@@ -55,7 +55,7 @@ from tsmon.spark.control import ControlChannel
 from tsmon.spark.driver import Coordinator, JobQueries, known_sources
 from tsmon.spark.host import PASS, node_stream
 from tsmon.spark.job import Job, JobError
-from tsmon.spark.progress import SparkProgress, append_progress
+from tsmon.spark.progress import SparkProgress, append_progress, utc_times
 from tsmon.spark.readers import write_replicas
 from tsmon.spark.sinks import DEAD_LETTER_COLUMNS, BatchOutput, Callback, Sinks
 
@@ -105,6 +105,7 @@ class JobRunner:
         self.dead_letters = 0
         self._query: Any = None  # the StreamingQuery, once started
         self._dropped_shown: set[str] = set()
+        self._waiting_shown: set[str] = set()  # queries said to match no series
         self.spark_progress = SparkProgress(job.checkpoint / "spark_progress.jsonl")
 
     # -- plan --------------------------------------------------------------------------------
@@ -271,6 +272,13 @@ class JobRunner:
             if name not in self._dropped_shown:
                 print(f"tsmon: query {name!r} dropped: {reason}")
                 self._dropped_shown.add(name)
+        for name, why in progress_of_parts.get("unmatchedQueries", {}).items():
+            if name not in self._waiting_shown:  # once, and again after it matched
+                print(f"tsmon: query {name!r} waits: {why}")
+                self._waiting_shown.add(name)
+        for name, what in progress_of_parts.get("startedMatching", {}).items():
+            print(f"tsmon: query {name!r} {what}")
+            self._waiting_shown.discard(name)
         # the channel numbers rows itself, keeping the coordinator's order
         self.channel.write(
             batch_id, {src: [r["payload"] for r in rs] for src, rs in control.items()}
@@ -306,6 +314,7 @@ class JobRunner:
             "previousBatchDurationMs": self.spark_progress.last_duration_ms,
             "driverMs": round(1000 * (time.perf_counter() - started), 3),
         }
+        progress.update(utc_times(progress))
         output = BatchOutput(
             batch_id,
             events,

@@ -7,10 +7,10 @@ the batch's progress record. The Parquet sink writes one file per batch id and k
 temporary name and renamed, so a batch Spark replays after a crash replaces its files instead
 of adding to them::
 
-    <path>/answers/batch-<N>.parquet          batch_id, query, value, lo, hi, as_of_ms
-    <path>/events/batch-<N>.parquet           batch_id, query, series, ts_ms, value,
+    <path>/answers/batch-<N>.parquet          batch_id, query, value, lo, hi, as_of_ms, as_of_utc
+    <path>/events/batch-<N>.parquet           batch_id, query, series, ts_ms, ts_utc, value,
                                               payload (JSON), coverage, replayed
-    <path>/dead_letters/batch-<N>.parquet     source, series, ts, value, raw_ts, raw_value,
+    <path>/dead_letters/batch-<N>.parquet     source, series, ts, ts_utc, value, raw_ts, raw_value,
                                               reason, detail
     <path>/topk/batch-<N>.parquet             batch_id, query, members (JSON list), k, eps,
                                               bottom, epoch, settled, nodes, messages, ignored
@@ -20,6 +20,9 @@ of adding to them::
     <path>/summaries/batch-<N>.parquet        batch_id, query, value, bound, points, positions,
                                               possible (JSON lists), ignored, satisfied,
                                               lower, upper (answers received)
+
+Beside every epoch-ms column is its UTC timestamp (``<name>_utc``; ``ts_utc`` beside the
+``ts`` of dead letters), for readers that want times rather than milliseconds.
 
 Dead letters are input rows that could not be read (``bad_source`` for a source named like a
 query partition, ``bad_series``, ``bad_timestamp``,
@@ -47,6 +50,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tsmon import kinds
+from tsmon.core.timestamps import format_instant_and_ms, format_instant_ms
 from tsmon.core.units import format_value
 from tsmon.spark.files import atomic_file
 from tsmon.spark.job import SinkSpec
@@ -118,7 +122,27 @@ class Sinks:
 
 
 def _write(path: Path, frame: pd.DataFrame) -> None:
-    atomic_file(path, partial(frame.to_parquet, index=False))
+    atomic_file(path, partial(with_utc(frame).to_parquet, index=False))
+
+
+def with_utc(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with a UTC timestamp column ``<name>_utc`` after each epoch-ms column
+    (``<name>_ms``, and the ``ts`` of dead letters): the readable time beside the exact one.
+
+    Examples
+    --------
+    >>> with_utc(pd.DataFrame({"ts_ms": [1704067200000], "v": [1.0]})).columns.tolist()
+    ['ts_ms', 'ts_utc', 'v']
+    >>> str(with_utc(pd.DataFrame({"ts": [1704067200500]}))["ts_utc"][0])
+    '2024-01-01 00:00:00.500000+00:00'
+    """
+    out = frame.copy()
+    for column in [c for c in frame.columns if c.endswith("_ms") or c == "ts"]:
+        twin = f"{column.removesuffix('_ms')}_utc"
+        millis = pd.to_numeric(frame[column], errors="coerce")
+        stamps = pd.to_datetime(millis, unit="ms", utc=True)
+        out.insert(out.columns.get_loc(column) + 1, twin, stamps)
+    return out
 
 
 def _write_batch(path: Path, out: BatchOutput) -> None:
@@ -205,6 +229,8 @@ class ConsoleView:
         for part in kinds.PARTS:
             for name, a in out.answers.get(part.name, {}).items():
                 self.console.print(f"  {name}: {part.line(a)}", markup=False)
+        for name, why in _waiting(p).items():
+            self.console.print(f"  {name} waits: {why}", markup=False)
 
     def render(self, out: BatchOutput) -> Group:
         """The table of answers, the newest events and a progress line."""
@@ -215,20 +241,29 @@ class ConsoleView:
                 lines = {name: part.line(a) for name, a in answers.items()}
                 parts.append(_answer_table(f"{part.title} after batch {out.batch_id}", lines))
         events = Table(title=f"newest events ({self.events} so far)", title_justify="left")
-        for column in ("query", "series", "ts (ms)", "payload"):
+        for column in ("query", "series", "time (UTC)", "ts (ms)", "payload"):
             events.add_column(column)
         for e in self.recent:
             payload = ", ".join(f"{k}={_short(v)}" for k, v in e["payload"].items())
-            events.add_row(Text(e["query"]), Text(e["series"]), str(e["ts_ms"]), Text(payload))
+            when, ms = format_instant_ms(e["ts_ms"]), str(e["ts_ms"])
+            events.add_row(Text(e["query"]), Text(e["series"]), when, ms, Text(payload))
         p = out.progress
+        watermark = p.get("watermark")
+        watermark = "none yet" if watermark is None else format_instant_and_ms(watermark)
         line = (
             f"points {p.get('numInputRows', 0)} · rows to coordinator "
             f"{p.get('rowsToCoordinator', 0)} · control rows {p.get('controlRows', 0)} · "
-            f"watermark {p.get('watermark')} · driver {p.get('driverMs', 0):.0f} ms"
+            f"watermark {watermark} · driver {p.get('driverMs', 0):.0f} ms"
         )
         if p.get("previousBatchDurationMs") is not None:
             line += f" · previous batch {p['previousBatchDurationMs']} ms"
-        return Group(*parts, events, Text(line))
+        waiting = [Text(f"{name} waits: {why}") for name, why in _waiting(p).items()]
+        return Group(*parts, events, Text(line), *waiting)
+
+
+def _waiting(progress: Mapping[str, Any]) -> dict[str, str]:
+    """The queries no series matches yet (name -> why), from a batch's progress."""
+    return dict(progress.get("unmatchedQueries") or {})
 
 
 def _answer_table(title: str, lines: Mapping[str, str]) -> Table:

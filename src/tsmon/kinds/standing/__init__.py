@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tsmon.core.timestamps import format_instant_ms
+from tsmon.core.timestamps import format_instant_and_ms, format_instant_ms
 from tsmon.core.units import format_value
 from tsmon.engine.standing import StandingAnswer, check_window, series_weights
 from tsmon.kinds.base import Part, QueryKind
@@ -87,10 +87,11 @@ def _job_check(statement: StandingDef) -> None:
 
 
 def _line(a: StandingAnswer) -> str:
-    """``12.5 ±0.5 at 1000 ms, next 1800 ms`` (and the interruption error if any)."""
+    """``12.5 ±0.5 at 1970-01-01T00:00:01Z (1000 ms), next 1970-01-01T00:00:01.800Z (1800
+    ms)`` (and the interruption error if any)."""
     line = (
-        f"{format_value(a.value)} ±{format_value(a.eps)} at {a.ts_ms} ms, "
-        f"next {format_value(a.next_due_ms)} ms"
+        f"{format_value(a.value)} ±{format_value(a.eps)} at {format_instant_and_ms(a.ts_ms)}, "
+        f"next {format_instant_and_ms(a.next_due_ms)}"
     )
     return f"{line} (interrupted: ±{format_value(a.eps_intr)})" if a.interrupted else line
 

@@ -1,0 +1,214 @@
+"""``tsmon show answers|events|dead-letters`` and ``tsmon plot``: a job's Parquet outputs read
+back as tables and pictures, without pandas on the user's side.
+
+``--job`` is the job file (its ``parquet`` sink is read) or the sink's directory (the one
+holding ``answers/``, ``events/``, ...). Times are shown in UTC beside the exact milliseconds;
+event payloads and JSON lists are decoded. ``--since`` takes an ISO-8601 instant or a
+look-back such as ``--since=-1h`` (with ``=``: argparse reads ``-1h`` alone as an option)
+from the newest row shown; ``--follow`` keeps printing the rows of
+new batches until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from tsmon.core.timestamps import format_instant_ms, parse_instant_ms
+from tsmon.core.units import format_value, parse_duration_ms
+
+#: What ``show`` can show: the sink directories read, and the column holding each row's time.
+SHOWN = {
+    "answers": (
+        ("answers", "as_of_ms"),
+        ("standing", "ts_ms"),
+        ("summaries", None),
+        ("topk", None),
+    ),
+    "events": (("events", "ts_ms"),),
+    "dead-letters": (("dead_letters", "ts"),),
+}
+#: The answer sinks with a value and a band to plot: (directory, time, value, low, high).
+PLOTTED = (
+    ("answers", "as_of_ms", "value", "lo", "hi"),
+    ("standing", "ts_ms", "value", "eps", None),
+    ("summaries", None, "value", "lower", "upper"),
+)
+
+
+def output_directory(job: Path) -> Path:
+    """The Parquet sink directory of ``job`` (a job file, or the directory itself)."""
+    if job.is_file():
+        from tsmon.spark.job import load_job
+
+        spec = load_job(job)
+        paths = [s.path for s in spec.sinks if s.kind == "parquet" and s.path is not None]
+        if not paths:
+            raise ValueError(f"--job {job}: the job has no parquet sink, so nothing to show")
+        return Path(paths[0])
+    known = {d for rows in SHOWN.values() for d, _ in rows}
+    if job.is_dir() and any((job / d).is_dir() for d in known):
+        return job
+    raise ValueError(
+        f"--job {job}: not a job file nor a job's Parquet output directory (with answers/ or "
+        "events/ in it); pass the job file (TOML) or its [[sinks]] parquet path"
+    )
+
+
+def read_batches(directory: Path, seen: set[Path] | None = None) -> pd.DataFrame:
+    """Every ``batch-N.parquet`` of ``directory`` not in ``seen`` (which is updated), in batch
+    order; empty when there are none."""
+    files = sorted(p for p in directory.glob("batch-*.parquet") if seen is None or p not in seen)
+    if seen is not None:
+        seen.update(files)
+    frames = [pd.read_parquet(p) for p in files]
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def since_ms(text: str, newest: int | None) -> int | None:
+    """``--since``: an ISO-8601 instant, or ``-<duration>`` back from ``newest``.
+
+    Examples
+    --------
+    >>> since_ms("2024-01-01T00:00:00Z", None), since_ms("-1h", 7_200_000)
+    (1704067200000, 3600000)
+    """
+    if text.startswith("-"):
+        return None if newest is None else newest - parse_duration_ms(text[1:])
+    return parse_instant_ms(text)
+
+
+def select(frame: pd.DataFrame, when: str | None, args: argparse.Namespace) -> pd.DataFrame:
+    """The rows of ``--query`` and ``--since``."""
+    if frame.empty:
+        return frame
+    if args.query is not None and "query" in frame:
+        frame = frame[frame["query"].str.casefold() == args.query.casefold()]
+    if args.since is not None and when is not None and not frame.empty:
+        times = pd.to_numeric(frame[when], errors="coerce")
+        start = since_ms(args.since, None if times.isna().all() else int(times.max()))
+        if start is not None:
+            frame = frame[times >= start]
+    return frame
+
+
+def _cell(column: str, value: Any) -> str:
+    """One cell: JSON payloads and lists decoded, times in UTC, numbers short."""
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "-"
+    if isinstance(value, pd.Timestamp):
+        return format_instant_ms(int(value.value) // 1_000_000)  # .value is in ns
+    if column in ("payload", "members", "positions", "possible") and isinstance(value, str):
+        decoded = json.loads(value)
+        if isinstance(decoded, dict):
+            return ", ".join(f"{k}={format_value(v)}" for k, v in decoded.items())
+        return ", ".join(str(v) for v in decoded)
+    if isinstance(value, float):
+        return format_value(value)
+    return str(value)
+
+
+def table_of(title: str, frame: pd.DataFrame) -> Table:
+    """``frame`` as a rich table, UTC twins of epoch-ms columns added where missing."""
+    from tsmon.spark.sinks import with_utc
+
+    missing = [c for c in frame.columns if (c.endswith("_ms") or c == "ts")]
+    if any(f"{c.removesuffix('_ms')}_utc" not in frame for c in missing):
+        frame = with_utc(frame.drop(columns=[c for c in frame if c.endswith("_utc")]))
+    table = Table(title=f"{title} ({len(frame)} rows)", title_justify="left")
+    for column in frame.columns:
+        table.add_column(column, overflow="fold")
+    for row in frame.itertuples(index=False):
+        table.add_row(*(_cell(c, v) for c, v in zip(frame.columns, row, strict=True)))
+    return table
+
+
+def run_show(args: argparse.Namespace, console: Console) -> int:
+    """Print the rows asked for; with ``--follow``, then those of every new batch."""
+    out = output_directory(args.job)
+    seen: dict[str, set[Path]] = {d: set() for d, _ in SHOWN[args.what]}
+    shown = 0
+    while True:
+        for directory, when in SHOWN[args.what]:
+            frame = select(read_batches(out / directory, seen[directory]), when, args)
+            if not frame.empty:
+                console.print(table_of(directory, frame))
+                shown += len(frame)
+        if not args.follow:
+            break
+        time.sleep(args.interval)
+    if shown == 0:
+        which = f" of query {args.query!r}" if args.query else ""
+        console.print(f"no {args.what}{which} in {out}")
+    return 0
+
+
+def run_plot(args: argparse.Namespace, console: Console) -> int:
+    """Write a PNG of one query's answers over time, with their bounds as a band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = output_directory(args.job)
+    for directory, when, value, low, high in PLOTTED:
+        frame = select(read_batches(out / directory), when, args)
+        if frame.empty:
+            continue
+        x = (
+            pd.to_datetime(frame[when], unit="ms", utc=True)
+            if when is not None
+            else frame["batch_id"]
+        )
+        y = frame[value].astype(float)
+        lo = frame[low].astype(float) if high is not None else y - frame[low].astype(float)
+        hi = frame[high].astype(float) if high is not None else y + frame[low].astype(float)
+        figure, axes = plt.subplots(figsize=(10, 4))
+        axes.fill_between(x, lo, hi, step="post", alpha=0.3, label="bounds")
+        axes.plot(x, y, drawstyle="steps-post", label="answer")
+        axes.set_title(f"{args.query} ({directory})")
+        axes.set_xlabel("event time (UTC)" if when is not None else "batch")
+        axes.legend()
+        figure.autofmt_xdate()
+        path = args.out or Path(f"{args.query}.png")
+        figure.savefig(path, dpi=100)
+        plt.close(figure)
+        console.print(
+            f"wrote {path}: {len(frame)} answers of {args.query!r} from {out / directory}"
+        )
+        return 0
+    raise ValueError(
+        f"no answers of query {args.query!r} in {out} (bounded, standing or summary answers); "
+        "check the name with tsmon show answers"
+    )
+
+
+def add_parsers(sub: argparse._SubParsersAction, console: Console) -> None:
+    """``tsmon show`` and ``tsmon plot``, printing to ``console``."""
+    job_help = "the job file, or its Parquet output directory ([[sinks]] parquet path)"
+    parser = sub.add_parser("show", help="print a job's answers, events or dead letters")
+    parser.add_argument("what", choices=sorted(SHOWN))
+    parser.add_argument("--job", type=Path, required=True, metavar="JOB", help=job_help)
+    parser.add_argument("--query", help="only this query (names ignore case)")
+    parser.add_argument(
+        "--since",
+        help="an ISO-8601 instant, or =-DURATION back from the newest row (--since=-1h)",
+    )
+    parser.add_argument("--follow", action="store_true", help="keep printing new batches")
+    parser.add_argument("--interval", type=float, default=1.0, help=argparse.SUPPRESS)
+    parser.set_defaults(run=partial(run_show, console=console))
+    plotting = sub.add_parser("plot", help="write a PNG of a query's answers over time")
+    plotting.add_argument("--job", type=Path, required=True, metavar="JOB", help=job_help)
+    plotting.add_argument("--query", required=True, help="the query (names ignore case)")
+    plotting.add_argument("--since", help="an ISO-8601 instant, or -DURATION from the newest")
+    plotting.add_argument("--out", type=Path, help="the PNG to write (default: QUERY.png)")
+    plotting.set_defaults(run=partial(run_plot, console=console))

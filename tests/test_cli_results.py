@@ -1,0 +1,201 @@
+"""A job's results from the command line, on one real Spark run (``tsmon run --once`` in a
+subprocess): queries that match nothing say so and say when they start matching, times in UTC
+beside milliseconds, ``tsmon show``, ``tsmon plot`` and ``tsmon query list``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.test_cli import NAB, REPO, tsmon
+from tsmon import Monitor
+from tsmon.core.timestamps import format_instant_ms
+
+JOB = """
+queries = '''
+# the bounded sum of two series, a spike rule on the NAB series (second file), and a query
+# over series that never come
+QUERY s AS SUM(a.x, b.x) WITHIN 2
+QUERY spikes ON nab.* WHEN abs(last - mean(1h before)) > 3 * stddev(1h before)
+QUERY ghost ON host*.cpu WHEN last > 0
+'''
+[job]
+checkpoint = "ckpt"
+[input]
+kind = "files"
+path = "incoming"
+format = "csv"
+columns = { series = "metric", ts = "time", value = "v" }
+[[sinks]]
+kind = "parquet"
+path = "out"
+[[sinks]]
+kind = "console"
+"""
+
+
+def nab_rows() -> pd.DataFrame:
+    frame = pd.read_csv(NAB)
+    ms = pd.to_datetime(frame["timestamp"], utc=True).astype("int64") // 1_000_000
+    return pd.DataFrame({"metric": "nab.cpu", "time": ms, "v": frame["value"]})
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    if not NAB.is_file():
+        pytest.skip(f"NAB data not found at {NAB.resolve()} (shared data checkout missing)")
+    root = tmp_path_factory.mktemp("job")
+    (root / "job.toml").write_text(JOB, encoding="utf-8")
+    incoming = root / "incoming"
+    incoming.mkdir()
+    rows = "".join(
+        f"{s},{t},{v}\n" for t in range(0, 4000, 500) for s, v in [("a.x", 1), ("b.x", 2)]
+    )
+    first = incoming / "p0.csv"
+    first.write_text("metric,time,v\n" + rows + "b.x,oops,3\n", encoding="utf-8")
+    second = incoming / "p1.csv"
+    nab_rows().to_csv(second, index=False)
+    os.utime(first, (1_000_000_000, 1_000_000_000))  # Spark reads the older file first
+    os.utime(second, (1_000_000_100, 1_000_000_100))
+    run = tsmon("run", str(root / "job.toml"), "--once", timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return root, run
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_a_query_matching_nothing_says_so_and_again_when_it_starts(job) -> None:
+    root, run = job
+    out = flat(run.stdout)
+    assert "query 'spikes' waits: no series matches nab.* (series now: 'a.x', 'b.x')" in out
+    assert "query 'spikes' now matches 'nab.cpu'" in out
+    assert out.index("'spikes' waits") < out.index("'spikes' now matches")
+    assert "query 'ghost' waits: no series matches host*.cpu" in out
+    progress = [json.loads(line) for line in (root / "ckpt" / "progress.jsonl").open()]
+    assert progress[0]["unmatchedQueries"].keys() == {"spikes", "ghost"}
+    assert progress[1]["startedMatching"] == {"spikes": "now matches 'nab.cpu'"}
+    assert list(progress[-1]["unmatchedQueries"]) == ["ghost"]  # in every record, until then
+    # readable times: wall clock, and the watermark's instant beside its ms
+    last = progress[-1]
+    assert last["wallClockUtc"].endswith("Z") and "T" in last["wallClockUtc"]
+    watermark = pd.Timestamp(last["watermark"], unit="ms", tz="UTC")
+    assert pd.Timestamp(last["watermarkUtc"]) == watermark
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_parquet_events_have_utc_times_and_equal_the_monitor(job) -> None:
+    root, _ = job
+    events = pd.concat(pd.read_parquet(p) for p in sorted((root / "out" / "events").iterdir()))
+    spikes = events[events["query"] == "spikes"]
+    mon = Monitor(["nab.*"])
+    mon.add_query("QUERY spikes ON nab.* WHEN abs(last - mean(1h before)) > 3 * stddev(1h before)")
+    rows = nab_rows()
+    mon.ingest(rows["metric"].to_numpy(), rows["time"].to_numpy(), rows["v"].to_numpy())
+    assert spikes["ts_ms"].tolist() == [e.ts_ms for e in mon.events()]
+    assert (spikes["ts_utc"] == pd.to_datetime(spikes["ts_ms"], unit="ms", utc=True)).all()
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_show_prints_events_answers_and_dead_letters_as_tables(job) -> None:
+    root, _ = job
+    events = pd.concat(pd.read_parquet(p) for p in sorted((root / "out" / "events").iterdir()))
+    shown = tsmon("show", "events", "--job", str(root / "job.toml"), "--query", "SPIKES")
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert f"events ({len(events)} rows)" in shown.stdout
+    first = events.iloc[0]
+    payload = json.loads(first["payload"])
+    assert f"value={payload['value']:.4g}"[:10] in shown.stdout  # decoded, not JSON
+    assert pd.Timestamp(first["ts_ms"], unit="ms", tz="UTC").isoformat()[:19] in shown.stdout
+    newest = int(events["ts_ms"].max())
+    recent = tsmon("show", "events", "--job", str(root / "out"), "--since=-1d")
+    expected = int((events["ts_ms"] >= newest - 86_400_000).sum())
+    assert f"events ({expected} rows)" in recent.stdout and expected < len(events)
+    answers = tsmon("show", "answers", "--job", str(root / "job.toml"), "--query", "s")
+    frame = pd.concat(pd.read_parquet(p) for p in sorted((root / "out" / "answers").iterdir()))
+    assert answers.returncode == 0 and f"answers ({len(frame)} rows)" in answers.stdout
+    as_of = int(frame["as_of_ms"].iloc[-1])
+    assert format_instant_ms(as_of) in answers.stdout and str(as_of) in answers.stdout
+    dead = tsmon("show", "dead-letters", "--job", str(root / "job.toml"))
+    assert "dead_letters (1 rows)" in dead.stdout and "bad_timestamp" in dead.stdout
+    none = tsmon("show", "events", "--job", str(root / "job.toml"), "--query", "ghost")
+    assert "no events of query 'ghost'" in none.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_show_follow_prints_new_batches(job, tmp_path: Path) -> None:
+    root, _ = job
+    out = tmp_path / "out"
+    shutil.copytree(root / "out", out)
+    command = ["show", "events", "--job", str(out), "--follow", "--interval", "0.2"]
+    follow = subprocess.Popen(
+        [sys.executable, "-m", "tsmon.cli", *command, "--query", "spikes"],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ, COLUMNS="200"),
+    )
+    try:
+        first = sorted((out / "events").iterdir())[-1]
+        time.sleep(3)  # the first tables are printed
+        shutil.copy(first, out / "events" / "batch-999999999.parquet")
+        time.sleep(3)
+    finally:
+        follow.terminate()
+        text = follow.communicate(timeout=30)[0]
+    tables = [line for line in text.splitlines() if line.startswith("events (")]
+    assert len(tables) >= 2, text[-2000:]  # the old batches, then the new one
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_plot_writes_a_png_of_an_answer_over_time(job, tmp_path: Path) -> None:
+    root, _ = job
+    png = tmp_path / "s.png"
+    run = tsmon("plot", "--job", str(root / "job.toml"), "--query", "s", "--out", str(png))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5_000
+    missing = tsmon("plot", "--job", str(root / "job.toml"), "--query", "nope")
+    assert missing.returncode == 2 and "no answers of query 'nope'" in missing.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_query_list_shows_the_queries_running_with_their_state(job) -> None:
+    root, _ = job
+    listed = tsmon("query", "list", "--job", str(root / "ckpt"))
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    rows = {line.split("│")[1].strip(): line for line in listed.stdout.splitlines() if "│" in line}
+    assert "running" in rows["s"] and "running" in rows["spikes"]
+    assert "waits: no series matches host*.cpu" in flat(listed.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_query_add_says_at_once_that_a_query_will_wait(job, tmp_path: Path) -> None:
+    root, _ = job
+    checkpoint = tmp_path / "ckpt"
+    shutil.copytree(root / "ckpt", checkpoint)
+    added = tsmon("query", "add", "--job", str(checkpoint), "QUERY cold ON host*.mem")
+    assert added.returncode == 0, added.stdout + added.stderr
+    assert "note: it will wait: no series matches host*.mem (series now: 'a.x', 'b.x', " in flat(
+        added.stdout
+    )
+    fine = tsmon("query", "add", "--job", str(checkpoint), "QUERY warm ON nab.*")
+    assert fine.returncode == 0 and "note:" not in fine.stdout
+    listed = flat(tsmon("query", "list", "--job", str(checkpoint)).stdout)
+    assert "QUERY cold ON host*.mem │ pending" in listed
