@@ -74,8 +74,10 @@ def test_adding_a_query_that_matches_nothing_says_it_waits() -> None:
         "(no series yet)"
     )
     bounded = parse_query("QUERY avg AS AVG(aws.*) WITHIN 1")
-    assert kind_of(bounded).add(hub, bounded, None).endswith(
-        "as they appear, within 1; it waits: no series matches aws.* (no series yet)"
+    assert (
+        kind_of(bounded)
+        .add(hub, bounded, None)
+        .endswith("as they appear, within 1; it waits: no series matches aws.* (no series yet)")
     )
     hub.declare({"nab.cpu": "A"})
     again = parse_query("QUERY again ON nab.* WHEN last > 1")

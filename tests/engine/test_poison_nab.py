@@ -102,7 +102,7 @@ def test_extreme_points_in_real_series_never_stop_a_batch_and_every_point_counts
     injections: list[tuple[int, int, float | None, str]], limited: bool
 ) -> None:
     stream = list(nab())
-    for where, i, value, ts_kind in sorted(injections, reverse=True):
+    for where, i, value, ts_kind in sorted(injections, key=lambda j: j[0], reverse=True):
         _, _, ts, real = stream[where]
         point = (f"s{i}", f"n{i}.cpu", timestamp(ts_kind, ts), real if value is None else value)
         stream.insert(where, point)
