@@ -25,6 +25,8 @@ class Reason(str, Enum):
     TOO_LATE = "too_late"  # older than the allowed lateness, or than the retained history
     DUPLICATE = "duplicate"  # timestamp already stored, policy keep_first
     BAD_SOURCE = "bad_source"  # a source named like a reserved node key (a query partition's)
+    MALFORMED_LINE = "malformed_line"  # an input file's line that is no record (tsmon.spark)
+    UNREADABLE_FILE = "unreadable_file"  # an input file that is no text (binary, compressed)
 
 
 _COLUMNS = ["seq", "series", "ts_ms", "value", "reason", "detail"]

@@ -29,7 +29,9 @@ Watch-query changes reach the sources that have reported; a source that first re
 starts from the job file's watch queries and gets the changes with the control after its first
 batch (so for that one batch it runs the job file's set). On a restart, nodes and the
 coordinator come from the checkpoint; new nodes take the job file's watch queries, so change
-queries with ``tsmon query``, not by editing the job file of a running job.
+queries with ``tsmon query``, not by editing the job file of a running job: a restart under a
+job file whose queries differ from those the checkpoint started with is refused, naming the
+difference (:func:`~tsmon.spark.driver.check_checkpoint_queries`).
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ from tsmon.kinds import PARTS, answers_part
 from tsmon.query.patterns import is_glob
 from tsmon.spark.commands import CommandLog, apply
 from tsmon.spark.control import ControlChannel
-from tsmon.spark.driver import Coordinator, JobQueries, known_sources
+from tsmon.spark.driver import Coordinator, JobQueries, check_checkpoint_queries, known_sources
+from tsmon.spark.filerows import DETAIL, FILE, LINE, REASON
 from tsmon.spark.host import PASS, node_stream
 from tsmon.spark.job import Job, JobError
 from tsmon.spark.progress import SparkProgress, append_progress
@@ -67,6 +70,8 @@ REASONS = tuple(
         Reason.NOT_NUMERIC,
         Reason.NAN,
         Reason.INFINITE,
+        Reason.MALFORMED_LINE,
+        Reason.UNREADABLE_FILE,
     )
 )
 #: Node keys a data source may not have (they belong to a part's own nodes).
@@ -89,6 +94,7 @@ class JobRunner:
 
     def __init__(self, job: Job, spark: Any = None, callback: Callback | None = None) -> None:
         self.queries = JobQueries.of(job)  # parsed and checked once, before Spark starts
+        check_checkpoint_queries(job)  # a restart under edited queries is refused here
         self.job = job
         if spark is None:
             from tsmon.spark.session import spark_session
@@ -128,11 +134,13 @@ class JobRunner:
             F.unix_millis(F.try_to_timestamp(raw_ts))
         )
         value = text["value"].try_cast("double")
+        unparsed, detail = _file_origin(raw.columns)
         reserved = F.lit(False)
         for prefix in RESERVED_PREFIXES:
             reserved = reserved | source.startswith(prefix)
         reason = (
-            F.when(reserved, Reason.BAD_SOURCE.value)
+            F.when(unparsed.isNotNull(), unparsed)
+            .when(reserved, Reason.BAD_SOURCE.value)
             .when(series.isNull() | (series == ""), Reason.BAD_SERIES.value)
             .when(ts.isNull(), Reason.BAD_TIMESTAMP.value)
             .when(value.isNull(), Reason.NOT_NUMERIC.value)
@@ -153,6 +161,7 @@ class JobRunner:
             raw_ts.alias("raw_ts"),
             text["value"].alias("raw_value"),
             reason.alias("reason"),
+            detail.alias("detail"),
         )
 
     def _source_expr(self, series: Any) -> Any:
@@ -186,7 +195,7 @@ class JobRunner:
         from pyspark.sql import functions as F
 
         rows = self._rows()
-        fields = ("source", "series", "ts", "value", "raw_ts", "raw_value", "reason")
+        fields = ("source", "series", "ts", "value", "raw_ts", "raw_value", "reason", "detail")
         readable = rows.reason.isNull()
         # one projection, no branch: Spark would scan the input once per branch of the plan
         data = rows.select(
@@ -285,6 +294,8 @@ class JobRunner:
         progress = {
             "batchId": batch_id,
             "numInputRows": sum(h["points"] for h in heartbeats),
+            # every input row of the batch: accepted ones + dead letters
+            "inputRows": sum(h["points"] + h["stale"] for h in heartbeats) + len(unreadable),
             "rowsToCoordinator": len(rows),
             "controlRows": sum(len(v) for v in control.values()),
             "answers": sum(len(a) for a in self.latest.values()),
@@ -309,6 +320,19 @@ class JobRunner:
         self._progress_last = batch_id
 
 
+def _file_origin(columns: list[str]) -> tuple[Any, Any]:
+    """The reason a file's line could not be read (null for a record; :mod:`tsmon.spark.filerows`)
+    and the detail a dead letter of it shows: ``<file>:<line>`` and what was wrong ('' for
+    inputs that are no files)."""
+    from pyspark.sql import functions as F
+
+    if REASON not in columns:
+        return F.lit(None).cast("string"), F.lit("")
+    where = F.concat_ws(":", F.col(FILE), F.col(LINE).cast("string"))
+    detail = F.when(F.col(DETAIL) == "", where).otherwise(F.concat_ws(": ", where, F.col(DETAIL)))
+    return F.col(REASON), detail
+
+
 @contextmanager
 def _failures() -> Iterator[None]:
     """A failed streaming query becomes a :class:`JobError` with the first line of its reason
@@ -325,7 +349,7 @@ def _failures() -> Iterator[None]:
 def _unreadable(payload: Mapping[str, Any]) -> dict[str, Any]:
     """The dead letter of an input row that could not be read (JSON drops null fields and
     writes NaN and infinities as strings)."""
-    row = {**dict.fromkeys(DEAD_LETTER_COLUMNS), **payload, "detail": ""}
+    row = {**dict.fromkeys(DEAD_LETTER_COLUMNS), "detail": "", **payload}
     if row["value"] is not None:
         row["value"] = float(row["value"])
     return row
