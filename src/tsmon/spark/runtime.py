@@ -108,6 +108,8 @@ class JobRunner:
         self.channel = ControlChannel(job.checkpoint / "control")
         self.latest: dict[str, Mapping[str, Any]] = {}  # part -> query -> newest answer
         self.dead_letters = 0
+        self.input_rows = 0  # input rows of the batches this runner ran (accepted + dead)
+        self.batches = 0
         self._query: Any = None  # the StreamingQuery, once started
         self._dropped_shown: set[str] = set()
         self.spark_progress = SparkProgress(job.checkpoint / "spark_progress.jsonl")
@@ -251,6 +253,22 @@ class JobRunner:
         self.spark_progress.detach()
         self.sinks.stop()
 
+    def close(self, patience_s: float = 60.0) -> None:
+        """Stop between batches (waiting up to ``patience_s`` for the running one to end),
+        then stop the SparkSession: what a process does before it exits. A query stopped in
+        the middle of a batch is replayed on restart, but Spark's stream thread dies of it
+        with a Java stack trace on stderr."""
+        deadline = time.monotonic() + patience_s
+        while (
+            self._query is not None
+            and self._query.isActive
+            and self._query.status["isTriggerActive"]
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.02)
+        self.stop()
+        self.spark.stop()
+
     # -- driver callbacks ----------------------------------------------------------------------
     def _on_batch(self, df: Any, batch_id: int) -> None:
         started = time.perf_counter()
@@ -316,6 +334,8 @@ class JobRunner:
             arrived,
         )
         self.sinks.emit(output)
+        self.input_rows += progress["inputRows"]
+        self.batches += 1
         append_progress(self.job.checkpoint / "progress.jsonl", progress, self._progress_last)
         self._progress_last = batch_id
 
