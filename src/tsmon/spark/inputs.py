@@ -60,7 +60,7 @@ __all__ = [
     "replay_roles",
 ]
 
-#: CSV files have a header with the mapped columns in this order (a column named twice, once).
+#: The roles in the order of a row's mapped columns (a column named twice, once).
 COLUMN_ORDER = ("series", "source", "ts", "value")
 #: Schema of Spark's ``binaryFile`` source (a stream must declare it).
 BINARY_FILE_DDL = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
