@@ -70,8 +70,6 @@ REASONS = tuple(
         Reason.NOT_NUMERIC,
         Reason.NAN,
         Reason.INFINITE,
-        Reason.MALFORMED_LINE,
-        Reason.UNREADABLE_FILE,
     )
 )
 #: Node keys a data source may not have (they belong to a part's own nodes).
