@@ -5,9 +5,15 @@ per 1 s of event time, ``--ticks`` ticks per micro-batch), a bounded SUM and a w
 over a 1-minute register retention, ``--batches`` micro-batches per run, in one SparkSession.
 
 - **baseline**: Spark's defaults for what a checkpoint keeps: ``minBatchesToRetain`` 100 (state
-  versions, offsets and commits) and every ``ctrl-N.json`` control file kept;
-- **tsmon**: :data:`tsmon.spark.session.MIN_BATCHES_TO_RETAIN` and control files deleted once
-  the batch that read them is committed (:class:`tsmon.spark.control.ControlChannel`).
+  versions, offsets and commits), RocksDB not compacted at commit, and every ``ctrl-N.json``
+  control file kept;
+- **tsmon**: :func:`tsmon.spark.session.spark_session`'s settings
+  (:data:`~tsmon.spark.session.MIN_BATCHES_TO_RETAIN`, compaction at commit) and control
+  files deleted once the batch that read them is committed
+  (:class:`tsmon.spark.control.ControlChannel`).
+
+Both runs share the session's state-store maintenance interval (tsmon's 15 s: when old
+versions are deleted), which a running session cannot change.
 
 After every batch the callback sink measures the checkpoint's bytes on disk (file sizes, by
 top-level directory). Printed: the size after the warm-up, at the middle and at the end, the
@@ -64,12 +70,13 @@ def sizes(ckpt: Path) -> dict[str, int]:
     return out
 
 
-def run(spark, table: dict, batches: int, retain: int, clean: str) -> list[dict[str, int]]:
+def run(spark, table: dict, batches: int, conf: dict[str, str], clean: str) -> list[dict]:
     """Sizes after every batch of one run of the job."""
     directory = Path(tempfile.mkdtemp(prefix="tsmon-disk-"))
     try:
         job = parse_job(table, directory, "bench job")
-        spark.conf.set("spark.sql.streaming.minBatchesToRetain", str(retain))
+        for key, value in conf.items():
+            spark.conf.set(key, value)
         curve: list[dict[str, int]] = []
 
         def measure(out: BatchOutput) -> None:
@@ -99,23 +106,39 @@ def main() -> None:
     table = job_table(args.hosts, args.metrics, args.ticks)
     rows = args.hosts * args.metrics * args.ticks
     print(f"{batches} batches of {rows} points; checkpoint bytes after batch k")
+    spark_defaults = {
+        "spark.sql.streaming.minBatchesToRetain": "100",
+        "spark.sql.streaming.stateStore.rocksdb.compactOnCommit": "false",
+    }
+    ours = {k: spark.conf.get(k) for k in spark_defaults}
+    assert ours["spark.sql.streaming.minBatchesToRetain"] == str(MIN_BATCHES_TO_RETAIN)
     curves = {
-        "baseline": run(spark, table, batches, 100, "off"),
-        "tsmon": run(spark, table, batches, MIN_BATCHES_TO_RETAIN, "delete"),
+        "baseline": run(spark, table, batches, spark_defaults, "off"),
+        "tsmon": run(spark, table, batches, ours, "delete"),
     }
     spark.stop()
     warm, mid, end = 10, batches // 2, batches - 1
+    peaks = {}
     for name, curve in curves.items():
         total = [sum(c.values()) for c in curve]
+        first, second = max(total[warm:mid]), max(total[mid:])
+        peaks[name] = second
         slope = (total[end] - total[mid]) / (end - mid)
         print(
             f"{name:9s} k={warm}: {total[warm] / 1e6:7.2f} MB  k={mid}: {total[mid] / 1e6:7.2f} MB"
             f"  k={end}: {total[end] / 1e6:7.2f} MB  growth {slope / 1e3:8.1f} KB/batch (2nd half)"
         )
+        print(
+            f"{'':9s} largest in batches {warm}-{mid - 1}: {first / 1e6:.2f} MB, "
+            f"in {mid}-{end}: {second / 1e6:.2f} MB (ratio {second / first:.2f}; 1: flat)"
+        )
+        print(f"{'':9s} every 10th batch, MB: {[round(t / 1e6, 1) for t in total[::10]]}")
         parts = ", ".join(f"{k} {v / 1e6:.2f}" for k, v in sorted(curve[end].items()))
         print(f"{'':9s} at the end, MB by directory: {parts}")
     base, ours = (sum(curves[n][end].values()) for n in ("baseline", "tsmon"))
     print(f"tsmon / baseline checkpoint size after {batches} batches: {ours / base:.3f}")
+    ratio = peaks["tsmon"] / peaks["baseline"]
+    print(f"tsmon / baseline largest size in the 2nd half: {ratio:.3f}")
 
 
 if __name__ == "__main__":
