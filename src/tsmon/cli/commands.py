@@ -37,28 +37,32 @@ def _run(args: argparse.Namespace) -> int:
     job = load_job(args.job)
     console.print(f"tsmon run {job.name}: starting Spark ({job.master}) ...")
     runner = JobRunner(job)
-    interrupted = threading.Event()
+    signalled, wake = threading.Event(), threading.Event()
+
+    def on_signal(*_: object) -> None:
+        signalled.set()
+        wake.set()
+
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: interrupted.set())
+        signal.signal(signum, on_signal)
     failure: list[BaseException] = []
 
     def wait() -> None:
         try:
             runner.start()
             (runner.process_all_available if args.once else runner.await_termination)()
-        except Exception as e:  # raised in the main thread, unless the job was stopped
+        except Exception as e:  # raised in the main thread, unless a signal stopped the job
             failure.append(e)
         finally:
-            interrupted.set()
+            wake.set()
 
     waiter = threading.Thread(target=wait, name="tsmon-run", daemon=True)
     waiter.start()
-    while not interrupted.wait(0.2):
+    while not wake.wait(0.2):
         pass
-    stopped = waiter.is_alive()
-    runner.close()  # ends the query the waiter is in, then the session
+    runner.close()  # ends the query the waiter may still be in, then the session
     waiter.join()
-    if stopped:
+    if signalled.is_set():
         console.print("interrupted: stopped (state is in the checkpoint)")
     elif failure:
         raise failure[0]
