@@ -70,27 +70,25 @@ def sizes(ckpt: Path) -> dict[str, int]:
     return out
 
 
-def run(spark, table: dict, batches: int, conf: dict[str, str], clean: str) -> list[dict]:
-    """Sizes after every batch of one run of the job."""
-    directory = Path(tempfile.mkdtemp(prefix="tsmon-disk-"))
-    try:
-        job = parse_job(table, directory, "bench job")
-        for key, value in conf.items():
-            spark.conf.set(key, value)
-        curve: list[dict[str, int]] = []
+def run(
+    spark, table: dict, batches: int, conf: dict[str, str], clean: str, directory: Path
+) -> list[dict]:
+    """Sizes after every batch of one run of the job in ``directory``."""
+    job = parse_job(table, directory, "bench job")
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    curve: list[dict[str, int]] = []
 
-        def measure(out: BatchOutput) -> None:
-            curve.append(sizes(job.checkpoint))
+    def measure(out: BatchOutput) -> None:
+        curve.append(sizes(job.checkpoint))
 
-        runner = JobRunner(job, spark=spark, callback=measure)
-        runner.channel = ControlChannel(job.checkpoint / "control", clean_source=clean)
-        runner.start()
-        while len(curve) < batches and runner.node_query.isActive:
-            time.sleep(0.05)
-        runner.stop()
-        return curve[:batches]
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
+    runner = JobRunner(job, spark=spark, callback=measure)
+    runner.channel = ControlChannel(job.checkpoint / "control", clean_source=clean)
+    runner.start()
+    while len(curve) < batches and runner.node_query.isActive:
+        time.sleep(0.05)
+    runner.stop()
+    return curve[:batches]
 
 
 def main() -> None:
@@ -112,11 +110,14 @@ def main() -> None:
     }
     ours = {k: spark.conf.get(k) for k in spark_defaults}
     assert ours["spark.sql.streaming.minBatchesToRetain"] == str(MIN_BATCHES_TO_RETAIN)
+    # removed at the end: Spark's listener events of a stopped query may still arrive
+    temp = Path(tempfile.mkdtemp(prefix="tsmon-disk-"))
     curves = {
-        "baseline": run(spark, table, batches, spark_defaults, "off"),
-        "tsmon": run(spark, table, batches, ours, "delete"),
+        "baseline": run(spark, table, batches, spark_defaults, "off", temp / "baseline"),
+        "tsmon": run(spark, table, batches, ours, "delete", temp / "tsmon"),
     }
     spark.stop()
+    shutil.rmtree(temp, ignore_errors=True)
     warm, mid, end = 10, batches // 2, batches - 1
     peaks = {}
     for name, curve in curves.items():
