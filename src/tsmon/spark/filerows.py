@@ -29,7 +29,18 @@ from typing import Any
 
 from tsmon.engine.deadletters import Reason
 
-__all__ = ["DETAIL", "FILE", "LINE", "REASON", "file_rows", "json_object", "json_text", "schema"]
+__all__ = [
+    "DETAIL",
+    "FILE",
+    "LINE",
+    "REASON",
+    "arrow_rows",
+    "file_origin",
+    "file_rows",
+    "json_object",
+    "json_text",
+    "schema",
+]
 
 FILE, LINE, REASON, DETAIL = "__file", "__line", "__reason", "__detail"
 """The columns a file's rows carry besides the mapped ones."""
@@ -80,6 +91,41 @@ def file_rows(path: str, content: bytes, fmt: str, names: Sequence[str]) -> Iter
         missing = [k for k in names if k not in record]
         detail = f"no key {missing[0]!r}" if missing else ""
         yield (path, n, *(json_text(record.get(k)) for k in names), None, detail)
+
+
+def arrow_rows(batches: Iterator[Any], fmt: str, names: list[str]) -> Iterator[Any]:
+    """``mapInArrow`` over Spark's ``binaryFile`` rows: batches of ``(path, content)`` in,
+    the files' rows (:func:`schema`) out."""
+    import pyarrow as pa
+
+    columns = [FILE, LINE, *names, REASON, DETAIL]
+    for batch in batches:
+        for uri, content in zip(
+            batch.column("path").to_pylist(), batch.column("content").to_pylist(), strict=True
+        ):
+            path = uri.removeprefix("file://").removeprefix("file:")
+            rows = list(file_rows(path, content, fmt, names))
+            if rows:
+                yield pa.RecordBatch.from_arrays(
+                    [
+                        pa.array(list(c), type=pa.int64() if n == LINE else pa.string())
+                        for n, c in zip(columns, zip(*rows, strict=True), strict=True)
+                    ],
+                    names=columns,
+                )
+
+
+def file_origin(columns: list[str]) -> tuple[Any, Any]:
+    """Spark columns for an input with ``columns``: the reason a file's line could not be read
+    (null for a record) and the detail its dead letter shows, ``<file>:<line>`` and what was
+    wrong (null and '' for inputs that are no files)."""
+    from pyspark.sql import functions as F
+
+    if REASON not in columns:
+        return F.lit(None).cast("string"), F.lit("")
+    where = F.concat_ws(":", F.col(FILE), F.col(LINE).cast("string"))
+    detail = F.when(F.col(DETAIL) == "", where).otherwise(F.concat_ws(": ", where, F.col(DETAIL)))
+    return F.col(REASON), detail
 
 
 def _csv(

@@ -35,16 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
 
-from tsmon.spark.filerows import (
-    DETAIL,
-    FILE,
-    LINE,
-    REASON,
-    file_rows,
-    json_object,
-    json_text,
-    schema,
-)
+from tsmon.spark.filerows import arrow_rows, json_object, json_text, schema
 from tsmon.spark.job import InputSpec, JobError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -144,28 +135,7 @@ def _files(spark: SparkSession, spec: InputSpec) -> DataFrame:
     names = list(dict.fromkeys(spec.columns[c] for c in COLUMN_ORDER if c in spec.columns))
     files = reader.format("binaryFile").schema(BINARY_FILE_DDL).load(path)
     files = files.select("path", "content")
-    return files.mapInArrow(partial(_parse_files, fmt=spec.format, names=names), schema(names))
-
-
-def _parse_files(batches: Iterator[Any], fmt: str, names: list[str]) -> Iterator[Any]:
-    """``mapInArrow``: batches of ``(path, content)`` in, the files' rows out."""
-    import pyarrow as pa
-
-    columns = [FILE, LINE, *names, REASON, DETAIL]
-    for batch in batches:
-        for uri, content in zip(
-            batch.column("path").to_pylist(), batch.column("content").to_pylist(), strict=True
-        ):
-            path = uri.removeprefix("file://").removeprefix("file:")
-            rows = list(file_rows(path, content, fmt, names))
-            if rows:
-                yield pa.RecordBatch.from_arrays(
-                    [
-                        pa.array(list(c), type=pa.int64() if n == LINE else pa.string())
-                        for n, c in zip(columns, zip(*rows, strict=True), strict=True)
-                    ],
-                    names=columns,
-                )
+    return files.mapInArrow(partial(arrow_rows, fmt=spec.format, names=names), schema(names))
 
 
 def _json_columns(frame: DataFrame, text: Column, columns: Mapping[str, str]) -> DataFrame:

@@ -54,7 +54,7 @@ from tsmon.query.patterns import is_glob
 from tsmon.spark.commands import CommandLog, apply
 from tsmon.spark.control import ControlChannel
 from tsmon.spark.driver import Coordinator, JobQueries, check_checkpoint_queries, known_sources
-from tsmon.spark.filerows import DETAIL, FILE, LINE, REASON
+from tsmon.spark.filerows import file_origin
 from tsmon.spark.host import PASS, node_stream
 from tsmon.spark.job import Job, JobError
 from tsmon.spark.progress import SparkProgress, append_progress
@@ -134,7 +134,7 @@ class JobRunner:
             F.unix_millis(F.try_to_timestamp(raw_ts))
         )
         value = text["value"].try_cast("double")
-        unparsed, detail = _file_origin(raw.columns)
+        unparsed, detail = file_origin(raw.columns)
         reserved = F.lit(False)
         for prefix in RESERVED_PREFIXES:
             reserved = reserved | source.startswith(prefix)
@@ -336,19 +336,6 @@ class JobRunner:
         self.batches += 1
         append_progress(self.job.checkpoint / "progress.jsonl", progress, self._progress_last)
         self._progress_last = batch_id
-
-
-def _file_origin(columns: list[str]) -> tuple[Any, Any]:
-    """The reason a file's line could not be read (null for a record; :mod:`tsmon.spark.filerows`)
-    and the detail a dead letter of it shows: ``<file>:<line>`` and what was wrong ('' for
-    inputs that are no files)."""
-    from pyspark.sql import functions as F
-
-    if REASON not in columns:
-        return F.lit(None).cast("string"), F.lit("")
-    where = F.concat_ws(":", F.col(FILE), F.col(LINE).cast("string"))
-    detail = F.when(F.col(DETAIL) == "", where).otherwise(F.concat_ws(": ", where, F.col(DETAIL)))
-    return F.col(REASON), detail
 
 
 @contextmanager
