@@ -13,7 +13,7 @@ import pytest
 
 from tsmon.engine.monitor import Monitor
 from tsmon.engine.standing_settings import SETTINGS_KEYS, StandingSettings, standing_settings
-from tsmon.spark.job import JobError, load_job
+from tsmon.spark.job import STANDING_DURATIONS, JobError, load_job
 
 BAD = [
     ({"tick": "0s"}, "tick: duration must be > 0"),
@@ -63,6 +63,8 @@ def test_bad_settings_name_the_key_in_a_monitor_and_a_job(
         f"[standing]\n{key} = {toml}\n"
     )
     expected = f"[standing] {message}" if key != "ticks" else "unknown key 'ticks' in [standing]"
+    if key in STANDING_DURATIONS and not isinstance(value, str):  # a job file wants units
+        expected = f"[standing] {key} must be a duration with a unit"
     with pytest.raises(JobError, match=re.escape(expected)):
         load_job(job)
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,6 +50,7 @@ kind = "console"
 
 def write(tmp_path: Path, text: str, queries: str = "QUERY s AS SUM(a, b) WITHIN 1") -> Path:
     (tmp_path / "q.tsq").write_text(queries, encoding="utf-8")
+    (tmp_path / "incoming").mkdir(exist_ok=True)  # a files input's directory must exist
     path = tmp_path / "job.toml"
     path.write_text(text, encoding="utf-8")
     return path
@@ -159,6 +163,8 @@ def test_the_generator_has_defaults_and_its_rows_carry_their_host(tmp_path: Path
 
 
 def test_replay_socket_and_kafka_inputs_load(tmp_path: Path) -> None:
+    (tmp_path / "rec").mkdir()
+    (tmp_path / "rec" / "nab.csv").write_text("timestamp,value\n", encoding="utf-8")
     replay = load_job(
         with_input(
             tmp_path,
@@ -213,6 +219,8 @@ def test_replay_socket_and_kafka_inputs_load(tmp_path: Path) -> None:
 def test_input_mistakes_name_the_key_and_what_was_expected(
     tmp_path: Path, table: str, message: str
 ) -> None:
+    (tmp_path / "r.csv").write_text("ts,value\n", encoding="utf-8")
+    (tmp_path / "in").mkdir()
     with pytest.raises(JobError, match=re.escape(message)):
         load_job(with_input(tmp_path, table))
 
@@ -243,3 +251,73 @@ def test_standing_and_replication_settings_load(tmp_path: Path) -> None:
     assert (s.tick_ms, s.partitions, s.k, s.drift_z) == (5_000, 4, 50, None)
     assert job.replica_phase_ms == 30_000
     assert load_job(write(tmp_path, GOOD)).standing.drift_z == 2.0
+
+
+# -- no silent coercion: types as written, durations with units ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (('ts = "time"', "ts = 3"), "[input.columns] ts must be a non-empty string (quote it)"),
+        (('"r7.*" = "r7"', '"r7.*" = 7'), "[sources] r7.* must be a non-empty string"),
+        (('path = "incoming"', "path = 1"), "[input] path must be a non-empty string"),
+        (('path = "out"', "path = true"), "[[sinks]] path must be a non-empty string"),
+        (('trigger = "2s"', "trigger = 2"), "[job] trigger must be a duration with a unit"),
+        (('period = "30s"', "period = 30"), "[filters] period must be a duration with a unit"),
+        (("shrink = 0.02", "shrink = false"), "shrink must be in [0, 1), got False"),
+        (
+            ('"spark.sql.shuffle.partitions" = 4', '"spark.sql.shuffle.partitions" = 4.5'),
+            "'spark.sql.shuffle.partitions' must be a string, an integer or a boolean",
+        ),
+        (('path = "incoming"', 'path = "incomin"'), "incomin': no such directory"),
+        (('path = "incoming"', 'path = "q.tsq"'), "q.tsq': a file, not a directory"),
+    ],
+)
+def test_types_are_never_coerced(tmp_path: Path, change: tuple[str, str], message: str) -> None:
+    old, new = change
+    assert old in GOOD
+    with pytest.raises(JobError, match=re.escape(message)):
+        load_job(write(tmp_path, GOOD.replace(old, new, 1)))
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("[registers]\nretention = 3600", "[registers] retention must be a duration with a unit"),
+        ("[registers]\nallowed_lateness = 0", "[registers] allowed_lateness must be a duration"),
+        ("[registers]\ncapacity_points = 1.5", "capacity_points must be an integer >= 1"),
+        ("[standing]\ntick = 1000", '[standing] tick must be a duration with a unit, e.g. "5s"'),
+        ("[standing]\ninterrupt_retry = 5", "[standing] interrupt_retry must be a duration"),
+        ("[standing]\nmax_wait = 10", 'max_wait must be a duration with a unit, e.g. "5s" (or inf'),
+        ("[replication]\nphase = 10", "[replication] phase must be a duration with a unit"),
+    ],
+)
+def test_bare_numbers_are_not_durations(tmp_path: Path, table: str, message: str) -> None:
+    with pytest.raises(JobError, match=re.escape(message)):
+        load_job(write(tmp_path, GOOD + "\n" + table + "\n"))
+
+
+def test_spark_settings_keep_booleans_as_spark_spells_them(tmp_path: Path) -> None:
+    text = GOOD.replace("= 4\n", '= 4\n"spark.ui.enabled" = false\n', 1)
+    conf = load_job(write(tmp_path, text)).spark_conf
+    assert conf == {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false"}
+    ok = GOOD + '\n[registers]\nretention = "1h"\n[standing]\nmax_wait = inf\n'
+    assert load_job(write(tmp_path, ok)).registers.retention == "1h"
+
+
+def test_a_missing_input_directory_fails_before_a_checkpoint_exists(tmp_path: Path) -> None:
+    """The CLI: one ``error:`` line, status 2, no checkpoint directory made."""
+    path = write(tmp_path, GOOD.replace('path = "incoming"', 'path = "nowhere"', 1))
+    done = subprocess.run(
+        [sys.executable, "-m", "tsmon.cli", "run", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src"), "COLUMNS": "500"},
+    )
+    assert done.returncode == 2
+    lines = done.stdout.strip().splitlines()  # the CLI's console prints errors on stdout
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "nowhere" in lines[0]
+    assert done.stderr == ""
+    assert not (tmp_path / "state").exists()

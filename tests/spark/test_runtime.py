@@ -196,6 +196,9 @@ def test_spark_job_equals_the_batch_runtime_and_survives_a_restart(spark, tmp_pa
 
     dead = pd.concat(pd.read_parquet(p) for p in (tmp_path / "out" / "dead_letters").iterdir())
     assert sorted(dead["reason"]) == sorted([*REASONS, "too_late"])  # one bad row of each kind
+    unread = dead[dead["reason"] != "too_late"]  # file rows: the file and line in the detail
+    where = r".*/incoming/part-002\.json:4[1-5](: no key 'metric')?"
+    assert unread["detail"].str.fullmatch(where).all()
     late = dead[dead["reason"] == "too_late"].iloc[0]
     assert (late["series"], late["ts"], late["source"]) == ("a.x", 100, "A")
     events = pd.concat(pd.read_parquet(p) for p in (tmp_path / "out" / "events").iterdir())

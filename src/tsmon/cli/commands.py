@@ -20,28 +20,56 @@ console = Console(highlight=False, markup=False)  # data text may hold [brackets
 
 
 def _run(args: argparse.Namespace) -> int:
-    """Run a job file on Spark: until interrupted, or over the available input (``--once``).
+    """Run a job file on Spark: until interrupted (Ctrl-C or SIGTERM), or over the available
+    input (``--once``); either way it ends with one summary line and Spark stopped.
 
     The job file is checked completely before Spark starts (:func:`tsmon.spark.job.load_job`).
+    The job waits in a thread: a signal only sets a flag in the main thread, which then stops
+    the query, so no call into the JVM is ever interrupted half-way (Py4J would log it with a
+    traceback, and the stream thread would die with a Java one).
     """
+    import signal
+    import threading
+
     from tsmon.spark.job import load_job
     from tsmon.spark.runtime import JobRunner
 
     job = load_job(args.job)
     console.print(f"tsmon run {job.name}: starting Spark ({job.master}) ...")
     runner = JobRunner(job)
-    runner.start()
-    try:
-        if args.once:
-            runner.process_all_available()
-        else:
-            runner.await_termination()
-    except KeyboardInterrupt:
-        console.print("interrupted: stopping (state is in the checkpoint)")
-    finally:
-        runner.stop()
+    signalled, wake = threading.Event(), threading.Event()
+
+    def on_signal(*_: object) -> None:
+        signalled.set()
+        wake.set()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, on_signal)
+    failure: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            runner.start()
+            (runner.process_all_available if args.once else runner.await_termination)()
+        except Exception as e:  # raised in the main thread, unless a signal stopped the job
+            failure.append(e)
+        finally:
+            wake.set()
+
+    waiter = threading.Thread(target=wait, name="tsmon-run", daemon=True)
+    waiter.start()
+    while not wake.wait(0.2):
+        pass
+    runner.close()  # ends the query the waiter may still be in, then the session
+    waiter.join()
+    if signalled.is_set():
+        console.print("interrupted: stopped (state is in the checkpoint)")
+    elif failure:
+        raise failure[0]
+    accepted = runner.input_rows - runner.dead_letters
     console.print(
-        f"done: {len(runner.answers())} answers, {runner.dead_letters} dead letters; progress in "
+        f"done: {runner.batches} batches, {runner.input_rows} rows in ({accepted} accepted, "
+        f"{runner.dead_letters} dead letters), {len(runner.answers())} answers; progress in "
         f"{job.checkpoint / 'progress.jsonl'}"
     )
     return 0

@@ -27,6 +27,8 @@ class Reason(str, Enum):
     DUPLICATE = "duplicate"  # timestamp already stored, policy keep_first
     BAD_SOURCE = "bad_source"  # a source named like a reserved node key (a query partition's)
     QUARANTINED = "quarantined"  # a step failed on it for an unforeseen reason (tsmon.engine.guard)
+    MALFORMED_LINE = "malformed_line"  # an input file's line that is no record (tsmon.spark)
+    UNREADABLE_FILE = "unreadable_file"  # an input file that is no text (binary, compressed)
 
 
 _COLUMNS = ["seq", "series", "ts_ms", "value", "reason", "detail"]

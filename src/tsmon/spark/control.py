@@ -9,6 +9,11 @@ JSON document stored as a string, so the stream schema never changes). ``seq`` i
 ``batch_id * SEQ_STRIDE + i``: it orders control across files, so a micro-batch that picks up
 several files (e.g. after a restart) still applies them in the order they were written.
 
+Spark deletes a control file once the batch that read it is committed (the file source's
+``cleanSource = "delete"``): a replay never needs it again (a replayed batch ``N`` is not
+committed, so batch ``N + 1``, which reads ``ctrl-N``, has not run), so the directory holds
+the control of the last batch or two, not one file per batch of the job's life.
+
 Files are written under a hidden temp name (the file source skips names starting with ``.``)
 and renamed with :func:`os.replace`, so the stream never sees a partial file. Rewriting a
 batch (a replay after a failure) with the same content is a no-op; with different content it
@@ -48,6 +53,8 @@ class ControlChannel:
     ----------
     directory : str or Path
         Created if missing. Only this channel should write into it.
+    clean_source : str
+        The stream's ``cleanSource``: ``"delete"`` (files of committed batches) or ``"off"``.
 
     Examples
     --------
@@ -65,8 +72,9 @@ class ControlChannel:
     ['ctrl-3.json']
     """
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    def __init__(self, directory: str | os.PathLike[str], clean_source: str = "delete") -> None:
         self.directory = Path(directory)
+        self.clean_source = clean_source  # the file source's cleanSource ("off": keep files)
         self.directory.mkdir(parents=True, exist_ok=True)
 
     def path(self, batch_id: int) -> Path:
@@ -127,9 +135,10 @@ class ControlChannel:
         """The control files as a streaming DataFrame with schema :data:`CONTROL_DDL`.
 
         Leave ``max_files_per_trigger`` unset so that one micro-batch applies all pending
-        control (order is kept by ``seq``).
+        control (order is kept by ``seq``). Files of committed batches are deleted (see the
+        module's notes) unless the channel was made with ``clean_source="off"``.
         """
-        reader = spark.readStream.schema(CONTROL_DDL)
+        reader = spark.readStream.schema(CONTROL_DDL).option("cleanSource", self.clean_source)
         if max_files_per_trigger is not None:
             reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
         return reader.json(str(self.directory))

@@ -28,12 +28,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
 
+from tsmon.spark.filerows import arrow_rows, json_object, json_text, schema
 from tsmon.spark.job import InputSpec, JobError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -49,8 +51,10 @@ __all__ = [
     "replay_roles",
 ]
 
-#: CSV files have a header with the mapped columns in this order (a column named twice, once).
+#: The roles in the order of a row's mapped columns (a column named twice, once).
 COLUMN_ORDER = ("series", "source", "ts", "value")
+#: Schema of Spark's ``binaryFile`` source (a stream must declare it).
+BINARY_FILE_DDL = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
 #: Schema of the generator's rows: typed already, with the host as the source.
 GENERATOR_COLUMNS = "source STRING, series STRING, ts BIGINT, value DOUBLE"
 
@@ -111,24 +115,27 @@ def raw_stream(spark: SparkSession, spec: InputSpec) -> tuple[DataFrame, dict[st
 
 
 def _files(spark: SparkSession, spec: InputSpec) -> DataFrame:
-    """A directory of CSV, JSON or Parquet files, one new file per micro-batch."""
-    cols = spec.columns
+    """A directory of CSV, JSON or Parquet files, one new file per micro-batch.
+
+    CSV and JSON files are streamed as bytes and read by :func:`tsmon.spark.filerows.file_rows`
+    (columns by name, bad lines and unreadable files as rows with a reason); Parquet files by
+    Spark's reader, with the schema of the files there when the job starts.
+    """
     reader = spark.readStream.option("maxFilesPerTrigger", 1)
     path = str(spec.path)
     if spec.format == "parquet":
         try:  # a file stream needs its schema up front: take it from the files there now
-            schema = spark.read.parquet(path).schema
+            parquet_schema = spark.read.parquet(path).schema
         except Exception as e:
             raise JobError(
                 f"[input] {path}: cannot read a Parquet schema there ({type(e).__name__}); "
                 "put at least one input file in place before starting a Parquet job"
             ) from None
-        return reader.schema(schema).parquet(path)
-    names = list(dict.fromkeys(cols[c] for c in COLUMN_ORDER if c in cols))
-    reader = reader.schema(", ".join(f"`{n}` STRING" for n in names))
-    if spec.format == "csv":  # header names checked, in the order series, source, ts, value
-        return reader.option("header", True).option("enforceSchema", False).csv(path)
-    return reader.json(path)
+        return reader.schema(parquet_schema).parquet(path)
+    names = list(dict.fromkeys(spec.columns[c] for c in COLUMN_ORDER if c in spec.columns))
+    files = reader.format("binaryFile").schema(BINARY_FILE_DDL).load(path)
+    files = files.select("path", "content")
+    return files.mapInArrow(partial(arrow_rows, fmt=spec.format, names=names), schema(names))
 
 
 def _json_columns(frame: DataFrame, text: Column, columns: Mapping[str, str]) -> DataFrame:
@@ -315,10 +322,10 @@ def _read_text_columns(path: Path, fmt: str, names: list[str]) -> dict[str, list
             for line in f:
                 if not line.strip():
                     continue
-                record = _json_object(line)
+                record = json_object(line) or {}
                 seen.update(record)
                 for n in wanted:
-                    out[n].append(_text(record.get(n)))
+                    out[n].append(json_text(record.get(n)))
         if seen:
             _require(path, wanted, sorted(seen))
         return out
@@ -351,24 +358,6 @@ def _require(path: Path, wanted: list[str], available: list[str]) -> None:
             f"[input] {path}: no column {missing[0]!r}; it has {available}. Map the file's "
             'columns in [input.columns], or name its one series with [input] series = "..."'
         )
-
-
-def _json_object(line: str) -> dict[str, Any]:
-    """One JSON-lines record with numbers kept as their text; not an object: no fields."""
-    try:
-        record = json.loads(line, parse_float=str, parse_int=str, parse_constant=str)
-    except ValueError:
-        return {}
-    return record if isinstance(record, dict) else {}
-
-
-def _text(value: Any) -> str | None:
-    """A JSON value as the text Spark's JSON reader would give for a STRING column."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return json.dumps(value, separators=(",", ":"))
 
 
 def _time_keys(ts: list[str | None]) -> np.ndarray:

@@ -232,9 +232,9 @@ def parse_job(raw: Mapping[str, Any], base: Path, where: str = "job") -> Job:
         max_future_ms=_limit(job, "max_future", where, default="1d"),
         idle_timeout_ms=_limit(job, "idle_timeout", where, default="1h"),
         master=_str(job, "master", where, "[job]", default="local[2]"),
-        spark_conf={str(k): str(v) for k, v in conf.items()},
+        spark_conf={str(k): _conf_value(k, v, where) for k, v in conf.items()},
         input=_input(_table(raw, "input", where, required=True), base, where),
-        sources={str(k): str(v) for k, v in _table(raw, "sources", where).items()},
+        sources=_strings(_table(raw, "sources", where), where, "[sources]"),
         filters=_filters(_table(raw, "filters", where), where),
         registers=_registers(_table(raw, "registers", where), where),
         standing=_standing(_table(raw, "standing", where), where),
@@ -256,14 +256,14 @@ def _input(t: Mapping[str, Any], base: Path, where: str) -> InputSpec:
         if kind == "kafka" and key not in t:
             raise JobError(f'{where}: [input] kind = "kafka" needs {key} = "{example}"')
     _no_unknown(t, INPUT_KEYS[kind], where, f'[input] of kind = "{kind}"')
-    columns = dict(_table(t, "columns", where, "[input.columns]"))
+    columns = _strings(_table(t, "columns", where, "[input.columns]"), where, "[input.columns]")
     _no_unknown(columns, set(COLUMNS), where, "[input.columns]")
     if kind == "generator":  # its rows carry their host as the source
         mapping = {c: c for c in COLUMNS}
     else:
         # series, ts and value default to same-named columns; source only when named (else the
         # [sources] globs, else each series is its own source)
-        mapping = {c: str(columns.get(c, c)) for c in COLUMNS if c != "source" or c in columns}
+        mapping = {c: columns.get(c, c) for c in COLUMNS if c != "source" or c in columns}
     if "series" in t and "series" in columns:
         raise JobError(
             f"{where}: [input] give either series (one series for the whole file) or "
@@ -280,9 +280,9 @@ def _input(t: Mapping[str, Any], base: Path, where: str) -> InputSpec:
             f"{where}: [input] speedup must be a number > 0 (event time per wall time), "
             f"got {speedup!r}"
         )
-    return InputSpec(
+    spec = InputSpec(
         kind=kind,
-        path=None if path is None else base / str(path),
+        path=None if path is None else base / _str(t, "path", where, "[input]"),
         format=_choice(t, "format", FORMATS, where, "[input]", default="csv"),
         host=_str(t, "host", where, "[input]", default="localhost"),
         port=port,
@@ -300,6 +300,21 @@ def _input(t: Mapping[str, Any], base: Path, where: str) -> InputSpec:
         seed=_count(t, "seed", where, default=7, least=0),
         start_ms=_epoch_ms(t, "start", where),
     )
+    _input_exists(spec, where)
+    return spec
+
+
+def _input_exists(spec: InputSpec, where: str) -> None:
+    """A files input reads an existing directory, a replay an existing file: checked here, so
+    a typo stops the job before Spark starts or a checkpoint is made."""
+    if spec.kind == "files" and spec.path is not None and not spec.path.is_dir():
+        what = "a file, not a directory" if spec.path.exists() else "no such directory"
+        raise JobError(
+            f"{where}: [input] path {str(spec.path)!r}: {what}; a files input reads new "
+            "files dropped into a directory (create it first)"
+        )
+    if spec.kind == "replay" and spec.path is not None and not spec.path.is_file():
+        raise JobError(f"{where}: [input] path {str(spec.path)!r}: no such file to replay")
 
 
 def _is_int(value: Any) -> bool:
@@ -345,9 +360,20 @@ def _registers(t: Mapping[str, Any], where: str) -> RegisterSettings:
             f"{where}: [registers] duplicates must be one of {list(DUPLICATES)}, "
             f"got {t['duplicates']!r}"
         )
+    for key in ("retention", "allowed_lateness"):
+        if key in t and not isinstance(t[key], str):
+            raise JobError(
+                f'{where}: [registers] {key} must be a duration with a unit, e.g. "1h" or '
+                f'"30s", got {t[key]!r}'
+            )
+    capacity = t.get("capacity_points", default.capacity_points)
+    if capacity is not None and not (_is_int(capacity) and capacity >= 1):
+        raise JobError(
+            f"{where}: [registers] capacity_points must be an integer >= 1, got {capacity!r}"
+        )
     settings = RegisterSettings(
         retention=t.get("retention", default.retention),
-        capacity_points=t.get("capacity_points", default.capacity_points),
+        capacity_points=capacity,
         allowed_lateness=t.get("allowed_lateness", default.allowed_lateness),
         duplicates=t.get("duplicates", default.duplicates),
     )
@@ -361,7 +387,7 @@ def _registers(t: Mapping[str, Any], where: str) -> RegisterSettings:
 def _filters(t: Mapping[str, Any], where: str) -> FilterSpec:
     _no_unknown(t, {"period", "shrink", "growth"}, where, "[filters]")
     shrink = t.get("shrink", 0.05)
-    if not (isinstance(shrink, int | float) and 0 <= shrink < 1):
+    if not (isinstance(shrink, int | float) and not isinstance(shrink, bool) and 0 <= shrink < 1):
         raise JobError(f"{where}: [filters] shrink must be in [0, 1), got {shrink!r}; e.g. 0.05")
     return FilterSpec(
         period_ms=_duration(t, "period", where, "[filters]", default="10s"),
@@ -370,8 +396,19 @@ def _filters(t: Mapping[str, Any], where: str) -> FilterSpec:
     )
 
 
+#: [standing] keys that are durations: a bare number is refused (it would be milliseconds).
+STANDING_DURATIONS = ("tick", "interrupt_retry")
+
+
 def _standing(t: Mapping[str, Any], where: str) -> StandingSettings:
     _no_unknown(t, set(SETTINGS_KEYS), where, "[standing]")
+    for key in (*STANDING_DURATIONS, "max_wait"):
+        value = t.get(key, "")
+        if not (isinstance(value, str) or (key == "max_wait" and value == math.inf)):
+            raise JobError(
+                f'{where}: [standing] {key} must be a duration with a unit, e.g. "5s"'
+                f"{' (or inf)' if key == 'max_wait' else ''}, got {value!r}"
+            )
     try:
         return standing_settings(t)
     except ValueError as e:
@@ -387,7 +424,7 @@ def _queries(raw: Mapping[str, Any], base: Path, where: str) -> str:
     if "queries" in raw and "query_file" in raw:
         raise JobError(f"{where}: give either queries = '''...''' or query_file, not both")
     if "query_file" in raw:
-        file = base / str(raw["query_file"])
+        file = base / _str(raw, "query_file", where, "top-level")
         if not file.is_file():
             raise JobError(f"{where}: query_file {str(file)!r} does not exist")
         return _checked(file.read_text(encoding="utf-8"), str(file))
@@ -418,7 +455,7 @@ def _sink(t: Mapping[str, Any], base: Path, where: str) -> SinkSpec:
     kind = _choice(t, "kind", SINK_KINDS, where, "[[sinks]]")
     if kind == "parquet" and "path" not in t:
         raise JobError(f'{where}: a parquet sink needs path = "<dir>"')
-    return SinkSpec(kind, base / str(t["path"]) if "path" in t else None)
+    return SinkSpec(kind, base / _str(t, "path", where, "[[sinks]]") if "path" in t else None)
 
 
 def _table(
@@ -466,10 +503,37 @@ def _choice(
     return str(value)
 
 
+def _strings(t: Mapping[str, Any], where: str, name: str) -> dict[str, str]:
+    """A table of text values (a number or a boolean is refused, never turned into text)."""
+    for key, value in t.items():
+        if not isinstance(value, str) or not value:
+            raise JobError(
+                f"{where}: {name} {key} must be a non-empty string (quote it), got {value!r}"
+            )
+    return dict(t)
+
+
+def _conf_value(key: str, value: Any, where: str) -> str:
+    """A Spark setting as Spark reads it: text, an integer, or a boolean (true/false)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int):
+        return str(value)
+    raise JobError(
+        f"{where}: [job.spark_conf] {key!r} must be a string, an integer or a boolean, "
+        f"got {value!r}"
+    )
+
+
 def _duration(t: Mapping[str, Any], key: str, where: str, name: str, default: str) -> int:
     value = t.get(key, default)
+    if not isinstance(value, str):
+        raise JobError(
+            f'{where}: {name} {key} must be a duration with a unit, e.g. "5s" or "250ms", '
+            f"got {value!r}"
+        )
     try:
-        return parse_duration_ms(str(value))
+        return parse_duration_ms(value)
     except UnitError as e:
         raise JobError(f"{where}: {name} {key}: {e}") from None
 

@@ -29,7 +29,9 @@ Watch-query changes reach the sources that have reported; a source that first re
 starts from the job file's watch queries and gets the changes with the control after its first
 batch (so for that one batch it runs the job file's set). On a restart, nodes and the
 coordinator come from the checkpoint; new nodes take the job file's watch queries, so change
-queries with ``tsmon query``, not by editing the job file of a running job.
+queries with ``tsmon query``, not by editing the job file of a running job: a restart under a
+job file whose queries differ from those the checkpoint started with is refused, naming the
+difference (:func:`~tsmon.spark.driver.check_checkpoint_queries`).
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ from tsmon.kinds import PARTS, answers_part
 from tsmon.query.patterns import is_glob
 from tsmon.spark.commands import CommandLog, apply
 from tsmon.spark.control import ControlChannel
-from tsmon.spark.driver import Coordinator, JobQueries, known_sources
+from tsmon.spark.driver import Coordinator, JobQueries, check_checkpoint_queries, known_sources
+from tsmon.spark.filerows import file_origin
 from tsmon.spark.host import PASS, node_stream
 from tsmon.spark.job import Job, JobError
 from tsmon.spark.progress import SparkProgress, append_progress, utc_times
@@ -90,6 +93,7 @@ class JobRunner:
 
     def __init__(self, job: Job, spark: Any = None, callback: Callback | None = None) -> None:
         self.queries = JobQueries.of(job)  # parsed and checked once, before Spark starts
+        check_checkpoint_queries(job)  # a restart under edited queries is refused here
         self.job = job
         if spark is None:
             from tsmon.spark.session import spark_session
@@ -103,6 +107,8 @@ class JobRunner:
         self.channel = ControlChannel(job.checkpoint / "control")
         self.latest: dict[str, Mapping[str, Any]] = {}  # part -> query -> newest answer
         self.dead_letters = 0
+        self.input_rows = 0  # input rows of the batches this runner ran (accepted + dead)
+        self.batches = 0
         self._query: Any = None  # the StreamingQuery, once started
         self._dropped_shown: set[str] = set()
         self._waiting_shown: set[str] = set()  # queries said to match no series
@@ -130,11 +136,13 @@ class JobRunner:
             F.unix_millis(F.try_to_timestamp(raw_ts))
         )
         value = text["value"].try_cast("double")
+        unparsed, detail = file_origin(raw.columns)
         reserved = F.lit(False)
         for prefix in RESERVED_PREFIXES:
             reserved = reserved | source.startswith(prefix)
         reason = (
-            F.when(reserved, Reason.BAD_SOURCE.value)
+            F.when(unparsed.isNotNull(), unparsed)
+            .when(reserved, Reason.BAD_SOURCE.value)
             .when(series.isNull() | (series == ""), Reason.BAD_SERIES.value)
             .when(ts.isNull(), Reason.BAD_TIMESTAMP.value)
             .when(~ts.between(MIN_INSTANT_MS, MAX_INSTANT_MS), Reason.BAD_TIMESTAMP.value)
@@ -160,6 +168,7 @@ class JobRunner:
             raw_ts.alias("raw_ts"),
             text["value"].alias("raw_value"),
             reason.alias("reason"),
+            detail.alias("detail"),
         )
 
     def _source_expr(self, series: Any) -> Any:
@@ -193,7 +202,7 @@ class JobRunner:
         from pyspark.sql import functions as F
 
         rows = self._rows()
-        fields = ("source", "series", "ts", "value", "raw_ts", "raw_value", "reason")
+        fields = ("source", "series", "ts", "value", "raw_ts", "raw_value", "reason", "detail")
         readable = rows.reason.isNull()
         # one projection, no branch: Spark would scan the input once per branch of the plan
         data = rows.select(
@@ -249,6 +258,22 @@ class JobRunner:
         self.spark_progress.detach()
         self.sinks.stop()
 
+    def close(self, patience_s: float = 60.0) -> None:
+        """Stop between batches (waiting up to ``patience_s`` for the running one to end),
+        then stop the SparkSession: what a process does before it exits. A query stopped in
+        the middle of a batch is replayed on restart, but Spark's stream thread dies of it
+        with a Java stack trace on stderr."""
+        deadline = time.monotonic() + patience_s
+        while (
+            self._query is not None
+            and self._query.isActive
+            and self._query.status["isTriggerActive"]
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.02)
+        self.stop()
+        self.spark.stop()
+
     # -- driver callbacks ----------------------------------------------------------------------
     def _on_batch(self, df: Any, batch_id: int) -> None:
         started = time.perf_counter()
@@ -301,6 +326,8 @@ class JobRunner:
         progress = {
             "batchId": batch_id,
             "numInputRows": sum(h["points"] for h in heartbeats),
+            # every input row of the batch: accepted ones + dead letters
+            "inputRows": sum(h["points"] + h["stale"] for h in heartbeats) + len(unreadable),
             "rowsToCoordinator": len(rows),
             "controlRows": sum(len(v) for v in control.values()),
             "answers": sum(len(a) for a in self.latest.values()),
@@ -324,6 +351,8 @@ class JobRunner:
             arrived,
         )
         self.sinks.emit(output)
+        self.input_rows += progress["inputRows"]
+        self.batches += 1
         append_progress(self.job.checkpoint / "progress.jsonl", progress, self._progress_last)
         self._progress_last = batch_id
 
@@ -361,7 +390,7 @@ def _quarantined(dead: list[dict], coordinator: list[str]) -> dict[str, int]:
 def _unreadable(payload: Mapping[str, Any]) -> dict[str, Any]:
     """The dead letter of an input row that could not be read (JSON drops null fields and
     writes NaN and infinities as strings)."""
-    row = {**dict.fromkeys(DEAD_LETTER_COLUMNS), **payload, "detail": ""}
+    row = {**dict.fromkeys(DEAD_LETTER_COLUMNS), "detail": "", **payload}
     if row["value"] is not None:
         row["value"] = float(row["value"])
     return row

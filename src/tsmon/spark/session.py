@@ -23,10 +23,20 @@ from tsmon.spark.files import atomic_write
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import SparkSession
 
-__all__ = ["MIN_JAVA", "ROCKSDB_PROVIDER", "JavaError", "check_java", "spark_session"]
+__all__ = [
+    "MIN_BATCHES_TO_RETAIN",
+    "MIN_JAVA",
+    "ROCKSDB_PROVIDER",
+    "JavaError",
+    "check_java",
+    "spark_session",
+]
 
 MIN_JAVA = 17
 """Oldest Java major version Spark 4 runs on."""
+
+MIN_BATCHES_TO_RETAIN = 10
+"""Batches of offsets, commits and state versions a checkpoint keeps (Spark's default: 100)."""
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 """State store provider required by ``transformWithState`` (column families)."""
@@ -133,6 +143,12 @@ def spark_session(
       is a state store, and empty ones still cost time per micro-batch; Spark's 200 is far
       too many, and a checkpoint keeps the count it was started with: set it in the job's
       ``[job.spark_conf]`` to about 2× the cluster's cores);
+    - bounded state on disk: ``spark.sql.streaming.minBatchesToRetain`` =
+      :data:`MIN_BATCHES_TO_RETAIN` (Spark's 100 keeps 100 versions of every source node's
+      state; a restart needs the last), RocksDB compacted at every commit (a node's state is
+      rewritten whole each batch, so without it every retained version keeps every SST file
+      written since the first and the state directory grows without bound) and old versions
+      deleted every 15 s (Spark's maintenance interval: 60 s);
     - no web UI, no console progress bar, Spark logging at ERROR from JVM start (a log4j2
       file in the temp dir, unless ``conf`` sets ``spark.driver.extraJavaOptions``).
 
@@ -157,6 +173,9 @@ def spark_session(
         "spark.pyspark.driver.python": sys.executable,
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_quiet_log4j2_file()}",
         "spark.sql.shuffle.partitions": "16",
+        "spark.sql.streaming.minBatchesToRetain": str(MIN_BATCHES_TO_RETAIN),
+        "spark.sql.streaming.stateStore.rocksdb.compactOnCommit": "true",
+        "spark.sql.streaming.stateStore.maintenanceInterval": "15s",
     }
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no loopback-address warning

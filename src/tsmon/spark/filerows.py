@@ -1,0 +1,193 @@
+"""Rows of one CSV or JSON-lines input file, read permissively: a bad file is data.
+
+Spark's own CSV reader maps columns by position (a header in another order fails the query,
+and the offset log makes every restart fail again), and its readers know no line numbers. So
+a files input of format ``csv`` or ``json`` streams each new file's bytes (Spark's
+``binaryFile`` source) and :func:`file_rows` reads them here, in the executors:
+
+- CSV columns are found **by name** in the header (line 1): any order, extra columns ignored;
+  a mapped column the header lacks gives null in every row (the runtime then dead-letters the
+  row as ``bad_series``, ``bad_timestamp`` or ``not_numeric``, the detail naming the column);
+- JSON lines are objects read by key; numbers keep their text (as Spark's reader gives them
+  for a STRING column); a missing key is null, as above;
+- a line that is no record (a CSV line with another number of fields than the header, text
+  that is not a JSON object, bytes that are not UTF-8) is one ``malformed_line`` row;
+- a file that is no text at all (a NUL byte: binary, compressed) is one ``unreadable_file``
+  row, as is a CSV file whose header cannot be read.
+
+Every row carries its file and line (:data:`FILE`, :data:`LINE`; 1-based physical lines,
+blank lines skipped) and a ``detail`` that dead letters show as ``<file>:<line>: <what>``. So
+rows in = accepted + dead letters, whatever the file holds.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from tsmon.engine.deadletters import Reason
+
+__all__ = [
+    "DETAIL",
+    "FILE",
+    "LINE",
+    "REASON",
+    "arrow_rows",
+    "file_origin",
+    "file_rows",
+    "json_object",
+    "json_text",
+    "schema",
+]
+
+FILE, LINE, REASON, DETAIL = "__file", "__line", "__reason", "__detail"
+"""The columns a file's rows carry besides the mapped ones."""
+
+
+def schema(names: Sequence[str]) -> str:
+    """The DDL of :func:`file_rows`' rows: file, line, the mapped columns as text, a reason
+    (null for a record) and a detail."""
+    mapped = ", ".join(f"`{n}` STRING" for n in names)
+    return f"{FILE} STRING, {LINE} BIGINT, {mapped}, {REASON} STRING, {DETAIL} STRING"
+
+
+def file_rows(path: str, content: bytes, fmt: str, names: Sequence[str]) -> Iterator[tuple]:
+    """The rows of one file: ``(file, line, *values of names, reason, detail)``.
+
+    Examples
+    --------
+    >>> data = b"value,ts,series,extra\\n1.5,10,a,x\\n2,oops\\n\\n3,30,b,y\\n"
+    >>> for row in file_rows("in/f.csv", data, "csv", ["series", "ts", "value"]):
+    ...     print(row)
+    ('in/f.csv', 2, 'a', '10', '1.5', None, '')
+    ('in/f.csv', 3, None, None, None, 'malformed_line', '2 fields, the header has 4')
+    ('in/f.csv', 5, 'b', '30', '3', None, '')
+    >>> for row in file_rows("g.json", b'{"series": "a", "ts": 5}\\n[1]\\n', "json", ["ts", "value"]):
+    ...     print(row)
+    ('g.json', 1, '5', None, None, "no key 'value'")
+    ('g.json', 2, None, None, 'malformed_line', 'not a JSON object')
+    >>> print(*file_rows("x.csv", b"\\x00\\x01\\xff", "csv", ["series"]))
+    ('x.csv', None, None, 'unreadable_file', 'binary content (a NUL byte at offset 0), not csv text')
+    """  # noqa: E501
+    empty = (None,) * len(names)
+    if b"\x00" in content:
+        at = content.index(b"\x00")
+        detail = f"binary content (a NUL byte at offset {at}), not {fmt} text"
+        yield (path, None, *empty, Reason.UNREADABLE_FILE.value, detail)
+        return
+    lines = [(n, line) for n, line in enumerate(content.splitlines(), 1) if line.strip()]
+    if fmt == "csv":
+        yield from _csv(path, lines, names, empty)
+        return
+    for n, raw in lines:
+        text = _decoded(raw)
+        record = None if text is None else json_object(text)
+        if record is None:
+            what = "not UTF-8 text" if text is None else "not a JSON object"
+            yield (path, n, *empty, Reason.MALFORMED_LINE.value, what)
+            continue
+        missing = [k for k in names if k not in record]
+        detail = f"no key {missing[0]!r}" if missing else ""
+        yield (path, n, *(json_text(record.get(k)) for k in names), None, detail)
+
+
+def arrow_rows(batches: Iterator[Any], fmt: str, names: list[str]) -> Iterator[Any]:
+    """``mapInArrow`` over Spark's ``binaryFile`` rows: batches of ``(path, content)`` in,
+    the files' rows (:func:`schema`) out."""
+    import pyarrow as pa
+
+    columns = [FILE, LINE, *names, REASON, DETAIL]
+    for batch in batches:
+        for uri, content in zip(
+            batch.column("path").to_pylist(), batch.column("content").to_pylist(), strict=True
+        ):
+            path = uri.removeprefix("file://").removeprefix("file:")
+            rows = list(file_rows(path, content, fmt, names))
+            if rows:
+                yield pa.RecordBatch.from_arrays(
+                    [
+                        pa.array(list(c), type=pa.int64() if n == LINE else pa.string())
+                        for n, c in zip(columns, zip(*rows, strict=True), strict=True)
+                    ],
+                    names=columns,
+                )
+
+
+def file_origin(columns: list[str]) -> tuple[Any, Any]:
+    """Spark columns for an input with ``columns``: the reason a file's line could not be read
+    (null for a record) and the detail its dead letter shows, ``<file>:<line>`` and what was
+    wrong (null and '' for inputs that are no files)."""
+    from pyspark.sql import functions as F
+
+    if REASON not in columns:
+        return F.lit(None).cast("string"), F.lit("")
+    where = F.concat_ws(":", F.col(FILE), F.col(LINE).cast("string"))
+    detail = F.when(F.col(DETAIL) == "", where).otherwise(F.concat_ws(": ", where, F.col(DETAIL)))
+    return F.col(REASON), detail
+
+
+def _csv(
+    path: str, lines: list[tuple[int, bytes]], names: Sequence[str], empty: tuple
+) -> Iterator[tuple]:
+    if not lines:
+        return
+    first, raw = lines[0]
+    header = _fields(raw)
+    if header is None:
+        what = "its header is not UTF-8 CSV text"
+        yield (path, first, *empty, Reason.UNREADABLE_FILE.value, what)
+        return
+    header = [h.strip() for h in header]
+    index = {h: i for i, h in reversed(list(enumerate(header)))}  # a name twice: the first
+    missing = [n for n in names if n not in index]
+    detail = f"the header has no column {missing[0]!r} (it has {header})" if missing else ""
+    for n, raw in lines[1:]:
+        fields = _fields(raw)
+        if fields is None or len(fields) != len(header):
+            what = (
+                "not UTF-8 CSV text"
+                if fields is None
+                else (f"{len(fields)} fields, the header has {len(header)}")
+            )
+            yield (path, n, *empty, Reason.MALFORMED_LINE.value, what)
+            continue
+        values = (fields[index[k]] if k in index else None for k in names)
+        yield (path, n, *values, None, detail)
+
+
+def _decoded(raw: bytes) -> str | None:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _fields(raw: bytes) -> list[str] | None:
+    """The fields of one CSV line (quotes as in RFC 4180), or None if it is not text."""
+    text = _decoded(raw)
+    if text is None:
+        return None
+    try:
+        return next(csv.reader([text], strict=True))
+    except csv.Error:
+        return None
+
+
+def json_object(line: str) -> dict[str, Any] | None:
+    """One JSON-lines record with numbers kept as their text; None if it is no object."""
+    try:
+        record = json.loads(line, parse_float=str, parse_int=str, parse_constant=str)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def json_text(value: Any) -> str | None:
+    """A JSON value as the text Spark's JSON reader would give for a STRING column."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(value, separators=(",", ":"))

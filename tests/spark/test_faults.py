@@ -1,0 +1,248 @@
+"""Fault injection (issue 16): bad files, job-file drift on restart, clean exits.
+
+Real Spark, real files, real ``tsmon run`` processes where the exit is the point. Each case
+asserts that the job goes on, that every input row is accounted for (rows in = accepted + dead
+letters) and that answers equal the in-process batch runtime fed the good rows only (nothing
+lost, nothing doubled). No sleeps: a job is driven file by file with ``processAllAvailable``
+or runs ``--once``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.spark.test_runtime import batch_reference, run_file
+from tsmon.spark.job import load_job
+from tsmon.spark.runtime import JobRunner
+from tsmon.spark.sinks import BatchOutput
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+JOB = """
+queries = '''
+QUERY s AS SUM(a, b) WITHIN 2
+QUERY jump ON * WHEN last - mean(3 points) > 1 EMIT series, last
+'''
+
+[job]
+checkpoint = "ckpt"
+trigger = "100ms"
+
+[input]
+kind = "files"
+path = "incoming"
+format = "csv"
+
+[registers]
+retention = "1h"
+
+[filters]
+period = "1s"
+
+[[sinks]]
+kind = "parquet"
+path = "out"
+"""
+
+
+class Walk:
+    """Good rows of series a and b, time always moving on (no point is late)."""
+
+    def __init__(self, seed: int = 5) -> None:
+        self.rng = random.Random(seed)
+        self.value = {"a": 0.0, "b": 10.0}
+        self.ts = 1_000
+
+    def rows(self, n: int) -> list[tuple[str, int, float]]:
+        out = []
+        for _ in range(n):
+            series = self.rng.choice("ab")
+            self.value[series] += self.rng.gauss(0, 0.8)
+            self.ts += 37
+            out.append((series, self.ts, round(self.value[series], 6)))
+        return out
+
+
+def csv_text(header: list[str], rows: list[dict[str, object]]) -> bytes:
+    lines = [",".join(header)] + [",".join(str(r.get(h, "")) for h in header) for r in rows]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def drop(directory: Path, name: str, content: bytes) -> None:
+    temp = directory / f".{name}.tmp"
+    temp.write_bytes(content)
+    os.replace(temp, directory / name)
+
+
+def bad_files(walk: Walk) -> list[tuple[str, bytes, list[tuple], dict[str, int], int]]:
+    """``(name, content, good rows, dead letters by reason, input rows)`` per file."""
+    good = walk.rows(20)
+    as_dicts = [{"series": s, "ts": t, "value": v, "extra": "x"} for s, t, v in good]
+    out = [("good.csv", csv_text(["series", "ts", "value"], as_dicts), good, {}, 20)]
+    good = walk.rows(20)  # columns in another order, one more column
+    as_dicts = [{"series": s, "ts": t, "value": v, "extra": "x"} for s, t, v in good]
+    header = ["value", "extra", "ts", "series"]
+    out.append(("reordered.csv", csv_text(header, as_dicts), good, {}, 20))
+    garbage = bytes(random.Random(1).randrange(256) for _ in range(3000)) + b"\x00"
+    out.append(("garbage.csv", garbage, [], {"unreadable_file": 1}, 1))
+    good = walk.rows(10)
+    lines = [b"series,ts,value"] + [f"{s},{t},{v}".encode() for s, t, v in good[:5]]
+    lines += [
+        b"a,1",  # too few fields
+        b"a,5,6,7",  # too many
+        b"\xff\xfe,1,2",  # not UTF-8
+        b'"a,5,6',  # an unterminated quote
+        b"",  # blank: no row
+        b"a,yesterday,1.0",  # a row, with a bad timestamp
+        b"b,99999999,abc",  # a row, with a bad value
+    ]
+    lines += [f"{s},{t},{v}".encode() for s, t, v in good[5:]]
+    dead = {"malformed_line": 4, "bad_timestamp": 1, "not_numeric": 1}
+    out.append(("malformed.csv", b"\n".join(lines) + b"\n", good, dead, 16))
+    missing = [{"series": "a", "ts": 999_999_999 + i} for i in range(3)]  # no value column
+    out.append(("missing.csv", csv_text(["series", "ts"], missing), [], {"not_numeric": 3}, 3))
+    good = walk.rows(10)  # and the job goes on
+    as_dicts = [{"series": s, "ts": t, "value": v} for s, t, v in good]
+    out.append(("after.csv", csv_text(["ts", "series", "value"], as_dicts), good, {}, 10))
+    return out
+
+
+def test_bad_files_are_dead_letters_and_the_job_goes_on(spark, tmp_path: Path) -> None:
+    job_path = tmp_path / "job.toml"
+    job_path.write_text(JOB, encoding="utf-8")
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    job = load_job(job_path)
+    reference = batch_reference(job)
+    outputs: list[BatchOutput] = []
+    runner = JobRunner(job, spark=spark, callback=outputs.append)
+    runner.start()
+    written: list[int] = []  # batches that wrote control
+    try:
+        for name, content, good, dead, rows_in in bad_files(Walk()):
+            drop(incoming, name, content)
+            outputs.clear()
+            runner.process_all_available()
+            events = run_file(reference, [(s, s, t, v) for s, t, v in good])
+            progress = [o.progress for o in outputs]
+            assert sum(p["inputRows"] for p in progress) == rows_in, name
+            assert sum(p["numInputRows"] for p in progress) == len(good), name  # accepted
+            rejected = [r for o in outputs for r in o.rejected]
+            assert sum(p["deadLetters"] for p in progress) == len(rejected)
+            assert len(good) + len(rejected) == rows_in, name  # in = accepted + rejected
+            assert pd.Series([r["reason"] for r in rejected]).value_counts().to_dict() == dead
+            assert all(r["detail"].split(":")[0].endswith(f"/incoming/{name}") for r in rejected)
+            assert runner.answers() == reference.answers(), name  # nothing lost or doubled
+            assert [e for o in outputs for e in o.events] == events, name
+            written += [p["batchId"] for p in progress if p["controlRows"]]
+    finally:
+        runner.stop()
+    # control read by committed batches is deleted: only the last batch's may be left
+    left = {p.name for p in (tmp_path / "ckpt" / "control").glob("ctrl-*.json")}
+    assert len(written) >= 2 and left <= {f"ctrl-{written[-1]}.json"}, (left, written)
+    files = sorted((tmp_path / "out" / "dead_letters").iterdir())
+    details = {d for p in files for d in pd.read_parquet(p)["detail"]}
+    path = str(incoming)
+    assert f"{path}/malformed.csv:7: 2 fields, the header has 3" in details
+    assert f"{path}/malformed.csv:9: not UTF-8 CSV text" in details
+    assert f"{path}/malformed.csv:12" in details  # the bad timestamp's line (blank 11 skipped)
+    assert any(d.startswith(f"{path}/garbage.csv: binary content") for d in details)
+    no_value = f"{path}/missing.csv:2: the header has no column 'value' (it has ['series', 'ts'])"
+    assert no_value in details
+
+
+# -- real processes: exits, restarts -----------------------------------------------------------
+
+
+def tsmon_run(job: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tsmon.cli", "run", str(job), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "300"},
+    )
+
+
+def clean(stderr: str) -> None:
+    for word in ("py4j", "Traceback", "Exception"):
+        assert word not in stderr, stderr[-3000:]
+
+
+def test_once_ends_with_a_summary_and_restart_refuses_edited_queries(tmp_path: Path) -> None:
+    job = tmp_path / "job.toml"
+    job.write_text(JOB.replace('kind = "parquet"\npath = "out"', 'kind = "console"'))
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    walk = Walk(seed=8)
+    rows = [{"series": s, "ts": t, "value": v} for s, t, v in walk.rows(30)]
+    drop(incoming, "one.csv", csv_text(["series", "ts", "value"], rows))
+
+    first = tsmon_run(job, "--once")
+    assert first.returncode == 0, first.stdout + first.stderr
+    clean(first.stderr)
+    assert first.stdout.strip().splitlines()[-1].startswith("done: ")
+
+    # the job file's queries changed: refused, naming the difference; nothing started
+    edited = JOB.replace("WITHIN 2", "WITHIN 1").replace("QUERY jump", "QUERY leap")
+    job.write_text(edited.replace('kind = "parquet"\npath = "out"', 'kind = "console"'))
+    before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "ckpt").rglob("*"))
+    refused = tsmon_run(job, "--once")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stderr == ""
+    out = " ".join(refused.stdout.split())
+    assert out.startswith("tsmon run tsmon: starting Spark (local[2]) ... error: the job file")
+    for part in ("added: leap", "removed: jump", "changed: s"):
+        assert part in out, out
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "ckpt").rglob("*")) == before
+
+    # the old queries back, more input: the job resumes on its checkpoint; SIGTERM ends it
+    job.write_text(JOB.replace('kind = "parquet"\npath = "out"', 'kind = "console"'))
+    more = [{"series": s, "ts": t, "value": v} for s, t, v in walk.rows(30)]
+    drop(incoming, "two.csv", csv_text(["series", "ts", "value"], more))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tsmon.cli", "run", str(job)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "300"},
+    )
+    try:
+        wait_for_rows(tmp_path / "ckpt", 60, proc)
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=180)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stdout + stderr
+    clean(stderr)
+    assert stdout.strip().splitlines()[-1].startswith("done: "), stdout
+    assert "interrupted: stopped" in stdout
+    lines = progress(tmp_path / "ckpt")
+    assert sum(p["inputRows"] for p in lines) == 60  # each file once
+    assert [p["batchId"] for p in lines] == list(range(len(lines)))
+
+
+def progress(ckpt: Path) -> list[dict]:
+    path = ckpt / "progress.jsonl"
+    return [json.loads(x) for x in path.read_text().split("\n") if x] if path.exists() else []
+
+
+def wait_for_rows(ckpt: Path, rows: int, proc: subprocess.Popen[str]) -> None:
+    """Poll the job's progress until ``rows`` input rows are in (the job's own clock)."""
+    deadline = time.monotonic() + 240
+    while sum(p["inputRows"] for p in progress(ckpt)) < rows:
+        assert proc.poll() is None and time.monotonic() < deadline, progress(ckpt)[-3:]
+        time.sleep(0.1)

@@ -1,0 +1,86 @@
+"""Reading one input file permissively (no Spark): whatever the bytes, every line is one row,
+a record or a dead letter with its reason and line; columns are found by name."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tsmon.spark.filerows import file_rows
+
+NAMES = ["series", "ts", "value"]
+# text lines: no newline characters, no NUL (a NUL makes the whole file unreadable)
+LINE = st.binary(max_size=40).map(
+    lambda b: b.replace(b"\n", b"").replace(b"\r", b"").replace(b"\x00", b"").replace(b"\x0b", b"")
+)
+RECORD = st.tuples(
+    st.sampled_from(["a", "b.x", "c y"]),
+    st.integers(0, 10**13),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+
+
+def blank(line: bytes) -> bool:
+    return not line.strip()
+
+
+@given(
+    order=st.permutations(["series", "ts", "value", "extra"]),
+    records=st.lists(RECORD, max_size=10),
+    noise=st.lists(st.tuples(st.integers(0, 10), LINE), max_size=6),
+)
+def test_csv_columns_by_name_and_every_line_accounted(order, records, noise) -> None:
+    text = {"extra": "z"}
+    lines = [",".join(order).encode()]
+    for series, ts, value in records:
+        fields = {**text, "series": series, "ts": str(ts), "value": repr(value)}
+        lines.append(",".join(fields[c] for c in order).encode())
+    good_at = list(range(2, len(lines) + 1))  # 1-based line numbers of the records
+    for at, line in sorted(noise, reverse=True):  # noise inserted after the header
+        position = 1 + min(at, len(lines) - 1)
+        lines.insert(position, line)
+        good_at = [n + 1 if n > position else n for n in good_at]
+    rows = list(file_rows("f.csv", b"\n".join(lines), "csv", NAMES))
+    counted = sum(not blank(line) for line in lines[1:])
+    assert len(rows) == counted  # one row per non-blank line after the header
+    assert all(r[0] == "f.csv" for r in rows)
+    by_line = {r[1]: r for r in rows}
+    for n, (series, ts, value) in zip(good_at, records, strict=True):
+        assert by_line[n][2:] == (series, str(ts), repr(value), None, "")
+    for row in rows:  # the rest are records too (noise that parses) or malformed lines
+        assert row[5] in (None, "malformed_line")
+
+
+@given(lines=st.lists(LINE, max_size=12))
+def test_json_lines_every_line_accounted(lines) -> None:
+    rows = list(file_rows("f.json", b"\n".join(lines), "json", NAMES))
+    assert len(rows) == sum(not blank(line) for line in lines)
+    for row in rows:
+        assert row[5] in (None, "malformed_line")
+
+
+@given(content=st.binary(max_size=300), at=st.integers(0, 300))
+def test_a_nul_byte_makes_one_unreadable_file_row(content: bytes, at: int) -> None:
+    data = content[:at] + b"\x00" + content[at:]
+    for fmt in ("csv", "json"):
+        rows = list(file_rows("g", data, fmt, NAMES))
+        assert len(rows) == 1 and rows[0][5] == "unreadable_file"
+        assert rows[0][6].startswith(f"binary content (a NUL byte at offset {data.index(0)})")
+
+
+def test_json_records_keep_number_text_and_name_a_missing_key() -> None:
+    data = (
+        "\n".join(
+            json.dumps(r)
+            for r in [{"series": "a", "ts": 5, "value": 1.50}, {"series": "b", "ts": 6}]
+        ).encode()
+        + b"\n{not json\n"
+    )
+    rows = list(file_rows("h.json", data, "json", NAMES))
+    assert rows == [
+        ("h.json", 1, "a", "5", "1.5", None, ""),
+        ("h.json", 2, "b", "6", None, None, "no key 'value'"),
+        ("h.json", 3, None, None, None, "malformed_line", "not a JSON object"),
+    ]
