@@ -24,12 +24,22 @@ def _run(args: argparse.Namespace) -> int:
 
     The job file is checked completely before Spark starts (:func:`tsmon.spark.job.load_job`).
     """
-    from tsmon.spark.job import load_job
+    from dataclasses import replace
+
+    from tsmon.http import attach
+    from tsmon.spark.job import listen_address, load_job
     from tsmon.spark.runtime import JobRunner
 
     job = load_job(args.job)
+    http = job.http
+    if args.http is not None:
+        listen_address(args.http)  # a bad address fails before Spark starts
+        http = replace(http, listen=args.http)
     console.print(f"tsmon run {job.name}: starting Spark ({job.master}) ...")
     runner = JobRunner(job)
+    service = attach(runner, http)
+    if service.url is not None:
+        console.print(f"HTTP API, /metrics and the dashboard on {service.url}/ (docs/http.md)")
     runner.start()
     try:
         if args.once:
@@ -40,6 +50,7 @@ def _run(args: argparse.Namespace) -> int:
         console.print("interrupted: stopping (state is in the checkpoint)")
     finally:
         runner.stop()
+        service.close()
     console.print(
         f"done: {len(runner.answers())} answers, {runner.dead_letters} dead letters; progress in "
         f"{job.checkpoint / 'progress.jsonl'}"

@@ -291,6 +291,7 @@ class JobRunner:
             "events": len(events),
             "deadLetters": len(rejected),
             "commands": outcomes,
+            "queries": {name: p.names() for name, p in node.parts.items() if p.names()},
             "messages": _counts(node),
             **progress_of_parts,
             "previousBatchDurationMs": self.spark_progress.last_duration_ms,
