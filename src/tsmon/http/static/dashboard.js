@@ -54,9 +54,10 @@ function showAnswers(byPart, bands) {
         const td = cell(row, (a.members || []).join(", "));
         td.colSpan = 3;
       } else {
-        cell(row, fmt(b.value), "num value");
-        cell(row, fmt(b.lo), "num lo");
-        cell(row, fmt(b.hi), "num hi");
+        for (const key of ["value", "lo", "hi"]) {
+          const td = cell(row, fmt(b[key]), "num " + key);
+          if (b[key] !== null) td.dataset.exact = String(b[key]);  // the number as sent
+        }
       }
       n += 1;
     }
