@@ -26,30 +26,32 @@ def _run(args: argparse.Namespace) -> int:
     """
     from dataclasses import replace
 
-    from tsmon.http import attach
-    from tsmon.spark.job import listen_address, load_job
+    from tsmon.http import serve
+    from tsmon.spark.job import load_job
     from tsmon.spark.runtime import JobRunner
 
     job = load_job(args.job)
     http = job.http
     if args.http is not None:
-        listen_address(args.http)  # a bad address fails before Spark starts
         http = replace(http, listen=args.http)
-    console.print(f"tsmon run {job.name}: starting Spark ({job.master}) ...")
-    runner = JobRunner(job)
-    service = attach(runner, http)
+    service = serve(job, http)  # before Spark: a bad address or a busy port fails at once
     if service.url is not None:
         console.print(f"HTTP API, /metrics and the dashboard on {service.url}/ (docs/http.md)")
-    runner.start()
     try:
-        if args.once:
-            runner.process_all_available()
-        else:
-            runner.await_termination()
-    except KeyboardInterrupt:
-        console.print("interrupted: stopping (state is in the checkpoint)")
+        console.print(f"tsmon run {job.name}: starting Spark ({job.master}) ...")
+        runner = JobRunner(job)
+        service.subscribe(runner.sinks)
+        runner.start()
+        try:
+            if args.once:
+                runner.process_all_available()
+            else:
+                runner.await_termination()
+        except KeyboardInterrupt:
+            console.print("interrupted: stopping (state is in the checkpoint)")
+        finally:
+            runner.stop()
     finally:
-        runner.stop()
         service.close()
     console.print(
         f"done: {len(runner.answers())} answers, {runner.dead_letters} dead letters; progress in "

@@ -6,6 +6,6 @@
 (:mod:`tsmon.http.webhook`). See docs/http.md.
 """
 
-from tsmon.http.service import Service, attach
+from tsmon.http.service import Service, attach, serve
 
-__all__ = ["Service", "attach"]
+__all__ = ["Service", "attach", "serve"]

@@ -1,9 +1,10 @@
 """Serve a running job over HTTP from a thread of the job's process, and send its alerts.
 
-:func:`attach` subscribes to a :class:`~tsmon.spark.runtime.JobRunner`'s batches (its sinks'
-:meth:`~tsmon.spark.sinks.Sinks.subscribe`) what the job's ``[http]`` table asks for: the API
-of :mod:`tsmon.http.app` on ``listen`` (uvicorn in a daemon thread, on a socket bound before
-the thread starts, so a busy port is an ``OSError`` at once) and the :class:`Webhook`.
+:func:`serve` starts what a job's ``[http]`` table asks for: the API of :mod:`tsmon.http.app`
+on ``listen`` (uvicorn in a daemon thread, on a socket bound before the thread starts, so a
+busy port is an ``OSError`` at once) and the :class:`Webhook`; :meth:`Service.subscribe` feeds
+them a :class:`~tsmon.spark.runtime.JobRunner`'s batches (its sinks'
+:meth:`~tsmon.spark.sinks.Sinks.subscribe`). :func:`attach` does both.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,9 @@ from tsmon.http.app import make_app
 from tsmon.http.live import Live
 from tsmon.http.webhook import Webhook
 from tsmon.spark.commands import CommandLog
-from tsmon.spark.job import HttpSpec, listen_address
+from tsmon.spark.job import HttpSpec, Job, listen_address
 
-__all__ = ["HttpServer", "Service", "attach"]
+__all__ = ["HttpServer", "Service", "attach", "serve"]
 
 
 class HttpServer:
@@ -37,10 +38,8 @@ class HttpServer:
         checkpoint: Path,
         host: str,
         port: int,
-        webhook: Webhook | None = None,
     ) -> None:
-        self.live = live
-        app = make_app(live, CommandLog(checkpoint), None if webhook is None else webhook.stats)
+        self.live, self.checkpoint = live, checkpoint
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = socket.socket(family, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -52,6 +51,15 @@ class HttpServer:
         bound = self._socket.getsockname()
         shown = f"[{bound[0]}]" if family == socket.AF_INET6 else bound[0]
         self.url = f"http://{shown}:{bound[1]}"
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(
+        self, webhook: Callable[[], Mapping[str, int]] | None = None, timeout: float = 10.0
+    ) -> None:
+        """Serve from a daemon thread (``webhook()``: its delivery counts); return once it
+        accepts connections."""
+        app = make_app(self.live, CommandLog(self.checkpoint), webhook)
         config = uvicorn.Config(
             app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2
         )
@@ -62,9 +70,6 @@ class HttpServer:
             name="tsmon-http",
             daemon=True,
         )
-
-    def start(self, timeout: float = 10.0) -> None:
-        """Serve from a daemon thread; return once it accepts connections."""
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self._server.started:
@@ -75,15 +80,15 @@ class HttpServer:
     def stop(self) -> None:
         """Wake every waiting request, stop serving, close the socket."""
         self.live.close()
-        self._server.should_exit = True
-        if self._thread.is_alive():
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
             self._thread.join(10)
         self._socket.close()
 
 
 @dataclass
 class Service:
-    """What :func:`attach` started: the server (``url``) and the webhook, either may be None."""
+    """What :func:`serve` started: the server (``url``) and the webhook, either may be None."""
 
     live: Live
     server: HttpServer | None
@@ -93,6 +98,13 @@ class Service:
     def url(self) -> str | None:
         return None if self.server is None else self.server.url
 
+    def subscribe(self, sinks: Any) -> None:
+        """Take every batch of a job's :class:`~tsmon.spark.sinks.Sinks` from now on."""
+        if self.server is not None:
+            sinks.subscribe(self.live.feed)
+        if self.webhook is not None:
+            sinks.subscribe(self.webhook.feed)
+
     def close(self) -> None:
         """Stop serving; send what the webhook has queued (a few seconds at most)."""
         if self.server is not None:
@@ -101,14 +113,17 @@ class Service:
             self.webhook.close()
 
 
-def attach(runner: Any, spec: HttpSpec, options: Mapping[str, Any] | None = None) -> Service:
-    """Serve ``runner``'s job as ``spec`` says and subscribe to its batches.
+def serve(job: Job, spec: HttpSpec, options: Mapping[str, Any] | None = None) -> Service:
+    """Start what ``spec`` asks for ``job`` (before Spark, so a busy port fails at once and
+    ``/healthz`` says ``starting`` meanwhile); :meth:`Service.subscribe` feeds it.
 
-    ``options`` are extra :class:`Webhook` arguments (retries, backoff, ...). Call before
-    ``runner.start()`` to see the first batch; ``close()`` the result after ``runner.stop()``.
+    ``options`` are extra :class:`Webhook` arguments (``retries``, ``backoff``, ...).
     """
-    job = runner.job
     live = Live()
+    server = None
+    if spec.listen is not None:
+        host, port = listen_address(spec.listen)
+        server = HttpServer(live, job.checkpoint, host, port)
     webhook = None
     if spec.webhook is not None:
         webhook = Webhook(
@@ -118,11 +133,14 @@ def attach(runner: Any, spec: HttpSpec, options: Mapping[str, Any] | None = None
             job.name,
             **dict(options or {}),
         )
-        runner.sinks.subscribe(webhook.feed)
-    server = None
-    if spec.listen is not None:
-        host, port = listen_address(spec.listen)
-        server = HttpServer(live, job.checkpoint, host, port, webhook)
-        runner.sinks.subscribe(live.feed)
-        server.start()
+    if server is not None:
+        server.start(None if webhook is None else webhook.stats)
     return Service(live, server, webhook)
+
+
+def attach(runner: Any, spec: HttpSpec, options: Mapping[str, Any] | None = None) -> Service:
+    """:func:`serve` ``runner``'s job and subscribe to its batches (call before
+    ``runner.start()`` to see the first batch; ``close()`` the result after ``runner.stop()``)."""
+    service = serve(runner.job, spec, options)
+    service.subscribe(runner.sinks)
+    return service
