@@ -59,10 +59,9 @@ def make_app(
     ``webhook()`` gives the webhook's delivery counts for ``/metrics`` and ``/healthz``."""
 
     async def healthz(request: Request) -> Response:
-        snap = live.snapshot()
         body: dict[str, Any] = {
-            "status": "starting" if snap["batch"] is None else "running",
-            "batch": snap["batch"],
+            "status": "starting" if live.batch_id is None else "running",
+            "batch": live.batch_id,
             "secondsSinceLastBatch": None
             if live.last_batch_at is None
             else round(time.time() - live.last_batch_at, 3),
@@ -72,7 +71,7 @@ def make_app(
         return JSONResponse(body)
 
     async def list_queries(request: Request) -> Response:
-        running = live.snapshot()["progress"].get("queries", {})
+        running = live.last_progress().get("queries", {})
         states = await anyio.to_thread.run_sync(commands.states)
         return JSONResponse({"running": running, "commands": states})
 
@@ -164,7 +163,7 @@ def make_app(
                 yield f"id: {since}\nevent: event\ndata: {json.dumps(event)}\n\n"
             if live.batches != seen:
                 seen = live.batches
-                progress = json.dumps(live.snapshot()["progress"])
+                progress = json.dumps(live.last_progress())
                 yield f"event: batch\ndata: {progress}\n\n"
             if live.closed or await request.is_disconnected():
                 return

@@ -4,9 +4,11 @@
 caller of :meth:`Live.feed` with a :class:`~tsmon.spark.sinks.BatchOutput`) and keeps, under
 one lock: every query's newest answer, a bounded history of each numeric answer's value and
 bounds (``Part.band``), the newest events numbered in arrival order, the newest progress
-record, and running totals (input rows, events, dead letters by reason). Readers (the
-Starlette app, the Prometheus collector) take copies; :meth:`Live.wait` lets a long poll or an
-event stream sleep until a batch newer than the one it has seen arrives.
+record, and running totals (input rows, events, dead letters by reason). Feeding only keeps
+references (answers are frozen dataclasses): turning them into JSON is left to the readers
+(the Starlette app, the Prometheus collector), in the server's thread, not the batch's;
+:meth:`Live.wait` lets a long poll or an event stream sleep until a batch newer than the one it
+has seen arrives.
 """
 
 from __future__ import annotations
@@ -56,10 +58,10 @@ class Live:
         self._lock = threading.Condition()
         self.batches = 0  # batches fed; a waiter compares against it
         self.batch_id: int | None = None
-        self.progress: dict[str, Any] = {}
-        self.answers: dict[str, dict[str, Any]] = {}  # part -> query -> answer (JSON)
+        self.progress: Mapping[str, Any] = {}
+        self.answers: dict[str, dict[str, Any]] = {}  # part -> query -> answer
         self.bands: dict[str, tuple[str, float, float | None, float | None]] = {}
-        self.history: dict[str, deque[dict[str, Any]]] = {}
+        self.history: dict[str, deque[tuple[int, int, Any, Any, Any]]] = {}
         self._history_len = history
         self.events: deque[dict[str, Any]] = deque(maxlen=events)
         self.event_seq = 0  # number of events fed so far; an event's ``seq`` is its position
@@ -74,7 +76,7 @@ class Live:
         now = time.time()
         with self._lock:
             self.batch_id = out.batch_id
-            self.progress = json_safe(out.progress)
+            self.progress = out.progress
             self.totals["numInputRows"] += int(out.progress.get("numInputRows", 0))
             self.totals["rowsToCoordinator"] += int(out.progress.get("rowsToCoordinator", 0))
             self.totals["events"] += len(out.events)
@@ -83,7 +85,7 @@ class Live:
                 answers = out.answers.get(part.name)
                 if answers is None:
                     continue
-                self.answers[part.name] = {q: json_safe(a) for q, a in answers.items()}
+                self.answers[part.name] = dict(answers)
                 if part.band is not None:
                     for query, answer in answers.items():
                         self._record(part.name, query, part.band(answer), out.batch_id, now)
@@ -104,11 +106,10 @@ class Live:
     ) -> None:
         value, lo, hi = (None if b is None else float(b) for b in band)
         self.bands[query] = (part, value, lo, hi)
-        point = {"batch": batch, "t": round(now * 1000), "value": value, "lo": lo, "hi": hi}
         history = self.history.setdefault(query, deque(maxlen=self._history_len))
-        if history and history[-1]["batch"] == batch:
+        if history and history[-1][0] == batch:
             history.pop()  # a replayed batch replaces its point
-        history.append(json_safe(point))
+        history.append((batch, round(now * 1000), value, lo, hi))
 
     # -- readers ---------------------------------------------------------------------------
     def wait(self, seen: int, timeout: float) -> int:
@@ -129,40 +130,53 @@ class Live:
         ``limit`` (the newest ones if there are more)."""
         with self._lock:
             out = [e for e in self.events if e["seq"] > seq]
-        return json_safe(out[-limit:] if limit else [])
+        return json_safe(out[-limit:] if limit else [])  # events are not changed once fed
 
     def snapshot(self) -> dict[str, Any]:
         """The newest answers (by part), progress and totals as one JSON object."""
         with self._lock:
-            return {
+            snap = {
                 "batch": self.batch_id,
-                "answers": json_safe(self.answers),
+                "answers": {part: dict(answers) for part, answers in self.answers.items()},
                 "bands": {
-                    q: json_safe({"part": p, "value": v, "lo": lo, "hi": hi})
+                    q: {"part": p, "value": v, "lo": lo, "hi": hi}
                     for q, (p, v, lo, hi) in self.bands.items()
                 },
-                "progress": dict(self.progress),
+                "progress": self.progress,
                 "totals": dict(self.totals),
                 "deadLetters": dict(self.dead_letters),
                 "events": self.event_seq,
             }
+        return json_safe(snap)  # outside the lock: what it reads is not changed once fed
+
+    def last_progress(self) -> dict[str, Any]:
+        """The last batch's progress record as JSON (``{}`` before the first batch)."""
+        with self._lock:
+            progress = self.progress
+        return json_safe(progress)
 
     def history_of(self) -> dict[str, Any]:
         """Every numeric answer's kept history: ``{query: {"part", "points": [...]}}`` where a
         point is ``{"batch", "t" (wall ms), "value", "lo", "hi"}``."""
+        keys = ("batch", "t", "value", "lo", "hi")
         with self._lock:
             part_of = {q: b[0] for q, b in self.bands.items()}
-            return {
-                q: {"part": part_of.get(q), "running": q in part_of, "points": list(h)}
-                for q, h in self.history.items()
+            history = {q: list(h) for q, h in self.history.items()}
+        return {
+            q: {
+                "part": part_of.get(q),
+                "running": q in part_of,
+                "points": [json_safe(dict(zip(keys, p, strict=True))) for p in points],
             }
+            for q, points in history.items()
+        }
 
     def metrics_view(self) -> dict[str, Any]:
         """What the Prometheus collector reads, copied under the lock."""
         with self._lock:
             return {
                 "batch": self.batch_id,
-                "progress": dict(self.progress),
+                "progress": self.progress,
                 "totals": dict(self.totals),
                 "deadLetters": dict(self.dead_letters),
                 "bands": dict(self.bands),
