@@ -51,7 +51,7 @@ def test_the_http_table_is_read_with_its_defaults():
         ({"listen": "8080"}, "[http] listen must be host:port, e.g. 127.0.0.1:8080, got '8080'"),
         ({"listen": "h:99999"}, "[http] listen must be host:port"),
         ({"webhook": "h:9093/hook"}, "[http] webhook must be an http(s):// URL"),
-        ({"webhook_format": "slack"}, "webhook_format must be one of ['json', 'alertmanager']"),
+        ({"webhook_format": "slack"}, "webhook_format must be one of ['json', 'alertmanager', "),
         ({"port": 8080}, "unknown key 'port' in [http]"),
     ],
 )

@@ -101,6 +101,24 @@ def test_alertmanager_bodies_are_a_list_of_one_alert(endpoint, tmp_path):
     assert json.loads(alert[0]["annotations"]["payload"]) == event["payload"]
 
 
+def test_alertmanager_receiver_bodies_carry_the_alert_firing(endpoint):
+    hook = Webhook(endpoint.url, "alertmanager-webhook", job="fleet")
+    out = next(o for o in outputs() if len(o.events) >= 2)
+    hook.feed(out)
+    hook.close(timeout=30)
+    assert len(endpoint.bodies) == len(out.events)
+    for body, event in zip(endpoint.bodies, out.events, strict=True):
+        [alert] = body["alerts"]
+        labels = {"alertname": event["query"], "series": event["series"], "job": "fleet"}
+        assert (body["version"], body["status"], body["receiver"]) == ("4", "firing", "fleet")
+        assert body["groupLabels"] == {"alertname": event["query"]}
+        assert body["commonLabels"] == alert["labels"] == labels
+        assert (alert["status"], alert["endsAt"]) == ("firing", "0001-01-01T00:00:00Z")
+        assert alert["startsAt"] == alert_body(event, 0, "fleet", "json")["time"]
+    prints = {b["alerts"][0]["fingerprint"] for b in endpoint.bodies}
+    assert len(prints) == len({(e["query"], e["series"]) for e in out.events})
+
+
 def test_a_failing_request_is_retried_until_it_is_accepted(tmp_path):
     endpoint = Endpoint(statuses=[503, 500, 429])
     try:

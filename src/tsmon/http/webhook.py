@@ -13,6 +13,10 @@ per event, as JSON:
     be ``http://alertmanager:9093/api/v2/alerts``): labels ``alertname`` (the query),
     ``series``, ``job``; annotations ``value``, ``payload``, ``summary``; ``startsAt`` the
     event's time.
+``alertmanager-webhook``
+    what Alertmanager itself POSTs to a webhook receiver (payload version 4: ``status``
+    ``firing``, ``groupLabels``, ``commonLabels``, ``alerts`` with that one alert), for
+    receivers written for Alertmanager.
 
 A request that fails (no connection, a timeout, status 408, 429 or 5xx) is retried after
 ``backoff``, ``2 × backoff``, ... (at most ``max_backoff`` s) up to ``retries`` times; another
@@ -25,6 +29,7 @@ or ``stopped`` (still waiting when the job stopped and :meth:`close` ran out of 
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import queue
 import threading
@@ -47,7 +52,7 @@ _RETRY_STATUS = {408, 429}
 
 
 def alert_body(event: Mapping[str, Any], batch: int, job: str, fmt: str) -> Any:
-    """The JSON body POSTed for one event.
+    """The JSON body POSTed for one event in format ``fmt`` (:data:`WEBHOOK_FORMATS`).
 
     >>> e = {"query": "hot", "series": "h1.cpu", "ts_ms": 0, "value": 0.97,
     ...      "payload": {"series": "h1.cpu"}, "coverage": 1.0, "replayed": False}
@@ -55,23 +60,65 @@ def alert_body(event: Mapping[str, Any], batch: int, job: str, fmt: str) -> Any:
     '1970-01-01T00:00:00.000Z'
     >>> [a["labels"] for a in alert_body(e, 3, "fleet", "alertmanager")]
     [{'alertname': 'hot', 'series': 'h1.cpu', 'job': 'fleet'}]
+    >>> body = alert_body(e, 3, "fleet", "alertmanager-webhook")
+    >>> body["version"], body["status"], body["groupLabels"], len(body["alerts"])
+    ('4', 'firing', {'alertname': 'hot'}, 1)
     """
     at = datetime.datetime.fromtimestamp(event["ts_ms"] / 1000, datetime.timezone.utc)
     time = at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    if fmt == "json":
-        return json_safe({**event, "job": job, "batch": batch, "time": time})
-    payload = json.dumps(json_safe(event["payload"]), sort_keys=True)
-    return [
-        {
-            "labels": {"alertname": event["query"], "series": event["series"], "job": job},
-            "annotations": {
-                "summary": f"{event['query']} on {event['series']} at {time}",
-                "value": str(event["value"]),
-                "payload": payload,
-            },
-            "startsAt": time,
-        }
-    ]
+    return _BODIES[fmt](event, batch, job, time)
+
+
+def _json(event: Mapping[str, Any], batch: int, job: str, time: str) -> Any:
+    return json_safe({**event, "job": job, "batch": batch, "time": time})
+
+
+def _alert(event: Mapping[str, Any], job: str, time: str) -> dict[str, Any]:
+    """One alert as Alertmanager's API v2 takes it (labels, annotations, startsAt)."""
+    return {
+        "labels": {"alertname": event["query"], "series": event["series"], "job": job},
+        "annotations": {
+            "summary": f"{event['query']} on {event['series']} at {time}",
+            "value": str(event["value"]),
+            "payload": json.dumps(json_safe(event["payload"]), sort_keys=True),
+        },
+        "startsAt": time,
+    }
+
+
+def _alertmanager(event: Mapping[str, Any], batch: int, job: str, time: str) -> Any:
+    return [_alert(event, job, time)]
+
+
+def _receiver(event: Mapping[str, Any], batch: int, job: str, time: str) -> Any:
+    """What Alertmanager's webhook_config POSTs to a receiver (payload version 4), with the
+    one alert, firing."""
+    alert = _alert(event, job, time)
+    labels = alert["labels"]
+    fingerprint = hashlib.sha256(json.dumps(labels, sort_keys=True).encode()).hexdigest()[:16]
+    return {
+        "version": "4",
+        "groupKey": f"{{}}:{{alertname={json.dumps(labels['alertname'])}}}",
+        "truncatedAlerts": 0,
+        "status": "firing",
+        "receiver": job,
+        "groupLabels": {"alertname": labels["alertname"]},
+        "commonLabels": labels,
+        "commonAnnotations": alert["annotations"],
+        "externalURL": "",
+        "alerts": [
+            {
+                **alert,
+                "status": "firing",
+                "endsAt": "0001-01-01T00:00:00Z",
+                "generatorURL": "",
+                "fingerprint": fingerprint,
+            }
+        ],
+    }
+
+
+_BODIES = {"json": _json, "alertmanager": _alertmanager, "alertmanager-webhook": _receiver}
 
 
 class Webhook:

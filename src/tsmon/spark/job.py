@@ -61,7 +61,7 @@ before any Spark work starts::
     [http]                         # optional: docs/http.md
     listen = "127.0.0.1:8080"      # the HTTP API, /metrics and the dashboard (tsmon run --http)
     webhook = "http://127.0.0.1:9093/hook"   # POST every event here
-    webhook_format = "json"        # or "alertmanager"
+    webhook_format = "json"        # or "alertmanager", "alertmanager-webhook"
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ INPUT_KEYS = {
 }
 FORMATS = ("csv", "json", "parquet")
 SINK_KINDS = ("console", "parquet", "callback")
-WEBHOOK_FORMATS = ("json", "alertmanager")
+WEBHOOK_FORMATS = ("json", "alertmanager", "alertmanager-webhook")
 GROWTH = ("paper", "capped")
 DUPLICATES = ("keep_last", "keep_first")
 COLUMNS = ("series", "source", "ts", "value")
@@ -172,7 +172,7 @@ class SinkSpec:
 @dataclass(frozen=True)
 class HttpSpec:
     """The ``[http]`` table: serve the HTTP API on ``listen`` (``host:port``), POST every
-    event to ``webhook`` as ``webhook_format`` (``json`` or ``alertmanager``); None: off."""
+    event to ``webhook`` as ``webhook_format`` (:data:`WEBHOOK_FORMATS`); None: off."""
 
     listen: str | None = None
     webhook: str | None = None
