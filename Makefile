@@ -4,10 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-filters lint java clean
+.PHONY: demo test bench bench-filters lint java chromium clean
 
 java:
 	@bash scripts/check_java.sh
+
+# Headless Chromium + chromedriver for the dashboard test (installed by the test when missing).
+chromium:
+	@bash scripts/check_chromium.sh
 
 $(STAMP): pyproject.toml | java
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "tsmon needs Python 3.10 or newer: install it and retry." >&2; exit 1; }

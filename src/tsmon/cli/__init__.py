@@ -151,6 +151,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="process the input available now (and the control it causes), then stop",
     )
+    run.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve the HTTP API, /metrics and the dashboard here, e.g. 127.0.0.1:8080 "
+        "(overrides [http] listen; docs/http.md)",
+    )
     run.set_defaults(run=_run)
 
     cluster = sub.add_parser(

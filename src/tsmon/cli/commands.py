@@ -30,38 +30,50 @@ def _run(args: argparse.Namespace) -> int:
     """
     import signal
     import threading
+    from dataclasses import replace
 
+    from tsmon.http import serve
     from tsmon.spark.job import load_job
     from tsmon.spark.runtime import JobRunner
 
     job = load_job(args.job)
-    console.print(f"tsmon run {job.name}: starting Spark ({job.master}) ...")
-    runner = JobRunner(job)
-    signalled, wake = threading.Event(), threading.Event()
+    http = job.http
+    if args.http is not None:
+        http = replace(http, listen=args.http)
+    service = serve(job, http)  # before Spark: a bad address or a busy port fails at once
+    if service.url is not None:
+        console.print(f"HTTP API, /metrics and the dashboard on {service.url}/ (docs/http.md)")
+    try:
+        console.print(f"tsmon run {job.name}: starting Spark ({job.master}) ...")
+        runner = JobRunner(job)
+        service.subscribe(runner.sinks)
+        signalled, wake = threading.Event(), threading.Event()
 
-    def on_signal(*_: object) -> None:
-        signalled.set()
-        wake.set()
-
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, on_signal)
-    failure: list[BaseException] = []
-
-    def wait() -> None:
-        try:
-            runner.start()
-            (runner.process_all_available if args.once else runner.await_termination)()
-        except Exception as e:  # raised in the main thread, unless a signal stopped the job
-            failure.append(e)
-        finally:
+        def on_signal(*_: object) -> None:
+            signalled.set()
             wake.set()
 
-    waiter = threading.Thread(target=wait, name="tsmon-run", daemon=True)
-    waiter.start()
-    while not wake.wait(0.2):
-        pass
-    runner.close()  # ends the query the waiter may still be in, then the session
-    waiter.join()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, on_signal)
+        failure: list[BaseException] = []
+
+        def wait() -> None:
+            try:
+                runner.start()
+                (runner.process_all_available if args.once else runner.await_termination)()
+            except Exception as e:  # raised in the main thread, unless a signal stopped the job
+                failure.append(e)
+            finally:
+                wake.set()
+
+        waiter = threading.Thread(target=wait, name="tsmon-run", daemon=True)
+        waiter.start()
+        while not wake.wait(0.2):
+            pass
+        runner.close()  # ends the query the waiter may still be in, then the session
+        waiter.join()
+    finally:
+        service.close()
     if signalled.is_set():
         console.print("interrupted: stopped (state is in the checkpoint)")
     elif failure:

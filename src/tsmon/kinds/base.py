@@ -166,7 +166,8 @@ class Part:
     other parts are registered at the coordinator when it is made. ``tracks(statements)``
     names the series every node must model from the start. A part may own whole node keys:
     keys starting with ``reserved_prefix`` are nodes of their own, made by
-    ``reserved_node(settings, key)``.
+    ``reserved_node(settings, key)``. ``band(answer)`` gives an answer's ``(value, lo, hi)``
+    (bounds ``None`` when it has none) for gauges and plots; ``None``: its answers are no number.
     """
 
     name: str
@@ -179,6 +180,7 @@ class Part:
     tracks: Callable[[Sequence[Any]], list[str]] | None = None
     reserved_prefix: str | None = None
     reserved_node: Callable[[HostSettings, str], Any] | None = None
+    band: Callable[[Any], tuple[float, float | None, float | None]] | None = None
 
 
 @dataclass(frozen=True)

@@ -412,6 +412,7 @@ PART = Part(
     sink="answers",
     title="bounded answers",
     line=_line,
+    band=lambda a: (a.value, a.lo, a.hi),
 )
 KIND = QueryKind(
     "bounded",

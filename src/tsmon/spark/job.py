@@ -59,6 +59,11 @@ before any Spark work starts::
     [[sinks]]
     kind = "parquet"
     path = "out/"
+
+    [http]                         # optional: docs/http.md
+    listen = "127.0.0.1:8080"      # the HTTP API, /metrics and the dashboard (tsmon run --http)
+    webhook = "http://127.0.0.1:9093/hook"   # POST every event here
+    webhook_format = "json"        # or "alertmanager", "alertmanager-webhook"
 """
 
 from __future__ import annotations
@@ -104,6 +109,7 @@ INPUT_KEYS = {
 }
 FORMATS = ("csv", "json", "parquet")
 SINK_KINDS = ("console", "parquet", "callback")
+WEBHOOK_FORMATS = ("json", "alertmanager", "alertmanager-webhook")
 GROWTH = ("paper", "capped")
 DUPLICATES = ("keep_last", "keep_first")
 COLUMNS = ("series", "source", "ts", "value")
@@ -166,6 +172,16 @@ class SinkSpec:
 
 
 @dataclass(frozen=True)
+class HttpSpec:
+    """The ``[http]`` table: serve the HTTP API on ``listen`` (``host:port``), POST every
+    event to ``webhook`` as ``webhook_format`` (:data:`WEBHOOK_FORMATS`); None: off."""
+
+    listen: str | None = None
+    webhook: str | None = None
+    webhook_format: str = "json"
+
+
+@dataclass(frozen=True)
 class Job:
     """A checked job file."""
 
@@ -184,6 +200,7 @@ class Job:
     replica_phase_ms: int = DEFAULT_PHASE_MS
     max_future_ms: int | None = DAY_MS
     idle_timeout_ms: int | None = HOUR_MS
+    http: HttpSpec = field(default_factory=HttpSpec)
 
 
 def load_job(path: str | Path) -> Job:
@@ -216,7 +233,7 @@ def parse_job(raw: Mapping[str, Any], base: Path, where: str = "job") -> Job:
     """Check a parsed job table (see :func:`load_job`)."""
     known = {
         "job", "input", "sources", "filters", "registers", "standing", "replication",
-        "queries", "query_file", "sinks",
+        "queries", "query_file", "sinks", "http",
     }  # fmt: skip
     _no_unknown(raw, known, where, "top level")
     job = _table(raw, "job", where)
@@ -241,6 +258,7 @@ def parse_job(raw: Mapping[str, Any], base: Path, where: str = "job") -> Job:
         replica_phase_ms=_phase(_table(raw, "replication", where), where),
         queries=_queries(raw, base, where),
         sinks=tuple(_sink(s, base, where) for s in _sinks(raw, where)),
+        http=_http(_table(raw, "http", where), where),
     )
 
 
@@ -456,6 +474,30 @@ def _sink(t: Mapping[str, Any], base: Path, where: str) -> SinkSpec:
     if kind == "parquet" and "path" not in t:
         raise JobError(f'{where}: a parquet sink needs path = "<dir>"')
     return SinkSpec(kind, base / _str(t, "path", where, "[[sinks]]") if "path" in t else None)
+
+
+def _http(t: Mapping[str, Any], where: str) -> HttpSpec:
+    _no_unknown(t, {"listen", "webhook", "webhook_format"}, where, "[http]")
+    listen = _str(t, "listen", where, "[http]") if "listen" in t else None
+    if listen is not None:
+        listen_address(listen, f"{where}: [http] listen")
+    webhook = _str(t, "webhook", where, "[http]") if "webhook" in t else None
+    if webhook is not None and not webhook.startswith(("http://", "https://")):
+        raise JobError(f"{where}: [http] webhook must be an http(s):// URL, got {webhook!r}")
+    fmt = _choice(t, "webhook_format", WEBHOOK_FORMATS, where, "[http]", default="json")
+    return HttpSpec(listen, webhook, fmt)
+
+
+def listen_address(text: str, what: str = "--http") -> tuple[str, int]:
+    """``(host, port)`` of ``host:port`` (port 0: a free one); a :class:`JobError` else.
+
+    >>> listen_address("127.0.0.1:8080")
+    ('127.0.0.1', 8080)
+    """
+    host, sep, port = text.rpartition(":")
+    if not (sep and host and port.isdigit() and int(port) < 65536):
+        raise JobError(f"{what} must be host:port, e.g. 127.0.0.1:8080, got {text!r}")
+    return host, int(port)
 
 
 def _table(

@@ -336,6 +336,7 @@ class JobRunner:
             "quarantined": quarantined,
             **node.progress(),
             "commands": outcomes,
+            "queries": {name: p.names() for name, p in node.parts.items() if p.names()},
             "messages": _counts(node),
             **progress_of_parts,
             "previousBatchDurationMs": self.spark_progress.last_duration_ms,

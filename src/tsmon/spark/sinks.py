@@ -98,7 +98,7 @@ class Sinks:
 
     def __init__(self, specs: Sequence[SinkSpec], callback: Callback | None = None) -> None:
         self.paths = [s.path for s in specs if s.kind == "parquet" and s.path is not None]
-        self.callback = callback
+        self.subscribers: list[Callback] = [] if callback is None else [callback]
         self.console = ConsoleView() if any(s.kind == "console" for s in specs) else None
 
     def start(self) -> None:
@@ -111,12 +111,16 @@ class Sinks:
         if self.console is not None:
             self.console.stop()
 
+    def subscribe(self, callback: Callback) -> None:
+        """Give every later batch's output to ``callback`` too (the HTTP API, the webhook)."""
+        self.subscribers.append(callback)
+
     def emit(self, out: BatchOutput) -> None:
         """Write one batch's answers, events and dead letters to every sink."""
         for path in self.paths:
             _write_batch(path, out)
-        if self.callback is not None:
-            self.callback(out)
+        for callback in self.subscribers:
+            callback(out)
         if self.console is not None:
             self.console.update(out)
 

@@ -115,6 +115,13 @@ def _line(a: SummaryAnswer) -> str:
     return f"{format_value(a.value)}{bound} over {a.points} points{missed}"
 
 
+def _band(a: SummaryAnswer) -> tuple[float, float | None, float | None]:
+    """The value and where the exact answer lies (``value ± bound`` when only that is known)."""
+    if a.lower is not None or a.bound is None:
+        return a.value, a.lower, a.upper
+    return a.value, a.value - a.bound, a.value + a.bound
+
+
 PART = Part(
     "local",
     node=LocalNode,
@@ -123,6 +130,7 @@ PART = Part(
     title="summary queries",
     line=_line,
     at_nodes=True,
+    band=_band,
 )
 WATCH = QueryKind(
     "watch",

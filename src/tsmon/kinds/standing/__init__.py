@@ -96,6 +96,12 @@ def _line(a: StandingAnswer) -> str:
     return f"{line} (interrupted: ±{format_value(a.eps_intr)})" if a.interrupted else line
 
 
+def _band(a: StandingAnswer) -> tuple[float, float, float]:
+    """The value ± its bound (the interruption's expected error when interrupted)."""
+    eps = a.eps_intr if a.interrupted else a.eps
+    return a.value, a.value - eps, a.value + eps
+
+
 PART = Part(
     "standing",
     node=StandingNode,
@@ -108,6 +114,7 @@ PART = Part(
     ),
     reserved_prefix=PARTITION_PREFIX,
     reserved_node=lambda settings, key: StandingPartition(key, settings.standing),
+    band=_band,
 )
 KIND = QueryKind(
     "standing", "standing", (StandingDef,), add=_add, describe=_describe, job_check=_job_check

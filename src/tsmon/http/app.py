@@ -1,0 +1,198 @@
+"""The HTTP API of a running job (Starlette): queries, answers, events, health, metrics, page.
+
+=====================================  ===========================================================
+``GET /``                              the dashboard (static HTML + JS, ``static/``)
+``GET /healthz``                       ``{"status": "starting"|"running", "batch", ...}``
+``GET /queries``                       the queries running now (by part, as of the last batch)
+                                       and every command with its state (``tsmon query list``)
+``POST /queries``                      ``{"text": "QUERY ...", "op": "add"|"alter"}`` (or the
+                                       statement as a text/plain body: ``add``); ``?wait=S``
+``DELETE /queries/{name}``             remove a query; ``?wait=S``
+``GET /commands/{id}``                 one command's state
+``GET /answers``                       every query's newest answer by part, progress, totals
+``GET /answers/history``               each numeric answer's value and bounds, batch by batch
+``GET /events``                        server-sent events (``Accept: text/event-stream``), else
+                                       a long poll: ``?since=SEQ&timeout=S&limit=N``
+``GET /metrics``                       Prometheus text format (:mod:`tsmon.http.metrics`)
+=====================================  ===========================================================
+
+Commands go through the job's command log (:class:`tsmon.spark.commands.CommandLog`), exactly
+as ``tsmon query add|alter|remove`` does: checked when submitted (a bad one is refused with 400
+and nothing is written), applied by the job at its next batch. The reply is ``202`` with the
+command's id and state ``pending``; with ``?wait=S`` the request waits up to ``S`` seconds
+for the batch that applies it and answers ``200`` (applied, with what happened) or ``422``
+(rejected, with why), or ``202`` if no batch took it in time.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from tsmon.http.live import Live
+from tsmon.http.metrics import CONTENT_TYPE, metrics_text
+from tsmon.spark.commands import CommandLog
+
+__all__ = ["make_app"]
+
+STATIC = Path(__file__).parent / "static"
+MAX_WAIT_S = 60.0
+KEEPALIVE_S = 15.0
+
+
+def make_app(
+    live: Live,
+    commands: CommandLog,
+    webhook: Callable[[], Mapping[str, int]] | None = None,
+) -> Starlette:
+    """The API over ``live`` (fed by the job's batches) and the job's ``commands`` log;
+    ``webhook()`` gives the webhook's delivery counts for ``/metrics`` and ``/healthz``."""
+
+    async def healthz(request: Request) -> Response:
+        body: dict[str, Any] = {
+            "status": "starting" if live.batch_id is None else "running",
+            "batch": live.batch_id,
+            "secondsSinceLastBatch": None
+            if live.last_batch_at is None
+            else round(time.time() - live.last_batch_at, 3),
+        }
+        if webhook is not None:
+            body["webhook"] = dict(webhook())
+        return JSONResponse(body)
+
+    async def list_queries(request: Request) -> Response:
+        running = live.last_progress().get("queries", {})
+        states = await anyio.to_thread.run_sync(commands.states)
+        return JSONResponse({"running": running, "commands": states})
+
+    async def post_query(request: Request) -> Response:
+        raw = (await request.body()).decode("utf-8", errors="replace")
+        if request.headers.get("content-type", "").startswith("application/json"):
+            try:
+                body = json.loads(raw)
+            except ValueError as e:
+                return _error(400, f"the body is not JSON: {e}")
+            if not isinstance(body, dict) or not isinstance(body.get("text"), str):
+                return _error(400, 'send {"text": "QUERY ...", "op": "add"|"alter"}')
+            op, text = body.get("op", "add"), body["text"]
+            if op not in ("add", "alter"):
+                return _error(400, f"op must be add or alter, got {op!r}; remove with DELETE")
+        else:
+            op, text = "add", raw
+        return await _submit(request, op, text)
+
+    async def delete_query(request: Request) -> Response:
+        return await _submit(request, "remove", request.path_params["name"])
+
+    async def _submit(request: Request, op: str, text: str) -> Response:
+        try:
+            command_id = commands.submit(op, text)
+        except ValueError as e:  # CommandError, QuerySyntaxError, a kind's check
+            return _error(400, str(e))
+        try:
+            wait = min(float(request.query_params.get("wait", 0)), MAX_WAIT_S)
+        except ValueError:
+            wait = 0.0
+        state = await _state(command_id, wait)
+        status = {"applied": 200, "rejected": 422}.get(state["state"], 202)
+        return JSONResponse(state, status_code=status)
+
+    async def _state(command_id: str, wait: float) -> dict[str, Any]:
+        deadline = time.monotonic() + wait
+        seen = live.batches
+        while True:
+            states = await anyio.to_thread.run_sync(commands.states)
+            state = next(s for s in states if s["id"] == command_id)
+            left = deadline - time.monotonic()
+            if state["state"] in ("applied", "rejected") or left <= 0 or live.closed:
+                return state
+            seen = await anyio.to_thread.run_sync(live.wait, seen, min(left, 1.0))
+
+    async def command(request: Request) -> Response:
+        states = await anyio.to_thread.run_sync(commands.states)
+        for state in states:
+            if state["id"] == request.path_params["id"]:
+                return JSONResponse(state)
+        return _error(404, f"no command {request.path_params['id']!r}")
+
+    async def answers(request: Request) -> Response:
+        return JSONResponse(live.snapshot())
+
+    async def history(request: Request) -> Response:
+        return JSONResponse(live.history_of())
+
+    async def events(request: Request) -> Response:
+        try:
+            since = int(request.query_params.get("since", -1))
+            limit = int(request.query_params.get("limit", 100))
+            timeout = min(float(request.query_params.get("timeout", 0)), MAX_WAIT_S)
+        except ValueError:
+            return _error(400, "since and limit are integers, timeout a number of seconds")
+        if "text/event-stream" in request.headers.get("accept", ""):
+            last = request.headers.get("last-event-id", "")
+            since = int(last) if last.lstrip("-").isdigit() else since
+            return StreamingResponse(
+                _stream(request, since, limit),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
+        deadline = time.monotonic() + timeout
+        seen = live.batches
+        while True:
+            found = live.events_after(since, limit)
+            left = deadline - time.monotonic()
+            if found or left <= 0 or live.closed:
+                return JSONResponse({"events": found, "next": live.event_seq - 1})
+            seen = await anyio.to_thread.run_sync(live.wait, seen, min(left, 1.0))
+
+    async def _stream(request: Request, since: int, limit: int) -> AsyncIterator[str]:
+        seen = -1
+        while True:
+            for event in live.events_after(since, limit):
+                since = event["seq"]
+                yield f"id: {since}\nevent: event\ndata: {json.dumps(event)}\n\n"
+            if live.batches != seen:
+                seen = live.batches
+                progress = json.dumps(live.last_progress())
+                yield f"event: batch\ndata: {progress}\n\n"
+            if live.closed or await request.is_disconnected():
+                return
+            now = await anyio.to_thread.run_sync(live.wait, seen, KEEPALIVE_S)
+            if now == seen:
+                yield ": keepalive\n\n"
+
+    async def metrics(request: Request) -> Response:
+        return Response(metrics_text(live, webhook), media_type=CONTENT_TYPE)
+
+    async def index(request: Request) -> Response:
+        return FileResponse(STATIC / "index.html")
+
+    return Starlette(
+        routes=[
+            Route("/", index),
+            Route("/healthz", healthz),
+            Route("/queries", list_queries, methods=["GET"]),
+            Route("/queries", post_query, methods=["POST"]),
+            Route("/queries/{name}", delete_query, methods=["DELETE"]),
+            Route("/commands/{id}", command),
+            Route("/answers", answers),
+            Route("/answers/history", history),
+            Route("/events", events),
+            Route("/metrics", metrics),
+            Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        ]
+    )
+
+
+def _error(status: int, detail: str) -> JSONResponse:
+    return JSONResponse({"error": detail}, status_code=status)
