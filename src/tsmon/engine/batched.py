@@ -102,6 +102,11 @@ class BatchedRuntime:
         self.last_outputs: list[Row] = []  # the node rows of the last batch
         self._seq = 0  # arrival order of points over all batches
 
+    def open_source(self, source: str) -> None:
+        """Step ``source``'s node in the next batch even without points: the coordinator then
+        knows the source, and the queries reach its node before its first point."""
+        self.control.setdefault(source, [])
+
     def add_query(self, query: Query, source_of: Mapping[str, str] | None = None) -> None:
         """Register a bounded aggregate of the filter protocol (see
         :meth:`tsmon.kinds.bounded.BoundedCoordinator.add_query`)."""

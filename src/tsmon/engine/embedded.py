@@ -48,9 +48,7 @@ class InstantHost:
 
     def __init__(self, settings: HostSettings) -> None:
         self.runtime = BatchedRuntime.from_settings(settings)
-        # the node steps in the first batch even without points, so the coordinator knows it
-        # and its first control (the queries) reaches it before any point
-        self.runtime.control[SOURCE] = []
+        self.runtime.open_source(SOURCE)  # the queries reach the node before any point
         self.statements: dict[str, Any] = {}  # by query key, in registration order
         self.readers: list[SummaryReader] = []
         self._read_ms: dict[str, int | None] = {}  # reader -> node time it last saw
