@@ -21,6 +21,7 @@ from tsmon.engine.node import SourceNode, new_node, parse_data
 from tsmon.engine.replicas import DEFAULT_PHASE_MS
 from tsmon.engine.settings import HostSettings, RegisterSettings
 from tsmon.engine.standing_settings import StandingSettings
+from tsmon.engine.transport import Transport
 from tsmon.kinds import JobStatements, reserved_part
 from tsmon.protocols.filters.queries import Query
 from tsmon.query import parse_queries
@@ -34,12 +35,14 @@ class BatchedRuntime:
     """The in-process reference of the Spark job: source nodes and a coordinator, per batch.
 
     Each :meth:`run_batch` groups the points by source, steps every node that has points or
-    control (control written by the previous batch), then the coordinator. ``queries`` are the
-    job's statements of any kind (watch and top-k queries start at every node, the others are
-    registered at the coordinator); ``source_of`` declares the source of series that queries
-    read before their first point; ``registers`` gives every node its stored points (watch
-    queries need them). :meth:`answers` gives any kind's answers, :meth:`events` the last
-    batch's events, :attr:`last_outputs` all its node rows.
+    control due (by default, written by the previous batch), then the coordinator.
+    ``queries`` are the job's statements of any kind (watch and top-k queries start at every
+    node, the others are registered at the coordinator); ``transport`` carries the control
+    (the next batch, as on Spark, by default; :mod:`tsmon.engine.transport`); ``source_of``
+    declares the source of series that queries read before their first point; ``registers``
+    gives every node its stored points (watch queries need them). :meth:`answers` gives any
+    kind's answers, :meth:`events` the last batch's events, :attr:`last_outputs` all its node
+    rows.
 
     Examples
     --------
@@ -64,6 +67,7 @@ class BatchedRuntime:
         queries: str = "",
         standing_settings: StandingSettings | None = None,
         replica_phase_ms: int = DEFAULT_PHASE_MS,
+        transport: Transport | None = None,
     ) -> None:
         job = JobStatements.of(parse_queries(queries) if queries.strip() else [])
         settings = HostSettings(
@@ -77,27 +81,35 @@ class BatchedRuntime:
             job.node_text,
             job.tracked,
         )
-        self._host(settings, source_of)
+        self._host(settings, source_of, transport)
         for statement in job.registered:
             self.coordinator.add(statement)
 
     @classmethod
     def from_settings(
-        cls, settings: HostSettings, source_of: Mapping[str, str] | None = None
+        cls,
+        settings: HostSettings,
+        source_of: Mapping[str, str] | None = None,
+        transport: Transport | None = None,
     ) -> BatchedRuntime:
         """A runtime with a job's settings (``settings.queries``: the nodes' initial text);
         register the coordinator's queries on :attr:`coordinator`."""
         runtime = cls.__new__(cls)
-        runtime._host(settings, source_of)
+        runtime._host(settings, source_of, transport)
         return runtime
 
-    def _host(self, settings: HostSettings, source_of: Mapping[str, str] | None) -> None:
+    def _host(
+        self,
+        settings: HostSettings,
+        source_of: Mapping[str, str] | None,
+        transport: Transport | None,
+    ) -> None:
         SourceNode("", settings)  # refuses bad settings (or watch queries without registers)
         self.settings = settings
         self.coordinator = CoordinatorNode(settings, source_of)
         self.new_node = functools.partial(new_node, settings=settings)
         self.nodes: dict[str, Any] = {}
-        self.control: dict[str, list[Row]] = {}  # written by the last batch, for the next
+        self.transport = transport or Transport(delay=1)  # as on Spark: the next batch
         self.batch_id = -1
         self.last_outputs: list[Row] = []  # the node rows of the last batch
         self._seq = 0  # arrival order of points over all batches
@@ -105,7 +117,7 @@ class BatchedRuntime:
     def open_source(self, source: str) -> None:
         """Step ``source``'s node in the next batch even without points: the coordinator then
         knows the source, and the queries reach its node before its first point."""
-        self.control.setdefault(source, [])
+        self.transport.send(self.batch_id, {source: []})
 
     def add_query(self, query: Query, source_of: Mapping[str, str] | None = None) -> None:
         """Register a bounded aggregate of the filter protocol (see
@@ -152,14 +164,21 @@ class BatchedRuntime:
         self._seq += len(points)
         self.batch_id += 1
         outputs: list[Row] = []
-        for source in sorted(set(groups) | set(self.control)):
+        due = self.transport.due(self.batch_id)
+        for source in sorted(set(groups) | set(due)):
             if source not in self.nodes:
                 self.nodes[source] = self.new_node(source)
-            rows = self.nodes[source].step(self.control.get(source, []), groups.get(source, []))
+            rows = self.nodes[source].step(due.get(source, []), groups.get(source, []))
             outputs += [{**row, "source": source} for row in rows]
         self.last_outputs = outputs
-        self.control = self.coordinator.step(self.batch_id, outputs)
+        self.transport.send(self.batch_id, self.coordinator.step(self.batch_id, outputs))
         return self.coordinator.answers()
+
+    @property
+    def control(self) -> dict[str, list[Row]]:
+        """The control rows on their way to the nodes (with the default transport: those the
+        last batch wrote, for the next)."""
+        return self.transport.in_flight()
 
     def answers(self, kind: str = "bounded") -> Mapping[str, Any]:
         """The newest answer of every query of ``kind``: ``bounded``, ``topk``, ``standing`` or
