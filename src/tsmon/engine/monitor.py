@@ -33,10 +33,6 @@ from tsmon.engine.store import SeriesStore, millis, register_config
 from tsmon.protocols.filters import MessageCounts
 from tsmon.query import compile_query, parse_queries, query_key
 
-#: The kinds a Monitor runs itself, per point; the batch host runs the others.
-IN_PROCESS = ("watch", "bounded", "standing")
-
-
 @dataclass(frozen=True)
 class IngestReport:
     """What one ``ingest`` call did with its points."""
@@ -180,9 +176,9 @@ class Monitor:
         self._bounded.register(by_kind.pop("bounded", []), store.nodes, store.newest, self.now_ms)
         for statement in by_kind.pop("standing", []):
             self._standing.add(statement, store.nodes)
-        for statement in (s for ss in by_kind.values() for s in ss):
-            if kinds.kind_of(statement).name == "summary":
-                store.node(statement.series)  # a KeyError naming the series if it is unknown
+        for statement in by_kind.get("summary", []):
+            store.node(statement.series)  # a KeyError naming the series if it is unknown
+        for statement in (s for ss in by_kind.values() for s in ss):  # the batch host's kinds
             self._hosted().add(statement, store.nodes)
         for query in compiled:
             store.add(query)
