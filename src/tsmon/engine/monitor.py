@@ -33,6 +33,7 @@ from tsmon.engine.store import SeriesStore, millis, register_config
 from tsmon.protocols.filters import MessageCounts
 from tsmon.query import compile_query, parse_queries, query_key
 
+
 @dataclass(frozen=True)
 class IngestReport:
     """What one ``ingest`` call did with its points."""
