@@ -11,6 +11,7 @@ import math
 import random
 from collections import defaultdict
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -225,11 +226,27 @@ def test_a_series_may_come_from_many_sources() -> None:
     assert answer.members == ("doc1",) and answer.nodes == 5  # 5 > 4, summed over sources
 
 
-def test_a_monitor_refuses_topk_queries_with_the_reason() -> None:
+def test_a_monitor_answers_topk_queries_as_the_settled_batch_runtime() -> None:
+    """A Monitor runs a top-k query in the batch host with an instant transport: after each
+    ingest its answer is the one the batch runtime reaches once it settles."""
     from tsmon.engine.monitor import Monitor
 
-    monitor = Monitor()
-    with pytest.raises(ValueError, match="ranks objects over many sources"):
-        monitor.add_query("QUERY t AS TOP 3 OF doc* BY hits WITHIN 0")
+    monitor = Monitor(["doc*"])
+    text = "QUERY t AS TOP 2 OF doc* BY hits WITHIN 0"
+    monitor.add_query(text)
+    rt = BatchedRuntime(1_000, 0.1, 0, queries=text)  # every node starts with it
+    rng = np.random.default_rng(7)
+    for t in range(1, 30):
+        docs = rng.choice(6, 3, replace=False)
+        points = [(f"doc{d}.hits", t, float(rng.integers(0, 20))) for d in docs]
+        monitor.ingest([p[0] for p in points], [p[1] for p in points], [p[2] for p in points])
+        rt.run_batch([("monitor", *p) for p in points])
+        settle(rt)
+        want, got = rt.answers("topk")["t"], monitor.answers("topk")["t"]
+        assert got.settled and got.members == want.members
     with pytest.raises(ValueError, match="ALTER QUERY changes"):
         monitor.add_query("ALTER QUERY t TOP 4")
+    monitor.alter_query("ALTER QUERY t TOP 1")
+    assert len(monitor.answers("topk")["t"].members) == 1
+    monitor.remove_query("T")
+    assert monitor.answers("topk") == {} and monitor.queries() == {}

@@ -60,7 +60,12 @@ def test_node_events_equal_a_monitor_per_source(batches, change_at):
     batches[0] = [(s, 0, 0.0) for s in sorted(SOURCES)] + batches[0]  # every node exists early
     rt = BatchedRuntime(1_000, 0.1, 0, source_of=SOURCES, registers=SETTINGS, queries=WATCH)
     rt.add_query(Query.avg("avg", sorted(SOURCES), 1.0))
-    ref = {src: SETTINGS.monitor() for src in set(SOURCES.values())}
+    ref = {
+        src: Monitor(
+            ["*"], retention=SETTINGS.retention, allowed_lateness=SETTINGS.allowed_lateness
+        )
+        for src in set(SOURCES.values())
+    }
     for m in ref.values():
         m.add_query(WATCH)
     logged: list[tuple[str, str]] = []  # changes logged after this batch's step

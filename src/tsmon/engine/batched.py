@@ -24,6 +24,7 @@ from tsmon.engine.node import SourceNode, new_node, parse_data
 from tsmon.engine.replicas import DEFAULT_PHASE_MS
 from tsmon.engine.settings import DAY_MS, HOUR_MS, HostSettings, RegisterSettings
 from tsmon.engine.standing_settings import StandingSettings
+from tsmon.engine.transport import Transport
 from tsmon.kinds import JobStatements, reserved_part
 from tsmon.protocols.filters.queries import Query
 from tsmon.query import parse_queries
@@ -37,13 +38,15 @@ class BatchedRuntime:
     """The in-process reference of the Spark job: source nodes and a coordinator, per batch.
 
     Each :meth:`run_batch` groups the points by source, steps every node that has points or
-    control (control written by the previous batch), then the coordinator. ``queries`` are the
-    job's statements of any kind (watch and top-k queries start at every node, the others are
-    registered at the coordinator); ``source_of`` declares the source of series that queries
-    read before their first point; ``registers`` gives every node its stored points (watch
-    queries need them); ``max_future_ms`` and ``idle_timeout_ms`` (None: off) are the limits
-    of docs/time.md. :meth:`answers` gives any kind's answers, :meth:`events` the last
-    batch's events, :attr:`last_outputs` all its node rows.
+    control due (by default, written by the previous batch), then the coordinator.
+    ``queries`` are the job's statements of any kind (watch and top-k queries start at every
+    node, the others are registered at the coordinator); ``transport`` carries the control
+    (the next batch, as on Spark, by default; :mod:`tsmon.engine.transport`); ``source_of``
+    declares the source of series that queries read before their first point; ``registers``
+    gives every node its stored points (watch queries need them); ``max_future_ms`` and
+    ``idle_timeout_ms`` (None: off) are the limits of docs/time.md. :meth:`answers` gives any
+    kind's answers, :meth:`events` the last batch's events, :attr:`last_outputs` all its node
+    rows.
 
     Examples
     --------
@@ -70,6 +73,7 @@ class BatchedRuntime:
         replica_phase_ms: int = DEFAULT_PHASE_MS,
         max_future_ms: int | None = DAY_MS,
         idle_timeout_ms: int | None = HOUR_MS,
+        transport: Transport | None = None,
     ) -> None:
         job = JobStatements.of(parse_queries(queries) if queries.strip() else [])
         settings = HostSettings(
@@ -85,32 +89,45 @@ class BatchedRuntime:
             max_future_ms,
             idle_timeout_ms,
         )
-        self._host(settings, source_of)
+        self._host(settings, source_of, transport)
         for statement in job.registered:
             self.coordinator.add(statement)
 
     @classmethod
     def from_settings(
-        cls, settings: HostSettings, source_of: Mapping[str, str] | None = None
+        cls,
+        settings: HostSettings,
+        source_of: Mapping[str, str] | None = None,
+        transport: Transport | None = None,
     ) -> BatchedRuntime:
         """A runtime with a job's settings (``settings.queries``: the nodes' initial text);
         register the coordinator's queries on :attr:`coordinator`."""
         runtime = cls.__new__(cls)
-        runtime._host(settings, source_of)
+        runtime._host(settings, source_of, transport)
         return runtime
 
-    def _host(self, settings: HostSettings, source_of: Mapping[str, str] | None) -> None:
+    def _host(
+        self,
+        settings: HostSettings,
+        source_of: Mapping[str, str] | None,
+        transport: Transport | None,
+    ) -> None:
         SourceNode("", settings)  # refuses bad settings (or watch queries without registers)
         self.settings = settings
         self.coordinator = CoordinatorNode(settings, source_of)
         self.new_node = functools.partial(new_node, settings=settings)
         self.nodes: dict[str, Any] = {}
-        self.control: dict[str, list[Row]] = {}  # written by the last batch, for the next
+        self.transport = transport or Transport(delay=1)  # as on Spark: the next batch
         self.batch_id = -1
         self.last_outputs: list[Row] = []  # the node rows of the last batch
         self._seq = 0  # arrival order of points over all batches
         self.errors: list[str] = []  # what the last batch quarantined, and why
         self.quarantined: list[Row] = []  # node rows the coordinator left out, as dead letters
+
+    def open_source(self, source: str) -> None:
+        """Step ``source``'s node in the next batch even without points: the coordinator then
+        knows the source, and the queries reach its node before its first point."""
+        self.transport.send(self.batch_id, {source: []})
 
     def add_query(self, query: Query, source_of: Mapping[str, str] | None = None) -> None:
         """Register a bounded aggregate of the filter protocol (see
@@ -167,20 +184,22 @@ class BatchedRuntime:
         clock = {"clock_ms": int(time.time() * 1000) if clock_ms is None else clock_ms}
         outputs: list[Row] = []
         self.errors = []
-        for source in sorted(set(groups) | set(self.control)):
+        due = self.transport.due(self.batch_id)
+        for source in sorted(set(groups) | set(due)):
             node = self.nodes.get(source)
             saved = pickle.dumps(node) if node is not None else None
             restore = functools.partial(self._restore, source, saved)
-            args = (self.control.get(source, []), groups.get(source, []))
+            args = (due.get(source, []), groups.get(source, []))
             node, rows, error = guard.node_step(node or restore(), restore, *args, **clock)
             self.nodes[source] = node
             if error is not None:
                 self.errors.append(f"source {source!r}: {error}")
             outputs += [{**row, "source": source} for row in rows]
         self.last_outputs = outputs
-        self.coordinator, self.control, quarantine = guard.coordinator_step(
+        self.coordinator, control, quarantine = guard.coordinator_step(
             self.coordinator, self.batch_id, outputs
         )
+        self.transport.send(self.batch_id, control)
         self.quarantined = quarantine.rows
         if quarantine.error is not None:
             self.errors.append(f"coordinator, sources {quarantine.sources}: {quarantine.error}")
@@ -189,6 +208,12 @@ class BatchedRuntime:
     def _restore(self, source: str, saved: bytes | None) -> Any:
         """A node as it was before this batch's step (a new one if it had none)."""
         return self.new_node(source) if saved is None else pickle.loads(saved)
+
+    @property
+    def control(self) -> dict[str, list[Row]]:
+        """The control rows on their way to the nodes (with the default transport: those the
+        last batch wrote, for the next)."""
+        return self.transport.in_flight()
 
     def answers(self, kind: str = "bounded") -> Mapping[str, Any]:
         """The newest answer of every query of ``kind``: ``bounded``, ``topk``, ``standing`` or

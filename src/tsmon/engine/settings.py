@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from tsmon.engine.monitor import Monitor
 from tsmon.engine.replicas import DEFAULT_PHASE_MS
 from tsmon.engine.standing_settings import StandingSettings
+from tsmon.engine.store import SeriesStore, register_config
 
 __all__ = ["DAY_MS", "HOUR_MS", "HostSettings", "RegisterSettings"]
 
@@ -21,21 +21,19 @@ class RegisterSettings:
     """How each node stores its series: retention (points and/or event time), the allowed
     lateness and the duplicate policy (see :class:`~tsmon.engine.monitor.Monitor`)."""
 
+    def store(self) -> SeriesStore:
+        """A store accepting every series, with these settings (bad ones raise here)."""
+        config = register_config(
+            self.capacity_points, self.retention, self.allowed_lateness, self.duplicates
+        )
+        store = SeriesStore(config)
+        store.add_series("*")
+        return store
+
     retention: str | int | None = "1h"
     capacity_points: int | None = None
     allowed_lateness: str | int = 0
     duplicates: str = "keep_last"
-
-    def monitor(self) -> Monitor:
-        """A monitor accepting every series, with these settings (bad ones raise here)."""
-        return Monitor(
-            ["*"],
-            max_future=None,  # the source node has checked (tsmon.engine.guard)
-            capacity_points=self.capacity_points,
-            retention=self.retention,
-            allowed_lateness=self.allowed_lateness,
-            duplicates=self.duplicates,
-        )
 
 
 @dataclass(frozen=True)

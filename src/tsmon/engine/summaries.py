@@ -1,4 +1,5 @@
-"""Queries answered from stream summaries, hosted by a :class:`~tsmon.engine.monitor.Monitor`.
+"""Queries answered from stream summaries, hosted by a source node's local part
+(:mod:`tsmon.kinds.local`; a :class:`~tsmon.engine.monitor.Monitor` runs one in its batch host).
 
 * ``INNER`` / ``POINT`` / ``RANGE`` read a SWAT tree of the series' last N values (Bulut &
   Singh 2003, :mod:`tsmon.core.swat`); queries over the same series and N share one tree;

@@ -396,7 +396,7 @@ def _registers(t: Mapping[str, Any], where: str) -> RegisterSettings:
         duplicates=t.get("duplicates", default.duplicates),
     )
     try:
-        settings.monitor()
+        settings.store()
     except (ValueError, TypeError, UnitError) as e:
         raise JobError(f"{where}: [registers]: {e}") from None
     return settings

@@ -8,7 +8,7 @@ changed live by the coordinator.
 A watch query (``QUERY q ON host*.cpu WHEN ... EMIT ...``) reads the windows of one series at a
 time, so it runs where the series' points are: at the series' source node (ARCHITECTURE: "Local
 persistent queries run at that node"). Each node holds a :class:`LocalQueries`, a
-:class:`~tsmon.engine.monitor.Monitor` accepting every series it is sent, with the job's
+:class:`~tsmon.engine.store.SeriesStore` accepting every series it is sent, with the job's
 register settings; only its events and rejected points leave the node, as ``event`` and
 ``dead`` output rows.
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tsmon.engine.events import event_row
-from tsmon.engine.monitor import Monitor
+from tsmon.engine.store import SeriesStore
 from tsmon.engine.summaries import SummaryDef, SummaryQueries
 from tsmon.kinds.base import NodePart, Points, Row
 from tsmon.query import ApproxDef, CorrelatedDef, QueryDef, WaveletDef, compile_query, parse_queries
@@ -67,16 +67,16 @@ class LocalQueries:
     """
 
     def __init__(self, settings: RegisterSettings | None, text: str = "") -> None:
-        self.monitor = None if settings is None else settings.monitor()
+        self.store = None if settings is None else settings.store()
         self.summaries = SummaryQueries()
         self._summarized: set[str] = set()  # series fed to summaries since the last outputs
         if text.strip():
             self.change("add", text)
 
-    def _monitor(self) -> Monitor:
-        if self.monitor is None:
+    def _store(self) -> SeriesStore:
+        if self.store is None:
             raise ValueError("watch queries need registers: pass registers=RegisterSettings()")
-        return self.monitor
+        return self.store
 
     def change(self, op: str, text: str) -> None:
         """Apply one logged change: ``add``/``alter`` take statements, ``remove`` a name."""
@@ -86,7 +86,7 @@ class LocalQueries:
             if self.summaries.defines(text):
                 self.summaries.remove(text)
             else:
-                self._monitor().remove_query(text)
+                self._store().remove(text)
             return
         statements = parse_queries(text)
         summaries = [s for s in statements if not isinstance(s, QueryDef)]
@@ -94,14 +94,15 @@ class LocalQueries:
             raise ValueError(f"summary query {summaries[0].name!r}: remove it and add it again")
         for statement in summaries:
             self.summaries.add(statement)  # type: ignore[arg-type]
-        watch = "\n".join(s.text for s in statements if isinstance(s, QueryDef))
-        if watch.strip():
-            (self._monitor().add_query if op == "add" else self._monitor().alter_query)(watch)
+        for statement in statements:
+            if isinstance(statement, QueryDef):
+                query = compile_query(statement)
+                (self._store().add if op == "add" else self._store().replace)(query)
 
     def ingest(self, series: Sequence[str], ts: Sequence[int], values: Sequence[float]) -> None:
         """Store points (in the order given) and run the watch queries they trigger."""
-        if len(series) and self.monitor is not None:
-            self.monitor.ingest(list(series), list(ts), list(values))
+        if len(series) and self.store is not None:
+            self.store.ingest(self.store.read(list(series), list(ts), list(values)))
 
     def summarize(self, series: Sequence[str], values: Sequence[float]) -> None:
         """Feed in-order points (in arrival order) to the summaries of their series."""
@@ -118,11 +119,11 @@ class LocalQueries:
 
     def outputs(self) -> list[Row]:
         """The events, summary answers and rejected points since the last call, as rows."""
-        rows = [] if self.monitor is None else [event_row(e) for e in self.monitor.events()]
+        rows = [] if self.store is None else [event_row(e) for e in self.store.events.drain()]
         rows += self._summary_rows()
-        if self.monitor is None or not self.monitor.rejected_pending:
+        if self.store is None or not self.store.dead.pending():
             return rows
-        dead = self.monitor.take_dead_letters()
+        dead = self.store.dead.take()
         for r in dead.itertuples(index=False):
             value = r.value if isinstance(r.value, int | float | str) else repr(r.value)
             payload = {

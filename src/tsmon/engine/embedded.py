@@ -1,0 +1,121 @@
+"""The batch host behind a :class:`~tsmon.engine.monitor.Monitor`, with an instant transport.
+
+:class:`InstantHost` runs the same :class:`~tsmon.engine.node.SourceNode` and
+:class:`~tsmon.engine.hub.CoordinatorNode` as :class:`~tsmon.engine.batched.BatchedRuntime` (it
+is one), with one source node, :data:`SOURCE`, holding every series. The transport is instant:
+after a batch, the control the coordinator wrote is delivered at once, the nodes that got some
+step again with no data, and so on until the coordinator writes none (a top-k resolution, a
+reader's forwarded query). So one :meth:`InstantHost.step` is one batch of the batch runtime
+followed by every round trip it causes, all at the batch's time.
+
+Summary readers (SWAT-ASR, :class:`~tsmon.engine.replicas.SummaryReader`) follow the node's
+summaries: their queued requests go out with the next step, and each round's messages, the
+key's arrival count and the node's time are delivered to them, with their phase ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from tsmon.engine.batched import BatchedRuntime
+from tsmon.engine.replicas import SummaryReader, phase_ends
+from tsmon.engine.settings import HostSettings
+from tsmon.query import query_key
+
+__all__ = ["MAX_ROUNDS", "SOURCE", "InstantHost"]
+
+SOURCE = "monitor"
+"""The key of the one source node."""
+
+MAX_ROUNDS = 64
+"""Round trips one step may take before it stops (answers then say they are resolving)."""
+
+
+class InstantHost:
+    """Statements of the kinds the batch host runs, over one source node, delivered at once.
+
+    Examples
+    --------
+    >>> from tsmon.engine.settings import HostSettings
+    >>> from tsmon.query import parse_query
+    >>> host = InstantHost(HostSettings(period_ms=1_000, shrink=0.05))
+    >>> host.add(parse_query("QUERY t AS TOP 1 OF * BY x WITHIN 0"), ["a.x", "b.x"])
+    >>> host.step([("a.x", 0, 3.0), ("b.x", 0, 5.0)])
+    >>> host.answers("topk")["t"].members
+    ('b',)
+    """
+
+    def __init__(self, settings: HostSettings) -> None:
+        self.runtime = BatchedRuntime.from_settings(settings)
+        self.runtime.open_source(SOURCE)  # the queries reach the node before any point
+        self.statements: dict[str, Any] = {}  # by query key, in registration order
+        self.readers: list[SummaryReader] = []
+        self._read_ms: dict[str, int | None] = {}  # reader -> node time it last saw
+
+    @property
+    def active(self) -> bool:
+        """Whether a query or a reader needs the points."""
+        return bool(self.statements or self.readers)
+
+    def defines(self, name: str) -> bool:
+        return query_key(name) in self.statements
+
+    def texts(self) -> dict[str, str]:
+        return {s.name: s.text for s in self.statements.values()}
+
+    # -- statements ----------------------------------------------------------------------
+    def add(self, statement: Any, series: Iterable[str]) -> None:
+        """Register a definition; ``series`` (the Monitor's) all live at :data:`SOURCE`."""
+        coordinator = self.runtime.coordinator
+        coordinator.declare(dict.fromkeys(series, SOURCE))
+        coordinator.add(statement, source_of=lambda names: dict.fromkeys(names, SOURCE))
+        self.statements[query_key(statement.name)] = statement
+        self.step([])
+
+    def alter(self, statement: Any) -> None:
+        """Apply an alter statement of a registered query."""
+        self.runtime.coordinator.alter(statement)
+        self.step([])
+
+    def remove(self, name: str) -> None:
+        self.runtime.remove_query(name)
+        del self.statements[query_key(name)]
+        self.step([])
+
+    def follow(self, reader: SummaryReader) -> None:
+        """Serve ``reader`` from now on (its queued requests go with the next step)."""
+        self.runtime.coordinator.declare({reader.key[0]: SOURCE})
+        self.readers.append(reader)
+        self._read_ms[reader.name] = None
+
+    def answers(self, kind: str) -> Mapping[str, Any]:
+        return self.runtime.answers(kind)
+
+    # -- the transport -------------------------------------------------------------------
+    def step(self, points: Sequence[tuple[str, int, float]]) -> None:
+        """One batch of ``(series, ts, value)`` points, then every round trip it causes."""
+        batch: list[tuple[str, str, int, float]] = [(SOURCE, s, t, v) for s, t, v in points]
+        replica = self.runtime.coordinator.part("replica")
+        for _ in range(MAX_ROUNDS):
+            for reader in self.readers:
+                for request in reader.drain():
+                    replica.request(request)
+            self.runtime.run_batch(batch)
+            batch = []
+            for reader in self.readers:
+                self._deliver(reader, replica)
+            if not (self.runtime.control or any(r.outbox for r in self.readers)):
+                return
+
+    def _deliver(self, reader: SummaryReader, replica: Any) -> None:
+        """The round's messages and the key's clock to ``reader``, and its phase ends."""
+        clock = replica.clock.get(reader.key)
+        if clock is None:
+            return
+        count, now = clock
+        reader.deliver(replica.out, count, now)
+        phase = self.runtime.settings.replica_phase_ms
+        for end in phase_ends(self._read_ms[reader.name], now, phase):
+            reader.end_phase(end)
+        self._read_ms[reader.name] = now

@@ -1,0 +1,360 @@
+"""Registers, shared windows and watch queries over many series, in one process.
+
+A :class:`SeriesStore` stores the points of many series (one register each), keeps the windows
+the registered watch queries need (one per series and window shape, shared and
+reference-counted), and evaluates every query triggered by a series each time a point of that
+series is stored, with the windows as of that point (claim 1). Queries, series and windows can
+be added and removed at any time; an inserted window is populated at once from history (claims
+2 and 3). A query's condition and payload read the windows of its trigger series only, so points
+of different series are independent and each series' points are processed as one vectorized run.
+
+It is the watch-query engine of :class:`~tsmon.engine.monitor.Monitor` and of every source
+node's local part (:mod:`tsmon.kinds.local`). Query names are case-insensitive.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from numbers import Integral
+
+import numpy as np
+
+from tsmon.core.register import DuplicatePolicy, RegisterConfig
+from tsmon.core.units import parse_duration_ms
+from tsmon.core.window_spec import WindowSpec
+from tsmon.core.windows import STATS, WindowView
+from tsmon.engine.deadletters import DeadLetters, Reason
+from tsmon.engine.evaluation import ViewBindings, fire
+from tsmon.engine.events import EventLog
+from tsmon.engine.points import Batch, read_batch
+from tsmon.engine.runs import regular_runs, series_groups
+from tsmon.engine.series import Plan, SeriesNode
+from tsmon.query import CompiledQuery, Stat, parse_expr, query_key
+from tsmon.query.patterns import is_glob, no_match, series_matches
+
+__all__ = ["Accepted", "SeriesStore", "millis", "register_config"]
+
+#: Called with the points of one series the store accepted: ``(series, seq, ts, values,
+#: in_order)``; ``in_order`` runs are newer than every stored point of the series, the others
+#: were inserted late or replaced a point.
+Accepted = Callable[[str, np.ndarray, np.ndarray, np.ndarray, bool], None]
+
+
+class SeriesStore:
+    """Series (names and globs), their registers and windows, and the watch queries."""
+
+    def __init__(self, config: RegisterConfig) -> None:
+        self.config = config
+        self.nodes: dict[str, SeriesNode] = {}
+        self.patterns: list[str] = []
+        self.queries: dict[str, CompiledQuery] = {}  # by query_key, in registration order
+        self._attached: dict[str, set[str]] = {}  # query key -> series whose windows it holds
+        self._plans: dict[str, Plan] = {}  # series -> statistics its windows must produce
+        self.dead = DeadLetters()
+        self.events = EventLog()
+        self.counts: Counter[str] = Counter()
+        self._epoch = 0
+        self.now_ms: int | None = None  # the newest event time accepted, over all series
+
+    # -- series --------------------------------------------------------------------------------
+    def add_series(self, name_or_glob: str, *, literal: bool = False) -> list[str]:
+        """Accept a series, or every series matching a glob; return the series created."""
+        if not literal and is_glob(name_or_glob):
+            if name_or_glob not in self.patterns:
+                self.patterns.append(name_or_glob)
+            return []
+        if name_or_glob in self.nodes:
+            return []
+        self._create_series(name_or_glob)
+        return [name_or_glob]
+
+    def remove_series(self, name_or_glob: str) -> list[str]:
+        """Drop the series matching a name or glob (their points and windows) and the glob."""
+        self.patterns = [p for p in self.patterns if p != name_or_glob]
+        gone = [s for s in self.nodes if series_matches(s, [name_or_glob])]
+        for name in gone:
+            self.nodes.pop(name).close()
+            self._plans.pop(name, None)
+            for attached in self._attached.values():
+                attached.discard(name)
+        return gone
+
+    def _create_series(self, name: str) -> None:
+        self.nodes[name] = SeriesNode(name, self.config)
+        for query in self.queries.values():
+            if query.matches(name):
+                self._attach(query, name)
+
+    def _admit(self, name: object) -> tuple[Reason, str] | None:
+        """Why points of series ``name`` cannot be stored, or None (registering the series
+        when a declared glob accepts it)."""
+        if not isinstance(name, str) or not name:
+            return Reason.BAD_SERIES, f"series name {name!r} is not a non-empty string"
+        if name not in self.nodes and series_matches(name, self.patterns):
+            self._create_series(name)
+        if name in self.nodes:
+            return None
+        return (
+            Reason.UNKNOWN_SERIES,
+            f"unknown series {name!r}; declare it with Monitor.add_series "
+            "(a name or a glob) before sending its points",
+        )
+
+    def node(self, series: str) -> SeriesNode:
+        """The node of ``series``; a ``KeyError`` naming how many series exist if unknown."""
+        node = self.nodes.get(series)
+        if node is None:
+            raise KeyError(
+                f"unknown series {series!r}; Monitor.series() lists the "
+                f"{len(self.nodes)} registered series"
+            )
+        return node
+
+    def newest(self, series: str) -> tuple[int, float] | None:
+        """The newest stored point ``(ts_ms, value)`` of ``series``, or None."""
+        reg = self.nodes[series].register
+        if reg.end == reg.start:
+            return None
+        return int(reg.ts(reg.end - 1, reg.end)[0]), float(reg.values(reg.end - 1, reg.end)[0])
+
+    # -- watch queries -------------------------------------------------------------------------
+    def add(self, query: CompiledQuery) -> None:
+        """Register a watch query; with ``SINCE`` it first runs over stored history."""
+        self.queries[query_key(query.name)] = query
+        self._attach_everywhere(query)
+        if query.since_ms is not None and self.now_ms is not None:
+            self._replay(query, self.now_ms - query.since_ms)
+
+    def replace(self, query: CompiledQuery) -> None:
+        """Redefine a watch query in place (its rank kept, windows still needed kept)."""
+        key = query_key(query.name)
+        old, old_attached = self.queries[key], self._attached[key]
+        self.queries[key] = query
+        self._attach_everywhere(query)
+        for name in old_attached:
+            self._release(name, old.windows)
+
+    def remove(self, name: str) -> None:
+        """Unregister a watch query and release the windows only it used."""
+        key = query_key(name)
+        query = self.queries.pop(key)
+        for series in self._attached.pop(key):
+            self._release(series, query.windows)
+
+    def _attach_everywhere(self, query: CompiledQuery) -> None:
+        self._attached[query_key(query.name)] = set()
+        for name in list(self.nodes):
+            if query.matches(name):
+                self._attach(query, name)
+
+    def _attach(self, query: CompiledQuery, name: str) -> None:
+        self.nodes[name].acquire(query.windows)  # new windows are populated from history
+        self._attached[query_key(query.name)].add(name)
+        self._plans.pop(name, None)
+
+    def _release(self, name: str, specs: Iterable[WindowSpec]) -> None:
+        node = self.nodes.get(name)
+        if node is not None:
+            node.release(specs)
+            self._plans.pop(name, None)
+
+    def _plan(self, name: str) -> Plan:
+        """The statistics each window of a series must produce for the queries it triggers."""
+        plan = self._plans.get(name)
+        if plan is None:
+            triggered = [q for k, q in self.queries.items() if name in self._attached[k]]
+            plan = _wanted_stats(triggered, self.nodes[name].windows)
+            self._plans[name] = plan
+        return plan
+
+    # -- ingest --------------------------------------------------------------------------------
+    def read(
+        self, series: object, ts: object, value: object, latest_ms: int | None = None
+    ) -> Batch:
+        """Read equal-length arrays of points (epoch ms or ISO-8601 timestamps) into a batch
+        numbered after the previous ones; unreadable points, and those stamped after
+        ``latest_ms``, go to :attr:`dead`."""
+        batch = read_batch(series, ts, value, self.counts["seq"], self.dead, latest_ms)
+        self.counts["seq"] += batch.received
+        self.counts["received"] += batch.received - len(batch.seq)  # rejected while reading
+        return batch
+
+    def ingest(self, batch: Batch, accepted: Accepted | None = None) -> None:
+        """Store a read batch, each series' points in the order given; each point triggers
+        its queries as of that point. Rejected points go to :attr:`dead`; ``accepted`` hears
+        of the others."""
+        self._epoch += 1
+        for name, take in series_groups(batch.series):
+            try:
+                problem = self._admit(name)
+                if problem is not None:
+                    b = batch
+                    self.dead.add(
+                        b.seq[take], b.series[take], b.ts_ms[take], b.values[take], *problem
+                    )
+                else:
+                    self._ingest_series(
+                        name, batch.seq[take], batch.ts_ms[take], batch.values[take], accepted
+                    )
+            finally:  # counted even if a bug raises, so received = accepted + rejected holds
+                self.counts["received"] += len(take)
+
+    def _ingest_series(
+        self,
+        name: str,
+        seq: np.ndarray,
+        ts: np.ndarray,
+        vals: np.ndarray,
+        accepted: Accepted | None,
+    ) -> None:
+        node = self.nodes[name]
+        for lo, hi, regular in regular_runs(ts, node.register.last_ts):
+            if not regular:
+                for i in range(lo, hi):
+                    self._late(node, seq[i : i + 1], ts[i : i + 1], vals[i : i + 1], accepted)
+                continue
+            if accepted is not None:
+                accepted(name, seq[lo:hi], ts[lo:hi], vals[lo:hi], True)
+            views = node.append(ts[lo:hi], vals[lo:hi], self._plan(name))
+            self._evaluate(name, seq[lo:hi], ts[lo:hi], vals[lo:hi], views)
+            newest = int(ts[hi - 1])
+            self.now_ms = newest if self.now_ms is None else max(self.now_ms, newest)
+
+    def _late(
+        self,
+        node: SeriesNode,
+        seq: np.ndarray,
+        ts: np.ndarray,
+        vals: np.ndarray,
+        accepted: Accepted | None,
+    ) -> None:
+        """A point not newer than its series' newest: rejected, inserted or replacing."""
+        problem = node.rejection(int(ts[0]))
+        if problem is not None:
+            names = np.array([node.name], dtype=object)
+            self.dead.add(seq, names, ts, vals.astype(object), *problem)
+            return
+        pos, replaced = node.store_late(int(ts[0]), float(vals[0]))
+        if accepted is not None:
+            accepted(node.name, seq, ts, vals, False)
+        self.counts["duplicates_replaced" if replaced else "late_inserted"] += 1
+        views = node.views_as_of(pos, pos + 1, self._plan(node.name))
+        self._evaluate(node.name, seq, ts, vals, views)
+        node.register.evict()
+
+    def _evaluate(
+        self,
+        name: str,
+        seq: np.ndarray,
+        ts: np.ndarray,
+        vals: np.ndarray,
+        views: dict[WindowSpec, WindowView],
+        replay_of: CompiledQuery | None = None,
+    ) -> None:
+        """Evaluate the queries the series triggers (or just ``replay_of``) over its points."""
+        bindings = ViewBindings(name, ts, vals, views)
+        for rank, (key, query) in enumerate(self.queries.items()):
+            wanted = name in self._attached[key] if replay_of is None else query is replay_of
+            if not wanted:
+                continue
+            chunk = fire(query, bindings, seq, self._epoch, rank, replayed=replay_of is not None)
+            if chunk is not None:
+                self.events.add(chunk)
+
+    def _replay(self, query: CompiledQuery, from_ts: int) -> None:
+        """Evaluate a new query over stored history since ``from_ts`` (``SINCE``): the newest
+        time over all series minus the query's span, the same instant for every series."""
+        self._epoch += 1
+        for name in sorted(self._attached[query_key(query.name)]):
+            node = self.nodes[name]
+            reg = node.register
+            p0 = int(reg.search(from_ts, side="left"))
+            if p0 >= reg.end:
+                continue
+            views = node.views_as_of(p0, reg.end, _wanted_stats([query], query.windows))
+            ts = np.array(reg.ts(p0, reg.end))
+            self._evaluate(name, ts, ts, np.array(reg.values(p0, reg.end)), views, replay_of=query)
+
+    # -- reading -------------------------------------------------------------------------------
+    def unmatched(self) -> dict[str, str]:
+        """The watch queries no stored series triggers yet: name -> why (their ``ON`` patterns
+        and some of the series there are)."""
+        notes = {
+            q.name: no_match(q.triggers, self.nodes)
+            for key, q in self.queries.items()
+            if not self._attached[key]
+        }
+        return {name: note for name, note in notes.items() if note is not None}
+
+    def window_stats(self, series: str, window: str | WindowSpec) -> dict[str, float]:
+        """Every statistic of one window of a series as of its newest point."""
+        spec = _parse_window(window) if isinstance(window, str) else window
+        node = self.node(series)
+        reg = node.register
+        if reg.end == reg.start:
+            raise ValueError(f"series {series!r} holds no points yet")
+        views = node.views_as_of(reg.end - 1, reg.end, {spec: frozenset(STATS)})
+        return {name: float(views[spec].stat(name)[0]) for name in STATS}
+
+    def stats(self) -> dict[str, object]:
+        """Counts: received = accepted + rejected; late inserts and replaced duplicates are
+        among the accepted."""
+        received, rejected = self.counts["received"], self.dead.total()
+        return {
+            "received": received,
+            "accepted": received - rejected,
+            "rejected": rejected,
+            "rejected_by_reason": self.dead.counts(),
+            "late_inserted": self.counts["late_inserted"],
+            "duplicates_replaced": self.counts["duplicates_replaced"],
+            "events": self.events.emitted,
+            "series": len(self.nodes),
+            "windows": sum(len(node.windows) for node in self.nodes.values()),
+            "queries": len(self.queries),
+            "points_stored": sum(len(node.register) for node in self.nodes.values()),
+        }
+
+
+def _wanted_stats(queries: Iterable[CompiledQuery], specs: Iterable[WindowSpec]) -> Plan:
+    """The statistics each window must produce for these queries (coverage always)."""
+    wanted: dict[WindowSpec, set[str]] = {spec: {"coverage"} for spec in specs}
+    for query in queries:
+        for stat, spec in query.needs:
+            wanted[spec].add(stat)
+    return {spec: frozenset(stats) for spec, stats in wanted.items()}
+
+
+def _parse_window(text: str) -> WindowSpec:
+    """Read a window written as in a query (``5m``, ``100 points``, ``since ...``)."""
+    expr = parse_expr(f"count({text})")
+    if not isinstance(expr, Stat):
+        raise ValueError(f"{text!r} is not a window; write e.g. '5m' or '100 points'")
+    return expr.window
+
+
+def register_config(
+    capacity_points: int | None,
+    retention: str | int | None,
+    allowed_lateness: str | int,
+    duplicates: str,
+) -> RegisterConfig:
+    """Register settings given as a Monitor's options (durations as ``"5m"`` or ms)."""
+    return RegisterConfig(
+        capacity_points=capacity_points,
+        retention_ms=millis("retention", retention),
+        allowed_lateness_ms=millis("allowed_lateness", allowed_lateness, allow_zero=True) or 0,
+        duplicates=DuplicatePolicy(duplicates),
+    )
+
+
+def millis(option: str, value: object, allow_zero: bool = False) -> int | None:
+    """A duration given as ``"5m"`` or as whole milliseconds; ``0`` only if ``allow_zero``."""
+    if value is None or isinstance(value, str):
+        return None if value is None else parse_duration_ms(value, allow_zero=allow_zero)
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        return int(value)
+    raise TypeError(
+        f"{option} must be a duration like '5m' or whole milliseconds, got {value!r}; "
+        "pass e.g. '1h' or 3600000"
+    )
