@@ -17,6 +17,7 @@ before any Spark work starts::
     checkpoint = "/var/tsmon/routers"
     trigger = "2s"                 # micro-batch interval
     master = "local[2]"            # or spark://host:7077
+    buckets = 16                   # source buckets (state keys); default 8 x shuffle partitions
 
     [job.spark_conf]
     "spark.sql.shuffle.partitions" = "4"
@@ -180,6 +181,7 @@ class Job:
     registers: RegisterSettings = field(default_factory=RegisterSettings)
     standing: StandingSettings = field(default_factory=StandingSettings)
     replica_phase_ms: int = DEFAULT_PHASE_MS
+    buckets: int | None = None  # source buckets of the Spark host (None: its default)
 
 
 def load_job(path: str | Path) -> Job:
@@ -216,7 +218,9 @@ def parse_job(raw: Mapping[str, Any], base: Path, where: str = "job") -> Job:
     }  # fmt: skip
     _no_unknown(raw, known, where, "top level")
     job = _table(raw, "job", where)
-    _no_unknown(job, {"name", "checkpoint", "trigger", "master", "spark_conf"}, where, "[job]")
+    _no_unknown(
+        job, {"name", "checkpoint", "trigger", "master", "spark_conf", "buckets"}, where, "[job]"
+    )
     if "checkpoint" not in job:
         raise JobError(f'{where}: [job] needs checkpoint = "<dir>" (state and control files)')
     conf = _table(job, "spark_conf", where, "[job.spark_conf]")
@@ -226,6 +230,7 @@ def parse_job(raw: Mapping[str, Any], base: Path, where: str = "job") -> Job:
         trigger_ms=_duration(job, "trigger", where, "[job]", default="1s"),
         master=_str(job, "master", where, "[job]", default="local[2]"),
         spark_conf={str(k): str(v) for k, v in conf.items()},
+        buckets=_buckets(job, where),
         input=_input(_table(raw, "input", where, required=True), base, where),
         sources={str(k): str(v) for k, v in _table(raw, "sources", where).items()},
         filters=_filters(_table(raw, "filters", where), where),
@@ -312,6 +317,14 @@ def _count(
     if not (_is_int(value) and value >= least and (most is None or value <= most)):
         span = f"{least}..{most}" if most is not None else f">= {least}"
         raise JobError(f"{where}: [input] {key} must be an integer {span}, got {value!r}")
+    return value
+
+
+def _buckets(job: Mapping[str, Any], where: str) -> int | None:
+    """``[job] buckets``: how many state keys the sources are hashed to (frozen per checkpoint)."""
+    value = job.get("buckets")
+    if value is not None and not (_is_int(value) and 1 <= value <= 100_000):
+        raise JobError(f"{where}: [job] buckets must be an integer 1..100000, got {value!r}")
     return value
 
 
