@@ -32,6 +32,7 @@ import statistics
 import sys
 import tempfile
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from time import perf_counter
 from typing import Any
@@ -43,6 +44,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tsmon.engine.batched import BatchedRuntime
+from tsmon.engine.node import new_node
 from tsmon.spark.driver import JobQueries
 from tsmon.spark.job import Job, parse_job
 from tsmon.spark.runtime import JobRunner
@@ -158,7 +160,12 @@ def make_job(args: argparse.Namespace, w: Workload, root: Path) -> tuple[Job, di
     text, source_of = make_queries(args)
     raw = {
         "queries": text,
-        "job": {"name": "bench", "checkpoint": str(root / "tsmon-ckpt"), "trigger": "1ms"},
+        "job": {
+            "name": "bench",
+            "checkpoint": str(root / "tsmon-ckpt"),
+            "trigger": "1ms",
+            **({} if args.buckets is None else {"buckets": args.buckets}),
+        },
         "input": {
             "kind": "files",
             "path": str(w.directory),
@@ -166,6 +173,7 @@ def make_job(args: argparse.Namespace, w: Workload, root: Path) -> tuple[Job, di
             "columns": {"series": "series", "source": "source", "ts": "ts", "value": "value"},
         },
         "filters": {"period": args.period, "shrink": 0.05, "growth": "capped"},
+        "registers": {"retention": args.retention},
         "sinks": [{"kind": "callback"}],
     }
     return parse_job(raw, root, "bench job"), source_of
@@ -295,31 +303,55 @@ def run_reference(
     return ref.answers(), timed / seconds if seconds > 0 else float("nan")
 
 
-def row_path_us(n: int = 20_000) -> float:
-    """µs per row of the input loop of pyspark's Row-based ``transformWithState`` worker
-    (``worker.py``, ``SQL_TRANSFORM_WITH_STATE_PYTHON_ROW_UDF``: one Arrow scalar ``as_py()``
-    per key and per column of every row), re-run here on the node stream's 8 columns."""
-    from pyspark.sql import Row
+def host_split(job: Job, w: Workload, buckets: int) -> dict[str, float]:
+    """CPU µs per point, on one core in-process, of the Python work the Spark host does per
+    bucket and batch (:class:`tsmon.spark.host.BucketHost`): ``convert`` (the bucket's rows
+    split by source and sorted into numpy columns), ``node`` (the nodes' ``step_columns``) and
+    ``state`` (unpickling and pickling the nodes and the bucket's map), over the same batches
+    and buckets (``crc32`` here, not Spark's xxhash64: the sizes are the same)."""
+    import pickle
+    import zlib
 
-    batch = pa.RecordBatch.from_pydict(
-        {
-            "source": [f"s{i % 100:04d}" for i in range(n)],
-            "source_key": [f"s{i % 100:04d}" for i in range(n)],
-            "kind": ["data"] * n,
-            "series": [f"s{i % 100:04d}.m{i % 10}" for i in range(n)],
-            "ts": list(range(n)),
-            "value": [float(i) for i in range(n)],
-            "seq": list(range(n)),
-            "payload": pa.nulls(n, pa.string()),
-        }
-    )
-    data_row = Row(*batch.schema.names)
-    start = perf_counter()
-    for r in range(batch.num_rows):
-        key = tuple(batch[o][r].as_py() for o in (0,))
-        row = data_row(*(batch.column(i)[r].as_py() for i in range(batch.num_columns)))
-    del key, row
-    return (perf_counter() - start) / n * 1e6
+    import pandas as pd
+
+    from tsmon.spark.host import _call, _data  # the host's own steps, timed apart
+
+    new = partial(new_node, settings=JobQueries.of(job).settings(job))
+    states: dict[int, bytes] = {}
+    spent = dict.fromkeys(("convert", "node", "state"), 0.0)
+    seq = 0
+    for points in w.points:
+        source, series, ts, value = (list(c) for c in zip(*points, strict=True))
+        frame = pd.DataFrame(
+            {
+                "source": source, "series": series, "ts": np.array(ts, np.int64),
+                "value": np.array(value), "seq": np.arange(seq, seq + len(ts), dtype=np.int64),
+            }
+        )  # fmt: skip
+        seq += len(ts)
+        frame["bucket"] = [zlib.crc32(s.encode()) % buckets for s in source]
+        for b, rows in frame.groupby("bucket"):
+            t0 = perf_counter()
+            columns = _data(rows)
+            t1 = perf_counter()
+            nodes = pickle.loads(states[b]) if b in states else {}
+            loaded = {k: new(k) if k not in nodes else pickle.loads(nodes[k]) for k in columns}
+            t2 = perf_counter()
+            for k, node in loaded.items():
+                _call(node, [], columns[k])
+            t3 = perf_counter()
+            nodes.update({k: pickle.dumps(n, protocol=5) for k, n in loaded.items()})
+            states[b] = pickle.dumps(nodes, protocol=5)
+            t4 = perf_counter()
+            spent["convert"] += t1 - t0
+            spent["state"] += (t2 - t1) + (t4 - t3)
+            spent["node"] += t3 - t2
+    return {k: v / w.total * 1e6 for k, v in spent.items()}
+
+
+def tree_bytes(path: Path) -> int:
+    """Bytes of the files under ``path``."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -339,6 +371,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--delta", type=float, default=5.0, help="δ of every query")
     ap.add_argument("--period", default="10s", help="filter period T")
     ap.add_argument("--window", default="1 minute", help="the baseline's tumbling window")
+    ap.add_argument(
+        "--retention", default="1h", help="[registers] retention: the points each node stores"
+    )
+    ap.add_argument("--buckets", type=int, help="[job] buckets (default: 8x shuffle partitions)")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--out", type=Path, help="work directory (default: a temp dir, removed)")
     ap.add_argument("--no-check", action="store_true", help="skip the in-process reference")
@@ -370,7 +406,8 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
         f"{w.n_series:,} series; {args.files} files (= batches) x {per_file:,} points = "
         f"{w.total:,} points ({args.ticks_per_file} s of event time per batch); "
         f"{args.queries} queries AVG of {args.terms} series WITHIN {args.delta:g} "
-        f"(walk step {args.step:g}, {len(source_of):,} queried series); "
+        f"(walk step {args.step:g}, {len(source_of):,} queried series); registers keep "
+        f"{args.retention}; "
         f"written in {perf_counter() - start:.1f} s"
     )
     start = perf_counter()
@@ -404,7 +441,7 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
     )  # fmt: skip
     for column in columns:
         table.add_column(column, justify="left" if column == "job" else "right")
-    for run, label in ((ours, "tsmon (transformWithState)"), (base, "groupBy(window).agg")):
+    for run, label in ((ours, "tsmon (applyInPandasWithState)"), (base, "groupBy(window).agg")):
         d = run.durations()
         rows = sum(run.to_driver)
         table.add_row(
@@ -449,14 +486,25 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
         console.print(
             f"tsmon, where the time of the data batches after warm-up goes "
             f"({n:,} points, {trig:.1f} s): foreachBatch {fb / trig:.0%} of it "
-            f"(Spark executing read → normalise → shuffle → Python transformWithState → "
+            f"(Spark executing read → normalise → shuffle → Python applyInPandasWithState → "
             f"collect, plus the driver), of which the coordinator step {co / trig:.1%}; "
             f"outside foreachBatch (planning, offsets, commits) {(trig - fb) / trig:.0%}; "
             f"{2 * trig / n * 1e6:.1f} core-µs per point on 2 cores"
         )
+    buckets = json.loads((job.checkpoint / "host.json").read_text(encoding="utf-8"))["buckets"]
+    split = host_split(job, w, buckets)
     console.print(
-        f"pyspark's Row-based transformWithState input loop alone (Arrow scalar .as_py() per "
-        f"column of every row), re-run in-process: {row_path_us():.1f} µs per row on one core"
+        f"the host's Python work per point, in-process on one core over {buckets} buckets: "
+        + ", ".join(f"{k} {v:.2f} µs" for k, v in split.items())
+        + f" (total {sum(split.values()):.2f} µs; on Spark the rest of the "
+        f"{2 * trig / n * 1e6 if idx else float('nan'):.1f} core-µs is Spark's read, shuffle, "
+        "Arrow transfer of rows and state, commits, and the driver)"
+    )
+    ckpt, base_ckpt = tree_bytes(job.checkpoint), tree_bytes(root / "baseline-ckpt")
+    console.print(
+        f"checkpoint after the run: tsmon {ckpt / 1e6:,.1f} MB (state, offsets, control, "
+        f"coordinator snapshots), baseline {base_ckpt / 1e6:,.1f} MB; input "
+        f"{tree_bytes(w.directory) / 1e6:,.1f} MB of Parquet"
     )
     if not args.no_check:
         console.print(
@@ -494,11 +542,12 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
     print(
         f"RESULT spark points_per_s={pps:.0f} p50_batch_s={p50:.2f} p95_batch_s={p95:.2f} "
         f"rows_to_driver_ratio={row_ratio:.1f} baseline_points_per_s={base_pps:.0f} "
-        f"ratio_to_baseline={ratio:.3f}"
+        f"ratio_to_baseline={ratio:.3f} checkpoint_mb={ckpt / 1e6:.1f}"
     )
     if not check_ok:
         console.print("[red bold]cross-check: FAILED[/]")
         sys.exit(1)
+    print(f"ratio to plain aggregation: {ratio:.2f}")
 
 
 if __name__ == "__main__":

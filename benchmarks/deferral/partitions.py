@@ -4,12 +4,12 @@ Issue 6: a million standing queries do not fit one coordinator loop, so
 :mod:`tsmon.kinds.standing` splits them into ``P`` query partitions
 (:class:`StandingPartition`, keys ``tsmon:standing/<i>``, hosted like source nodes so Spark
 spreads them over executors). This benchmark measures what one micro-batch costs per partition
-when each is hosted exactly as :class:`tsmon.spark.host.NodeProcessor` does it, without Spark:
-per batch and partition, ``split_rows`` (``json.loads`` of the control row carrying the tick's
-snapshot), ``pickle.loads`` of the stored node (the RocksDB ``ValueState`` bytes),
-``run_step`` (``StandingPartition.step`` + ``json.dumps`` of every output payload), and
-``pickle.dumps`` of the node back. The host's own ``split_rows`` and ``run_step`` are called;
-the node is wrapped only to time ``step`` apart from the JSON encoding.
+when each is hosted exactly as :class:`tsmon.spark.host.BucketHost` does it, without Spark:
+per batch and partition, the control rows decoded (``json.loads`` of the control row carrying
+the tick's snapshot), ``pickle.loads`` of the stored node (its bytes in the bucket's state),
+the step (``StandingPartition.step`` + ``json.dumps`` of every output payload), and
+``pickle.dumps`` of the node back. The host's own steps are called; the node is wrapped only
+to time ``step`` apart from the JSON encoding.
 
 Workload (as ``scale.py``, so the numbers compare): 1,000 drifting random walks (``Walks``), one
 item per stream per tick, tick = 1 s of data time (``tick_ms = 1000``); Q random AVG-of-9
@@ -35,7 +35,7 @@ Choices
       and JSON-encoded as the ``add`` control payload — exactly what the coordinator would
       send — and routed to partition ``partition_of(name, P)``. This coordinator-side encoding
       is timed once per Q ("encode s"). Per partition, registration is one host batch of its
-      add rows (``split_rows`` decoding them, ``step`` adding them), plus the first build of
+      add rows (the host decoding them, ``step`` adding them), plus the first build of
       the sparse weight matrix (``QueryPartition._weights``, which the first tick would do),
       plus ``pickle.dumps``.
     * **Warm-up.** The first ticks evaluate every query (σ unknown), and later ones a
@@ -79,6 +79,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -98,7 +99,7 @@ from tsmon.kinds.standing.partition import (
 )
 from tsmon.protocols.deferral import StandingQuery, StreamModels, StreamSnapshot
 from tsmon.query import parse_query
-from tsmon.spark.host import run_step, split_rows
+from tsmon.spark.host import _call, _control, _payload  # the host's own steps, timed apart
 
 TICK_MS = 1_000
 BUDGET_S = 1.0
@@ -143,7 +144,7 @@ def stream_side(seed: int, n_ticks: int) -> tuple[list[str], np.ndarray, list[fl
         coord.receive([dict(r, source="src0") for r in src.report(now)])
         rows = coord.control_for([], now)[partition_key(0)]
         tick = next(r["payload"] for r in rows if r["payload"]["op"] == "tick")
-        texts.append(json.dumps(tick, sort_keys=True))  # as host.ctrl_row encodes control
+        texts.append(json.dumps(tick, sort_keys=True))  # as the control channel encodes it
         walls.append(time.perf_counter() - s)
     assert coord.stream_of == {s: i for i, s in enumerate(SERIES)}  # ids = walk columns
     return texts, xs, walls
@@ -172,7 +173,7 @@ def run_engine(cols: np.ndarray, eps: np.ndarray, xs: np.ndarray, warmup: int) -
 
 
 class _Timed:
-    """The node as ``run_step`` sees it; times ``step`` and counts the answers it returns."""
+    """The node as the host sees it; times ``step`` and counts the answers it returns."""
 
     def __init__(self, node: StandingPartition) -> None:
         self.node, self.step_s, self.answers = node, 0.0, 0
@@ -188,14 +189,14 @@ class _Timed:
 def host_batch(
     key: str, stored: bytes | None, rows: list[dict], *, build: bool = False
 ) -> tuple[bytes, dict[str, float]]:
-    """One micro-batch of partition ``key`` as ``NodeProcessor.handleInputRows`` runs it."""
+    """One micro-batch of partition ``key`` as ``BucketHost.step`` runs it."""
     t0 = time.perf_counter()
-    control, data, _ = split_rows(key, rows)
+    control = _control(pd.DataFrame([{**r, "source": key} for r in rows])).get(key, [])
     t1 = time.perf_counter()
     node = StandingPartition(key, SETTINGS) if stored is None else pickle.loads(stored)
     t2 = time.perf_counter()
     timed = _Timed(node)
-    out = run_step(key, timed, control, data)
+    out = [_payload(key, o) for o in _call(timed, control, None)]
     t3 = time.perf_counter()
     if build:  # the first build of the weight matrix (else done by the first tick)
         node.engine._weights()
@@ -205,7 +206,7 @@ def host_batch(
     cost = {
         "decode": t1 - t0, "unpickle": t2 - t1, "step": timed.step_s,
         "json": t3 - t2 - timed.step_s, "build": t4 - t3, "pickle": t5 - t4, "total": t5 - t0,
-        "evals": timed.answers, "json_bytes": sum(len(r.payload) for r in out),
+        "evals": timed.answers, "json_bytes": sum(len(p) for p in out),
         "state_bytes": len(blob),
     }  # fmt: skip
     return blob, cost
@@ -297,7 +298,7 @@ def run_hosted(
 
 
 def encode_adds(cols: np.ndarray, eps: np.ndarray) -> list[str]:
-    """The coordinator's ``add`` control payloads, JSON-encoded (as ``ctrl_row`` does)."""
+    """The coordinator's ``add`` control payloads, JSON-encoded (as the control channel does)."""
     w = 1.0 / 9
     out = []
     for j in range(len(cols)):

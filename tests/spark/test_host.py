@@ -1,13 +1,19 @@
-"""The node/processor glue, without Spark: NodeTester drives NodeProcessor in memory."""
+"""The bucket host's glue, without Spark: HostTester drives BucketHost in memory."""
 
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
+import numpy as np
 import pytest
-from pyspark.sql import Row
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from tsmon.spark.host import NodeTester, ctrl_row, data_row, split_rows
+from tsmon.engine.node import SourceNode
+from tsmon.engine.settings import HostSettings
+from tsmon.spark.host import BucketsChanged, HostTester, ctrl_row, data_row, freeze_buckets
 from tsmon.spark.toy import RunningSum
 
 
@@ -24,7 +30,7 @@ class Recorder:
 
 
 def test_control_first_then_data_in_ts_seq_order():
-    t = NodeTester(Recorder)
+    t = HostTester(Recorder)
     rows = [
         data_row("s", "b", 7, 1.0, 3),
         ctrl_row("s", 5, {"k": 2}),
@@ -32,7 +38,7 @@ def test_control_first_then_data_in_ts_seq_order():
         data_row("s", "a", 2, 3.0, 9),
         ctrl_row("s", 4, {"k": 1}),
     ]
-    assert t.test("s", rows) == [Row(source="s", kind="seen", payload='{"n": 1}')]
+    assert t.test(rows) == [{"source": "s", "kind": "seen", "payload": '{"n": 1}'}]
     ((control, data),) = t.peek("s").calls
     assert control == [{"seq": 4, "payload": {"k": 1}}, {"seq": 5, "payload": {"k": 2}}]
     assert [(d["ts"], d["seq"], d["series"], d["value"]) for d in data] == [
@@ -42,23 +48,30 @@ def test_control_first_then_data_in_ts_seq_order():
     ]
 
 
-def test_state_survives_across_batches_and_keys_are_separate():
-    t = NodeTester(RunningSum)
-    t.test("a", [data_row("a", "x", 1, 1.0, 0)])
-    t.test("b", [data_row("b", "x", 1, 5.0, 0)])
-    t.test("a", [ctrl_row("a", 0, {"add": 10.0})])
-    out = t.test("a", [data_row("a", "x", 2, 1.0, 1)])
-    assert [json.loads(r.payload) for r in out] == [{"total": 12.0, "count": 2, "last_ts": 2}]
+def test_state_survives_across_batches_and_sources_in_one_bucket_are_separate():
+    t = HostTester(RunningSum, buckets=1)  # every source shares one state value
+    t.test([data_row("a", "x", 1, 1.0, 0), data_row("b", "x", 1, 5.0, 0)])
+    t.test([ctrl_row("a", 0, {"add": 10.0})])
+    out = t.test([data_row("a", "x", 2, 1.0, 1)])
+    assert [json.loads(r["payload"]) for r in out] == [{"total": 12.0, "count": 2, "last_ts": 2}]
     assert (t.peek("a").total, t.peek("b").total, t.peek("c")) == (12.0, 5.0, None)
 
 
+def test_a_source_without_rows_keeps_its_stored_bytes():
+    t = HostTester(RunningSum, buckets=1)
+    t.test([data_row("a", "x", 1, 1.0, 0), data_row("b", "x", 1, 5.0, 0)])
+    before = t._nodes("b")["b"]
+    t.test([data_row("a", "x", 2, 1.0, 1)])
+    assert t._nodes("b")["b"] is not None and t._nodes("b")["b"] == before
+
+
 def test_seed_then_continue():
-    t = NodeTester(RunningSum)
+    t = HostTester(RunningSum)
     node = RunningSum("a")
     node.total, node.count, node.last_ts = 100.0, 4, 50
     t.seed("a", node)
-    (row,) = t.test("a", [data_row("a", "x", 60, 1.0, 9)])
-    assert json.loads(row.payload) == {"total": 101.0, "count": 5, "last_ts": 60}
+    (row,) = t.test([data_row("a", "x", 60, 1.0, 9)])
+    assert json.loads(row["payload"]) == {"total": 101.0, "count": 5, "last_ts": 60}
 
 
 def test_node_errors_name_the_source():
@@ -70,32 +83,20 @@ def test_node_errors_name_the_source():
             return [{"kind": "x", "payload": {1, 2}}]
 
     with pytest.raises(TypeError, match=r"source 's'.*not JSON-able"):
-        NodeTester(Bad).test("s", [data_row("s", "x", 1, 1.0, 0)])
-    with pytest.raises(ValueError, match=r"kind must be 'data', 'ctrl' or 'pass', got 'oops'"):
-        split_rows("s", [{"kind": "oops"}])
-    with pytest.raises(ValueError, match="without ts or seq"):
-        split_rows("s", [data_row("s", "x", None, 1.0, 0)])  # type: ignore[arg-type]
+        HostTester(Bad).test([data_row("s", "x", 1, 1.0, 0)])
+    with pytest.raises(ValueError, match=r"kind must be 'data', 'ctrl' or 'pass', got \['oops'\]"):
+        HostTester(RunningSum).test([{"source": "s", "kind": "oops"}])
+    with pytest.raises(ValueError, match="no ts or seq"):
+        HostTester(RunningSum).test([data_row("s", "x", None, 1.0, 0)])  # type: ignore[arg-type]
 
 
 def test_pass_rows_go_out_unchanged_without_touching_the_node():
-    from pyspark.sql import Row
-
-    from tsmon.spark.toy import RunningSum
-
-    t = NodeTester(RunningSum)
-    passed = Row(
-        source="a",
-        kind="pass",
-        series=None,
-        ts=None,
-        value=None,
-        seq=None,
-        payload='{"reason": "nan"}',
-    )
-    assert t.test("a", [passed]) == [Row(source="a", kind="pass", payload='{"reason": "nan"}')]
-    assert t.peek("a") is None  # no node was made for a key with pass rows only
-    out = t.test("a", [passed, data_row("a", "x", 5, 2.0, 0)])
-    assert [r.kind for r in out] == ["pass", "sum"] and t.peek("a").total == 2.0
+    t = HostTester(RunningSum)
+    passed = {"source": "a", "kind": "pass", "payload": '{"reason": "nan"}'}
+    assert t.test([passed]) == [{"source": "a", "kind": "pass", "payload": '{"reason": "nan"}'}]
+    assert t.peek("a") is None and t.states == {}  # no node, no state for pass rows only
+    out = t.test([passed, data_row("a", "x", 5, 2.0, 0)])
+    assert [r["kind"] for r in out] == ["pass", "sum"] and t.peek("a").total == 2.0
 
 
 def test_unpicklable_node_fails_in_the_tester_like_on_spark():
@@ -107,7 +108,7 @@ def test_unpicklable_node_fails_in_the_tester_like_on_spark():
             return []
 
     with pytest.raises(AttributeError, match="Can't pickle local object"):
-        NodeTester(Local).test("s", [data_row("s", "x", 1, 1.0, 0)])
+        HostTester(Local).test([data_row("s", "x", 1, 1.0, 0)])
 
 
 class Fragile(RunningSum):
@@ -121,15 +122,101 @@ class Fragile(RunningSum):
 
 
 def test_a_node_step_that_raises_is_quarantined_and_the_stored_node_kept():
-    t = NodeTester(Fragile)
-    t.test("a", [data_row("a", "x", 1, 1.0, 0)])
-    out = t.test("a", [data_row("a", "x", 2, 5.0, 1), data_row("a", "poison", 3, 7.0, 2)])
-    dead = [json.loads(r.payload) for r in out]
+    t = HostTester(Fragile)
+    t.test([data_row("a", "x", 1, 1.0, 0)])
+    out = t.test([data_row("a", "x", 2, 5.0, 1), data_row("a", "poison", 3, 7.0, 2)])
+    dead = [json.loads(r["payload"]) for r in out]
     assert [(d["series"], d["ts_ms"], d["value"], d["reason"], d["detail"]) for d in dead] == [
         ("x", 2, 5.0, "quarantined", "RuntimeError: a bug"),
         ("poison", 3, 7.0, "quarantined", "RuntimeError: a bug"),
     ]
-    assert [r.kind for r in out] == ["dead", "dead"]
+    assert [r["kind"] for r in out] == ["dead", "dead"]
     assert t.peek("a").total == 1.0  # the node as stored before the failed step
-    (row,) = t.test("a", [data_row("a", "x", 4, 2.0, 3)])  # the job goes on
-    assert json.loads(row.payload) == {"total": 3.0, "count": 2, "last_ts": 4}
+    (row,) = t.test([data_row("a", "x", 4, 2.0, 3)])  # the job goes on
+    assert json.loads(row["payload"]) == {"total": 3.0, "count": 2, "last_ts": 4}
+
+
+def _settings() -> HostSettings:
+    return HostSettings(period_ms=1_000, shrink=0.1)
+
+
+def _source_node(key: str) -> SourceNode:
+    return SourceNode(key, _settings())
+
+
+points = st.lists(
+    st.tuples(
+        st.sampled_from(["a", "b", "c"]),  # source
+        st.sampled_from(["x", "y"]),  # series
+        st.integers(0, 20),  # ts
+        st.floats(-5, 5, allow_nan=False),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(points, min_size=1, max_size=3), st.integers(1, 3))
+def test_columnar_host_equals_the_dict_step_of_source_nodes(batches, buckets):
+    """The host's columnar step and ``SourceNode.step`` over dict rows give the same rows."""
+    t = HostTester(_source_node, buckets=buckets)
+    reference: dict[str, SourceNode] = {}
+    seq = 0
+    for batch in batches:
+        rows = []
+        for source, series, ts, value in batch:
+            rows.append(data_row(source, f"{source}.{series}", ts, value, seq))
+            seq += 1
+        got: dict[str, list] = {}
+        for r in t.test(rows[::-1]):  # arrival order must not matter
+            got.setdefault(r["source"], []).append((r["kind"], json.loads(r["payload"])))
+        want: dict[str, list] = {}
+        for source in sorted({r["source"] for r in rows}):
+            node = reference.setdefault(source, _source_node(source))
+            mine = [
+                {k: r[k] for k in ("series", "ts", "value", "seq")}
+                for r in rows
+                if r["source"] == source
+            ]
+            out = node.step([], mine)
+            want[source] = [(o["kind"], json.loads(json.dumps(o["payload"]))) for o in out]
+        assert got == want
+
+
+def test_step_columns_checks_order_and_finiteness():
+    node = _source_node("n")
+    with pytest.raises(ValueError, match=r"\(ts, seq\) order"):
+        node.step_columns([], ["a", "a"], np.array([5, 4]), np.array([1.0, 1.0]), np.array([0, 1]))
+    with pytest.raises(ValueError, match="finite"):
+        node.step_columns([], ["a"], np.array([5]), np.array([np.inf]), np.array([0]))
+    assert node.now_ms is None  # nothing changed
+
+
+def test_step_columns_rejects_what_step_rejects():
+    """Points beyond the supported instants or values, or too far ahead of the clock, are dead
+    rows of the columnar step exactly as of the dict step."""
+    ts = np.array([5, 6, 7, 10**15])
+    value = np.array([1.0, 1e300, 2.0, 3.0])
+    seq = np.arange(4)
+    columnar = _source_node("n").step_columns([], ["a"] * 4, ts, value, seq, clock_ms=0)
+    points = zip(ts.tolist(), value.tolist(), seq.tolist(), strict=True)
+    rows = [{"series": "a", "ts": t, "value": v, "seq": q} for t, v, q in points]
+    by_rows = _source_node("n").step([], rows, clock_ms=0)
+    assert columnar == by_rows
+    assert [r["payload"]["reason"] for r in columnar if r["kind"] == "dead"] == [
+        "value_out_of_range",
+        "future_timestamp",
+    ]
+
+
+def test_buckets_are_frozen_in_the_checkpoint():
+    ckpt = Path(tempfile.mkdtemp())
+    assert freeze_buckets(ckpt, None, 16) == 16
+    assert freeze_buckets(ckpt, None, 32) == 16  # the default moved: the checkpoint's stays
+    assert freeze_buckets(ckpt, 16, 32) == 16
+    with pytest.raises(BucketsChanged, match=r"^buckets = 8, but the checkpoint .* with 16"):
+        freeze_buckets(ckpt, 8, 16)
+    old = Path(tempfile.mkdtemp())
+    (old / "nodes" / "offsets").mkdir(parents=True)
+    with pytest.raises(BucketsChanged, match="older tsmon"):
+        freeze_buckets(old, None, 16)

@@ -84,6 +84,7 @@ def test_the_module_docstring_example_is_a_valid_job(tmp_path: Path) -> None:
     text = "\n".join(line[4:] for line in example.group(1).splitlines())
     job = load_job(write(tmp_path, text))
     assert job.input.columns["source"] == "router" and job.filters.growth == "capped"
+    assert job.buckets == 16
 
 
 @pytest.mark.parametrize(
@@ -100,6 +101,7 @@ def test_the_module_docstring_example_is_a_valid_job(tmp_path: Path) -> None:
         (('query_file = "q.tsq"', 'query_file = "nope.tsq"'), "does not exist"),
         (('series = "metric"', 'serie = "metric"'), "unknown key 'serie'"),
         (('kind = "files"', 'kind = "socket"'), "needs port = <1..65535>"),
+        (('master = "local[2]"', "buckets = 0"), "[job] buckets must be an integer 1..100000"),
     ],
 )
 def test_mistakes_name_the_key_and_what_was_expected(

@@ -18,9 +18,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from tsmon.core.moments import MAX_ABS_VALUE
 from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS
@@ -28,6 +30,7 @@ from tsmon.engine.deadletters import Reason
 
 __all__ = [
     "Quarantine",
+    "any_rejected",
     "coordinator_step",
     "dead_row",
     "future_limit",
@@ -96,6 +99,20 @@ def split_rejected(
     return kept, dead
 
 
+def any_rejected(
+    ts: np.ndarray, value: np.ndarray, clock_ms: int | None, max_future_ms: int | None
+) -> bool:
+    """Whether :func:`split_rejected` would reject any of these points (vectorized: most
+    batches have none, and then need no loop)."""
+    if not len(ts):
+        return False
+    limit = future_limit(clock_ms, max_future_ms)
+    newest = MAX_INSTANT_MS if limit is None else min(limit, MAX_INSTANT_MS)
+    return bool(
+        ts.min() < MIN_INSTANT_MS or ts.max() > newest or np.abs(value).max() > MAX_ABS_VALUE
+    )
+
+
 def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
 
@@ -104,10 +121,14 @@ def node_step(
     node: Any,
     restore: Callable[[], Any],
     control: Sequence[Mapping[str, Any]],
-    data: Sequence[Mapping[str, Any]],
+    data: Any,
+    step: Callable[[Any, Sequence[Mapping[str, Any]], Any], list[Row]] | None = None,
+    rows_of: Callable[[Any], Iterable[Any]] = iter,
     **step_args: Any,
 ) -> tuple[Any, list[Row], str | None]:
-    """``node.step(control, data, **step_args)``, quarantining what makes it raise.
+    """``step(node, control, data)`` (by default ``node.step(control, data, **step_args)``),
+    quarantining what makes it raise; ``data`` is None (no data) or ``rows_of(data)`` gives
+    its data rows (mappings; those of a quarantined step become dead letters).
 
     ``restore()`` gives the node as it was before the step (a host reloads its stored state).
     On an error the step is retried from there with the control rows only; if that raises
@@ -115,8 +136,13 @@ def node_step(
     node to keep, its rows (the quarantined ones as ``dead`` rows) and the error (None if
     none).
     """
+
+    def by_rows(n: Any, c: Sequence[Mapping[str, Any]], d: Any) -> list[Row]:
+        return n.step(c, [] if d is None else d, **step_args)
+
+    call = step or by_rows
     try:
-        return node, node.step(control, data, **step_args), None
+        return node, call(node, control, data), None
     except Exception as exc:  # unforeseen by definition: quarantine, go on
         error = _error(exc)
     node = restore()
@@ -124,10 +150,10 @@ def node_step(
         dead_row(d.get("series"), d.get("ts"), d.get("value"), Reason.QUARANTINED, error)
         if isinstance(d, Mapping)
         else dead_row(None, None, None, Reason.QUARANTINED, f"{error} (row {d!r})")
-        for d in data
+        for d in (() if data is None else rows_of(data))
     ]
     try:
-        return node, [*node.step(control, [], **step_args), *rows], error
+        return node, [*call(node, control, None), *rows], error
     except Exception as exc:
         lost = [
             dead_row(None, None, None, Reason.QUARANTINED, f"{_error(exc)} (control {c!r})")

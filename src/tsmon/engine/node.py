@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from tsmon import kinds
-from tsmon.engine.guard import split_rejected
+from tsmon.engine.guard import any_rejected, split_rejected
 from tsmon.engine.settings import HostSettings
 from tsmon.kinds import NodePart, Points
 
@@ -119,6 +119,55 @@ class SourceNode:
         """
         items = self._parse_control(control)
         points, dead = split_rejected(parse_data(data, self.source), clock_ms, self.max_future_ms)
+        return self._step(items, points, dead)
+
+    def step_columns(
+        self,
+        control: Sequence[Mapping[str, Any]],
+        series: Sequence[str],
+        ts: np.ndarray,
+        value: np.ndarray,
+        seq: np.ndarray,
+        clock_ms: int | None = None,
+    ) -> list[Row]:
+        """:meth:`step` over columns (the Spark host's entry): the data points as ``series``
+        (str), ``ts`` and ``seq`` (int64), ``value`` (float64, finite), already in ``(ts,
+        seq)`` order. Typed columns need no per-row checks: only the order and finiteness are
+        checked, vectorized (a ``ValueError`` before anything changes); points :meth:`step`
+        would reject are ``dead`` rows as there.
+
+        >>> node = SourceNode("n1", HostSettings(period_ms=1_000, shrink=0.1))
+        >>> out = node.step_columns([], ["a", "b"], np.array([5, 7]), np.array([1.0, 2.0]),
+        ...                         np.array([0, 1]))
+        >>> out[-1]["payload"]["series"]
+        ['a', 'b']
+        """
+        items = self._parse_control(control)
+        ts, value, seq = (np.asarray(c) for c in (ts, value, seq))
+        if not len(series) == len(ts) == len(value) == len(seq):
+            raise ValueError(
+                f"source {self.source!r}: columns of unequal lengths "
+                f"{[len(series), len(ts), len(value), len(seq)]}"
+            )
+        if ts.dtype.kind != "i" or seq.dtype.kind != "i":
+            raise ValueError(f"source {self.source!r}: ts and seq must be int columns (ms, order)")
+        later = (ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (seq[1:] >= seq[:-1]))
+        if not later.all():
+            raise ValueError(f"source {self.source!r}: data columns must be in (ts, seq) order")
+        if not np.isfinite(value).all():
+            raise ValueError(
+                f"source {self.source!r}: values must be finite; reject them before the source "
+                "node (dead letters)"
+            )
+        points = list(zip(series, ts.tolist(), value.tolist(), seq.tolist(), strict=True))
+        dead: list[Row] = []
+        if any_rejected(ts, value, clock_ms, self.max_future_ms):
+            points, dead = split_rejected(points, clock_ms, self.max_future_ms)
+        return self._step(items, points, dead)
+
+    def _step(
+        self, items: dict[str, list], points: list[tuple[str, int, float, int]], dead: list[Row]
+    ) -> list[Row]:
         rows: list[Row] = []
         for name, part in self.parts.items():
             rows += part.control(items.get(name, []))

@@ -1,77 +1,96 @@
-"""Host pure source nodes on Spark's Row-based ``transformWithState``.
+"""Host pure source nodes on Spark's ``applyInPandasWithState``, keyed by source buckets.
 
 A *pure node* is any object with ``step(control, data) -> outputs`` made by a factory
-``new_node(source)``; it never imports pyspark. This module is the only glue:
+``new_node(source)``; it never imports pyspark. A node with ``step_columns(control, series,
+ts, value, seq)`` (:class:`~tsmon.engine.node.SourceNode`) gets its points as numpy columns,
+with no per-row dicts. This module is the only glue:
 
-- :class:`NodeProcessor` (a ``StatefulProcessor``) keeps each source's node as one pickled
-  object in a single ``ValueState`` (RocksDB), and per micro-batch calls ``step`` once with the
-  control rows (sorted by ``seq``) and the data rows (sorted by ``(ts, seq)``);
-- :func:`node_stream` unions the data and control streams into one schema, groups by
-  ``source`` and applies the processor;
-- :class:`NodeTester` runs the same processor against an in-memory handle, without Spark, so
-  the glue is unit-tested in milliseconds (the same idea as PySpark's ``TwsTester``).
+- :func:`node_stream` unions the data and control streams into one schema, adds the bucket
+  of each row's source, ``pmod(xxhash64(source), B)`` (Spark SQL: stable across processes and
+  restarts), groups by it and applies :class:`BucketHost`;
+- :class:`BucketHost` runs once per bucket and micro-batch on the bucket's rows as pandas
+  frames: the state is one pickled ``{source: pickled node}`` map, so a source without rows
+  is neither unpickled nor re-pickled; per source with rows it calls the node once with the
+  control rows (sorted by ``seq``) and the data (sorted by ``(ts, seq)``, vectorized);
+- :func:`freeze_buckets` keeps B in the checkpoint (``host.json``): a changed B would move
+  sources to buckets that do not hold their nodes;
+- :class:`HostTester` runs the same :class:`BucketHost` with pyspark's own ``GroupState``,
+  without Spark, so the glue is unit-tested in milliseconds.
 
-Row shapes seen by a node (plain dicts of JSON-able values):
+Why this API (measured, ``docs/architecture.md``): the Row-based ``transformWithState``
+converts every value with an Arrow scalar ``as_py()`` and makes blocking JVM calls per key;
+``applyInPandasWithState`` ships the state with the data and slices a batch per key
+vectorized, and a few dozen keys (buckets) keep its per-key cost small.
 
-- data: ``{"series": str, "ts": int, "value": float, "seq": int}``;
+Row shapes seen by a node (plain JSON-able values):
+
+- data: columns, or ``{"series": str, "ts": int, "value": float, "seq": int}`` dicts;
 - control: ``{"seq": int, "payload": <decoded JSON>}``;
 - outputs: ``{"kind": str, "payload": <JSON-able>}``; the host adds the source and encodes
   the payload as JSON, giving rows of :data:`OUTPUT_DDL`.
 
-Rows of kind :data:`PASS` (``payload`` JSON) are not for the node: the host yields them as
-output rows unchanged, without loading the node. They let a job send rows that need no state
-(unreadable input rows, say) to the driver in the same query, so the input is scanned once.
+Rows of kind :data:`PASS` (``payload`` JSON) are not for the node: the host outputs them
+unchanged, without loading the node. They let a job send rows that need no state (unreadable
+input rows, say) to the driver in the same query, so the input is scanned once.
 """
 
 from __future__ import annotations
 
 import json
 import pickle
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+import warnings
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from pyspark.sql import Row
-from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+import numpy as np
+import pandas as pd
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from tsmon.engine.guard import node_step
-from tsmon.spark.session import ROCKSDB_PROVIDER
+from tsmon.spark.files import atomic_write
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.streaming.stateful_processor import TimerValues
+    from pyspark.sql.streaming.state import GroupState
 
 __all__ = [
-    "INPUT_DDL",
+    "BUCKETS_PER_PARTITION",
     "OUTPUT_DDL",
+    "PASS",
     "STATE_SCHEMA",
+    "BucketHost",
+    "BucketsChanged",
+    "HostTester",
     "Node",
     "NodeFactory",
-    "NodeProcessor",
-    "NodeTester",
     "ctrl_row",
     "data_row",
+    "default_buckets",
+    "freeze_buckets",
     "node_stream",
-    "run_step",
-    "split_rows",
 ]
+
+# applyInPandasWithState's worker concatenates frames in a way pandas deprecates: one
+# FutureWarning per batch on stderr, nothing to act on (the worker imports this module)
+warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark\.")
 
 PASS = "pass"
 """Kind of rows the host passes through to the output unchanged."""
 
-INPUT_DDL = (
-    "source STRING, kind STRING, series STRING, ts BIGINT, value DOUBLE, seq BIGINT, payload STRING"
-)
-"""Common schema of the unioned stream; ``kind`` is ``'data'``, ``'ctrl'`` or :data:`PASS`."""
+BUCKETS_PER_PARTITION = 8
+"""Default buckets per shuffle partition: enough that hashing spreads them evenly over the
+partitions, few enough that the per-bucket pandas overhead (~1 ms) stays small."""
 
+_INPUT_COLUMNS = ("source", "kind", "series", "ts", "value", "seq", "payload")
 OUTPUT_DDL = "source STRING, kind STRING, payload STRING"
 """Schema of node output rows; ``payload`` is JSON."""
 
-STATE_SCHEMA = StructType([StructField("node", BinaryType(), True)])
-"""The one ValueState column: the pickled node (Python ``bytes`` round-trip as-is)."""
+STATE_SCHEMA = StructType([StructField("nodes", BinaryType(), True)])
+"""A bucket's state: the pickled ``{source: pickled node}`` map."""
 
-_INPUT_COLUMNS = ("source", "kind", "series", "ts", "value", "seq", "payload")
-_OUTPUT_COLUMNS = ("source", "kind", "payload")
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 
 class Node(Protocol):
@@ -86,136 +105,165 @@ NodeFactory = Callable[[str], Node]
 """``new_node(source)``: must be picklable (a class or a module-level function)."""
 
 
-def data_row(source: str, series: str, ts: int, value: float, seq: int) -> Row:
-    """One data row of :data:`INPUT_DDL` (handy in tests)."""
-    return Row(source=source, kind="data", series=series, ts=ts, value=value, seq=seq, payload=None)
+class BucketsChanged(ValueError):
+    """The job asks for another bucket count than its checkpoint was started with."""
 
 
-def ctrl_row(source: str, seq: int, payload: Any) -> Row:
-    """One control row of :data:`INPUT_DDL`; ``payload`` is JSON-encoded here."""
-    return Row(
-        source=source,
-        kind="ctrl",
-        series=None,
-        ts=None,
-        value=None,
-        seq=seq,
-        payload=json.dumps(payload, sort_keys=True),
-    )
+def data_row(source: str, series: str, ts: int, value: float, seq: int) -> dict[str, Any]:
+    """One data row of the node stream (handy in tests)."""
+    return dict(source=source, kind="data", series=series, ts=ts, value=value, seq=seq)
 
 
-def split_rows(source: str, rows: Iterable[Any]) -> tuple[list[dict], list[dict], list[Row]]:
-    """Split input rows into (control sorted by seq, data sorted by (ts, seq), output rows of
-    the :data:`PASS` rows).
-
-    ``rows`` are ``Row``s (or mappings) of :data:`INPUT_DDL`. Raises ``ValueError`` for an
-    unknown kind or a data row without ts/seq, naming the source and the row.
-
-    >>> c, d, p = split_rows("s", [data_row("s", "x", 5, 1.0, 2), data_row("s", "x", 5, 2.0, 1),
-    ...                            ctrl_row("s", 9, {"add": 1}), data_row("s", "y", 3, 0.5, 7)])
-    >>> c
-    [{'seq': 9, 'payload': {'add': 1}}]
-    >>> [(r["ts"], r["seq"]) for r in d]
-    [(3, 7), (5, 1), (5, 2)]
-    """
-    control: list[dict] = []
-    data: list[dict] = []
-    passed: list[Row] = []
-    for row in rows:
-        kind = row["kind"]
-        if kind == PASS:
-            passed.append(Row(source=source, kind=PASS, payload=row["payload"]))
-            continue
-        if kind == "data":
-            if row["ts"] is None or row["seq"] is None:
-                raise ValueError(
-                    f"source {source!r}: data row without ts or seq: {_show(row)}; "
-                    "drop or repair such rows before the node stream"
-                )
-            data.append(
-                {"series": row["series"], "ts": row["ts"], "value": row["value"], "seq": row["seq"]}
-            )
-        elif kind == "ctrl":
-            payload = row["payload"]
-            control.append(
-                {"seq": row["seq"], "payload": None if payload is None else json.loads(payload)}
-            )
-        else:
-            raise ValueError(
-                f"source {source!r}: row kind must be 'data', 'ctrl' or {PASS!r}, "
-                f"got {kind!r} in {_show(row)}"
-            )
-    control.sort(key=lambda r: r["seq"])
-    data.sort(key=lambda r: (r["ts"], r["seq"]))
-    return control, data, passed
+def ctrl_row(source: str, seq: int, payload: Any) -> dict[str, Any]:
+    """One control row of the node stream; ``payload`` is JSON-encoded here."""
+    return dict(source=source, kind="ctrl", seq=seq, payload=json.dumps(payload, sort_keys=True))
 
 
-def run_step(
-    source: str, restore: Callable[[], Node], control: list[dict], data: list[dict]
-) -> tuple[Node, list[Row]]:
-    """Step the node ``restore()`` gives (the stored one) and turn its outputs into
-    :data:`OUTPUT_DDL` rows; returns the node to store and the rows. A step that raises is
-    quarantined (:func:`tsmon.engine.guard.node_step`): its rows become ``quarantined`` dead
-    letters and the node stays as stored.
+class BucketHost:
+    """The ``applyInPandasWithState`` function: every node of one bucket, one call per batch.
 
-    Raises ``TypeError`` naming the source when an output is not ``{"kind": str, "payload":
-    JSON-able}``.
-    """
-    rows = []
-    node, outputs, _ = node_step(restore(), restore, control, data)
-    for out in outputs:
-        if not isinstance(out, Mapping) or not isinstance(out.get("kind"), str):
-            raise TypeError(
-                f"source {source!r}: {type(node).__name__}.step must return dicts with a str "
-                f"'kind' and a JSON-able 'payload', got {out!r}"
-            )
-        try:
-            payload = json.dumps(out.get("payload"), sort_keys=True)
-        except (TypeError, ValueError) as e:
-            raise TypeError(
-                f"source {source!r}: output payload of kind {out['kind']!r} is not JSON-able "
-                f"({e}); return plain dicts, lists, str, int, float, bool or None"
-            ) from None
-        rows.append(Row(source=source, kind=out["kind"], payload=payload))
-    return node, rows
-
-
-class NodeProcessor(StatefulProcessor):
-    """The ``StatefulProcessor`` hosting one pure node per grouping key (source).
-
-    Per key and micro-batch: split and sort the rows, load the node from the ValueState
-    (or create it with ``new_node(source)``), call ``step`` once, store the node, and yield
-    the output rows. Keys without input rows in a batch are not called (timeMode ``None``).
+    ``new_node`` is cloudpickled into the plan: keep it small (a class, or a ``partial`` of a
+    module-level function with small settings).
     """
 
-    def __init__(self, new_node: NodeFactory, state_name: str = "node") -> None:
+    def __init__(self, new_node: NodeFactory) -> None:
         self.new_node = new_node
-        self.state_name = state_name
 
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        """Declare the single ValueState holding the pickled node."""
-        self._node_state = handle.getValueState(self.state_name, STATE_SCHEMA)
+    def __call__(
+        self, key: tuple, frames: Iterable[pd.DataFrame], state: GroupState
+    ) -> Iterator[pd.DataFrame]:
+        """Read the bucket's state once, step its sources with rows, write it once."""
+        chunks = list(frames)  # a bucket's rows may come in several Arrow batches
+        rows = chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
+        nodes: dict[str, bytes] = pickle.loads(state.get[0]) if state.exists else {}
+        out, touched = self.step(rows, nodes)
+        if touched:
+            state.update((pickle.dumps(nodes, protocol=_PROTOCOL),))
+        yield out
 
-    def handleInputRows(
-        self, key: Any, rows: Iterator[Row], timerValues: TimerValues
-    ) -> Iterator[Row]:
-        """Run one step of the node of ``key``; ``key`` arrives as a 1-tuple ``(source,)``."""
-        source = key[0] if isinstance(key, tuple) else key
-        control, data, passed = split_rows(source, rows)
-        yield from passed
-        if not (control or data):
-            return
-        stored = self._node_state.get()
+    def step(self, rows: pd.DataFrame, nodes: dict[str, bytes]) -> tuple[pd.DataFrame, bool]:
+        """Step the nodes of ``rows`` (columns as :func:`node_stream` makes them), updating
+        ``nodes`` in place; returns the output rows and whether any node was stepped."""
+        kind = rows["kind"].to_numpy()
+        is_data, is_ctrl, is_pass = kind == "data", kind == "ctrl", kind == PASS
+        if not (is_data | is_ctrl | is_pass).all():
+            bad = sorted({str(k) for k in kind[~(is_data | is_ctrl | is_pass)]})
+            raise ValueError(f"row kind must be 'data', 'ctrl' or {PASS!r}, got {bad}")
+        sources: list[str] = []
+        kinds: list[str] = []
+        payloads: list[str] = []
+        if is_pass.any():
+            passed = rows[is_pass]
+            sources += passed["source"].tolist()
+            kinds += [PASS] * len(passed)
+            payloads += passed["payload"].tolist()
+        control = _control(rows[is_ctrl])
+        data = _data(rows[is_data])
+        for source in sorted(control.keys() | data.keys()):
+            blob = nodes.get(source)
 
-        def restore() -> Node:
-            return self.new_node(source) if stored is None else pickle.loads(stored[0])
+            def restore(source: str = source, blob: bytes | None = blob) -> Any:
+                return self.new_node(source) if blob is None else pickle.loads(blob)
 
-        node, out = run_step(source, restore, control, data)
-        self._node_state.update((pickle.dumps(node, protocol=pickle.HIGHEST_PROTOCOL),))
-        yield from out
+            # a step that raises is quarantined (tsmon.engine.guard): the node stays as stored
+            node, outputs, _ = node_step(
+                restore(),
+                restore,
+                control.get(source, []),
+                data.get(source),
+                step=_call,
+                rows_of=Columns.rows,
+            )
+            for out in outputs:
+                sources.append(source)
+                kinds.append(_kind(source, node, out))
+                payloads.append(_payload(source, out))
+            nodes[source] = pickle.dumps(node, protocol=_PROTOCOL)
+        frame = pd.DataFrame({"source": sources, "kind": kinds, "payload": payloads})
+        return frame, bool(control or data)
 
-    def close(self) -> None:
-        """Nothing to release."""
+
+def _control(rows: pd.DataFrame) -> dict[str, list[dict]]:
+    """Control rows by source, each sorted by ``seq``, payloads decoded."""
+    control: dict[str, list[dict]] = {}
+    for source, seq, payload in zip(rows["source"], rows["seq"], rows["payload"], strict=True):
+        decoded = None if payload is None else json.loads(payload)
+        control.setdefault(source, []).append({"seq": int(seq), "payload": decoded})
+    for items in control.values():
+        items.sort(key=lambda r: r["seq"])
+    return control
+
+
+class Columns(NamedTuple):
+    """One source's data points of a batch as columns, in ``(ts, seq)`` order."""
+
+    series: np.ndarray
+    ts: np.ndarray
+    value: np.ndarray
+    seq: np.ndarray
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The points as data-row dicts (nodes without ``step_columns``, quarantine)."""
+        return [
+            {"series": s, "ts": t, "value": v, "seq": q}
+            for s, t, v, q in zip(
+                self.series, self.ts.tolist(), self.value.tolist(), self.seq.tolist(), strict=True
+            )
+        ]
+
+
+def _data(rows: pd.DataFrame) -> dict[str, Columns]:
+    """Data columns by source, each in ``(ts, seq)`` order (one vectorized sort)."""
+    if rows.empty:
+        return {}
+    codes, names = pd.factorize(rows["source"], sort=True)
+    ts = rows["ts"].to_numpy(np.int64)
+    seq = rows["seq"].to_numpy(np.int64)
+    order = np.lexsort((seq, ts, codes))
+    codes = codes[order]
+    series = rows["series"].to_numpy(object)[order]
+    ts, seq = ts[order], seq[order]
+    value = rows["value"].to_numpy(np.float64)[order]
+    cuts = np.flatnonzero(np.diff(codes)) + 1
+    starts = np.concatenate(([0], cuts))
+    ends = np.concatenate((cuts, [len(codes)]))
+    return {
+        names[codes[a]]: Columns(series[a:b], ts[a:b], value[a:b], seq[a:b])
+        for a, b in zip(starts.tolist(), ends.tolist(), strict=True)
+    }
+
+
+def _call(node: Any, control: Sequence[Mapping[str, Any]], data: Any) -> list:
+    """One step of ``node``: over columns when it takes them, else over dict rows."""
+    columns = _NO_DATA if data is None else data
+    columnar = getattr(node, "step_columns", None)
+    if columnar is not None:
+        return columnar(control, *columns)
+    return node.step(control, columns.rows())
+
+
+_NO_DATA = Columns(
+    np.zeros(0, dtype=object), np.zeros(0, np.int64), np.zeros(0, np.float64), np.zeros(0, np.int64)
+)
+
+
+def _kind(source: str, node: Any, out: Any) -> str:
+    if not isinstance(out, Mapping) or not isinstance(out.get("kind"), str):
+        raise TypeError(
+            f"source {source!r}: {type(node).__name__}.step must return dicts with a str "
+            f"'kind' and a JSON-able 'payload', got {out!r}"
+        )
+    return out["kind"]
+
+
+def _payload(source: str, out: Mapping[str, Any]) -> str:
+    try:
+        return json.dumps(out.get("payload"), sort_keys=True)
+    except (TypeError, ValueError) as e:
+        raise TypeError(
+            f"source {source!r}: output payload of kind {out['kind']!r} is not JSON-able "
+            f"({e}); return plain dicts, lists, str, int, float, bool or None"
+        ) from None
 
 
 def node_stream(
@@ -223,27 +271,24 @@ def node_stream(
     data_df: DataFrame,
     control_df: DataFrame,
     new_node: NodeFactory,
-    output_schema: StructType | str = OUTPUT_DDL,
+    buckets: int | None = None,
 ) -> DataFrame:
-    """Union data and control, group by ``source`` and host ``new_node`` nodes on them.
+    """Union data and control, group by source bucket and host ``new_node`` nodes on them.
 
-    ``data_df`` needs columns ``source, series, ts, value, seq``; with a ``kind`` column, rows
-    of kind :data:`PASS` (with a JSON ``payload``) pass through to the output. ``control_df``
-    needs ``source, seq, payload`` (see :mod:`tsmon.spark.control`). Columns are cast to
-    :data:`INPUT_DDL`. The result has ``output_schema`` (default :data:`OUTPUT_DDL`) and is
-    an append-mode stream.
+    ``data_df`` needs columns ``source, series, ts, value, seq`` (a data row with a null ``ts``
+    or ``seq`` fails the query); with a ``kind`` column, rows of kind :data:`PASS` (with a JSON
+    ``payload``) pass through to the output. ``control_df`` needs ``source, seq, payload``
+    (see :mod:`tsmon.spark.control`). ``buckets`` is B (default
+    :data:`BUCKETS_PER_PARTITION` × the shuffle partitions); keep it fixed for a checkpoint
+    (:func:`freeze_buckets`). The result has :data:`OUTPUT_DDL` and is an append-mode stream.
     """
     from pyspark.sql import functions as F
+    from pyspark.sql.streaming.state import GroupStateTimeout
 
-    provider = spark.conf.get("spark.sql.streaming.stateStore.providerClass", None)
-    if provider != ROCKSDB_PROVIDER:
-        raise ValueError(
-            f"transformWithState needs the RocksDB state store, but "
-            f"spark.sql.streaming.stateStore.providerClass is {provider!r}; start the session "
-            "with tsmon.spark.session.spark_session() or set it to " + ROCKSDB_PROVIDER
-        )
     _require(data_df, ("source", "series", "ts", "value", "seq"), "data_df")
     _require(control_df, ("source", "seq", "payload"), "control_df")
+    if buckets is None:
+        buckets = default_buckets(spark)
     types = dict(
         source="string", series="string", ts="bigint", value="double", seq="bigint",
         payload="string",
@@ -262,12 +307,53 @@ def node_stream(
         return df.select(*cols)
 
     union = shape(data_df, "data").unionByName(shape(control_df, "ctrl"))
-    return union.groupBy("source").transformWithState(
-        statefulProcessor=NodeProcessor(new_node),
-        outputStructType=output_schema,
-        outputMode="Append",
-        timeMode="None",
+    # pandas has no null int64: ts and seq are 0 where a row has none (control, pass rows)
+    missing = F.raise_error(F.lit("a data row of the node stream has no ts or seq"))
+    for name in ("ts", "seq"):
+        fill = F.when(F.col("kind") == "data", missing).otherwise(F.lit(0))
+        union = union.withColumn(name, F.coalesce(F.col(name), fill.cast("bigint")))
+    bucketed = union.withColumn("bucket", F.pmod(F.xxhash64("source"), F.lit(buckets)))
+    return bucketed.groupBy("bucket").applyInPandasWithState(
+        BucketHost(new_node),
+        outputStructType=OUTPUT_DDL,
+        stateStructType=STATE_SCHEMA,
+        outputMode="append",
+        timeoutConf=GroupStateTimeout.NoTimeout,
     )
+
+
+def default_buckets(spark: SparkSession) -> int:
+    """:data:`BUCKETS_PER_PARTITION` × the session's shuffle partitions."""
+    return BUCKETS_PER_PARTITION * int(spark.conf.get("spark.sql.shuffle.partitions", "2"))
+
+
+def freeze_buckets(checkpoint: Path, wanted: int | None, default: int) -> int:
+    """The bucket count of the checkpoint in directory ``checkpoint`` (``host.json``).
+
+    A new checkpoint takes ``wanted`` (or ``default``) and records it; a checkpoint that has
+    one keeps it, and raises :class:`BucketsChanged` if ``wanted`` differs. A checkpoint of
+    a node query without ``host.json`` was written by the older host and cannot be resumed.
+    """
+    meta = checkpoint / "host.json"
+    if meta.exists():
+        frozen = int(json.loads(meta.read_text(encoding="utf-8"))["buckets"])
+        if wanted is not None and wanted != frozen:
+            raise BucketsChanged(
+                f"buckets = {wanted}, but the checkpoint {checkpoint} was started with "
+                f"{frozen} (sources are hashed to buckets): set buckets = {frozen} or use a "
+                "new checkpoint directory"
+            )
+        return frozen
+    if (checkpoint / "nodes" / "offsets").exists():
+        raise BucketsChanged(
+            f"the checkpoint {checkpoint} was written by an older tsmon (transformWithState "
+            "host) and cannot be resumed: use a new checkpoint directory"
+        )
+    buckets = default if wanted is None else wanted
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    record = {"buckets": buckets, "bucket": "pmod(xxhash64(source), buckets)"}
+    atomic_write(meta, json.dumps(record, sort_keys=True) + "\n")
+    return buckets
 
 
 def _require(df: DataFrame, columns: tuple[str, ...], name: str) -> None:
@@ -276,87 +362,85 @@ def _require(df: DataFrame, columns: tuple[str, ...], name: str) -> None:
         raise ValueError(f"{name} lacks columns {missing}; it has {df.columns}")
 
 
-def _show(row: Any) -> str:
-    return repr(row.asDict() if isinstance(row, Row) else dict(row))
+class HostTester:
+    """Drive a :class:`BucketHost` bucket by bucket without Spark.
 
-
-class _MemoryValueState:
-    """A ValueState over a dict keyed by the tester's current grouping key."""
-
-    def __init__(self, handle: _MemoryHandle, name: str) -> None:
-        self._handle = handle
-        self._name = name
-
-    def _store(self) -> dict[Any, tuple]:
-        return self._handle.states.setdefault(self._name, {})
-
-    def exists(self) -> bool:
-        return self._handle.key in self._store()
-
-    def get(self) -> tuple | None:
-        return self._store().get(self._handle.key)
-
-    def update(self, value: tuple) -> None:
-        self._store()[self._handle.key] = tuple(value)
-
-    def clear(self) -> None:
-        self._store().pop(self._handle.key, None)
-
-
-class _MemoryHandle:
-    """In-memory stand-in for ``StatefulProcessorHandle``: value state only."""
-
-    def __init__(self) -> None:
-        self.key: Any = None
-        self.states: dict[str, dict[Any, tuple]] = {}
-
-    def getValueState(self, stateName: str, schema: Any, ttlDurationMs: int | None = None) -> Any:
-        if ttlDurationMs is not None:
-            raise NotImplementedError("NodeTester does not support state TTL")
-        return _MemoryValueState(self, stateName)
-
-
-class NodeTester:
-    """Drive a :class:`NodeProcessor` key by key without Spark.
-
-    Supported: value state (the pickled node, round-tripped through ``pickle`` on every call
-    exactly as on Spark), control/data splitting and ordering, output encoding, peeking and
-    seeding a key's node. Not supported: timers, TTL, watermarks, list/map state, initial
-    state; keys are processed one call at a time, never concurrently.
+    Each call groups the rows by bucket (``crc32(source) % buckets``: stable, but not Spark's
+    xxhash64, which only decides which sources share a state value), builds the frames
+    ``node_stream`` would (null ts/seq as 0), and calls the host with pyspark's own
+    ``GroupState``, the state round-tripped through pickle as on Spark. ``peek`` and ``seed``
+    read and write one source's node.
 
     Examples
     --------
     >>> from tsmon.spark.toy import RunningSum
-    >>> t = NodeTester(RunningSum)
-    >>> t.test("s1", [data_row("s1", "x", 2, 1.5, 0), ctrl_row("s1", 0, {"add": 1.0})])
-    [Row(source='s1', kind='sum', payload='{"count": 1, "last_ts": 2, "total": 2.5}')]
+    >>> t = HostTester(RunningSum)
+    >>> t.test([data_row("s1", "x", 2, 1.5, 0), ctrl_row("s1", 0, {"add": 1.0})])
+    [{'source': 's1', 'kind': 'sum', 'payload': '{"count": 1, "last_ts": 2, "total": 2.5}'}]
     >>> t.peek("s1").total, t.peek("nobody")
     (2.5, None)
     """
 
-    def __init__(self, new_node: NodeFactory) -> None:
-        self.processor = NodeProcessor(new_node)
-        self._handle = _MemoryHandle()
-        self.processor.init(self._handle)  # type: ignore[arg-type]
+    def __init__(self, new_node: NodeFactory, buckets: int = 4) -> None:
+        self.host = BucketHost(new_node)
+        self.buckets = buckets
+        self.states: dict[int, bytes] = {}  # bucket -> the state value as Spark stores it
 
-    def test(self, source: str, rows: Iterable[Row]) -> list[Row]:
-        """Process one micro-batch of ``rows`` for ``source``; return the output rows."""
-        from pyspark.sql.streaming.stateful_processor import TimerValues
+    def bucket(self, source: str) -> int:
+        return zlib.crc32(source.encode()) % self.buckets
 
-        self._handle.key = (source,)
-        try:
-            return list(self.processor.handleInputRows((source,), iter(rows), TimerValues()))
-        finally:
-            self._handle.key = None
+    def test(self, rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Process one micro-batch of input rows; return the output rows, bucket by bucket."""
+        by_bucket: dict[int, list[dict]] = {}
+        for row in rows:
+            full = {c: row.get(c) for c in _INPUT_COLUMNS}
+            for name in ("ts", "seq"):
+                if full[name] is None:
+                    if full["kind"] == "data":
+                        raise ValueError("a data row of the node stream has no ts or seq")
+                    full[name] = 0
+            by_bucket.setdefault(self.bucket(full["source"]), []).append(full)
+        out: list[dict[str, Any]] = []
+        for b in sorted(by_bucket):
+            frame = pd.DataFrame(by_bucket[b], columns=list(_INPUT_COLUMNS))
+            frame = frame.astype({"ts": np.int64, "seq": np.int64, "value": np.float64})
+            state = self._state(b)
+            for result in self.host((b,), iter([frame]), state):
+                out += result.to_dict("records")
+            if state.exists:  # as pyspark's worker sends it to the JVM
+                self.states[b] = pickle.dumps(state._value_schema.toInternal(state._value))
+        return out
 
-    def _state(self) -> dict[Any, tuple]:
-        return self._handle.states.setdefault(self.processor.state_name, {})
+    def _state(self, b: int) -> GroupState:
+        from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+
+        stored = self.states.get(b)
+        return GroupState(
+            optionalValue=None if stored is None else pickle.loads(stored),
+            batchProcessingTimeMs=0,
+            eventTimeWatermarkMs=-1,
+            timeoutConf=GroupStateTimeout.NoTimeout,
+            hasTimedOut=False,
+            watermarkPresent=False,
+            defined=stored is not None,
+            updated=False,
+            removed=False,
+            timeoutTimestamp=-1,
+            keyAsUnsafe=b"",
+            valueSchema=STATE_SCHEMA,
+        )
+
+    def _nodes(self, source: str) -> dict[str, bytes]:
+        stored = self.states.get(self.bucket(source))
+        return {} if stored is None else pickle.loads(pickle.loads(stored)[0])  # (nodes,)
 
     def peek(self, source: str) -> Any:
         """The node of ``source`` as stored (unpickled copy), or None if it has none yet."""
-        stored = self._state().get((source,))
-        return None if stored is None else pickle.loads(stored[0])
+        blob = self._nodes(source).get(source)
+        return None if blob is None else pickle.loads(blob)
 
     def seed(self, source: str, node: Node) -> None:
-        """Store ``node`` as the state of ``source``, as if earlier batches had built it."""
-        self._state()[(source,)] = (pickle.dumps(node, protocol=pickle.HIGHEST_PROTOCOL),)
+        """Store ``node`` as the node of ``source``, as if earlier batches had built it."""
+        nodes = self._nodes(source)
+        nodes[source] = pickle.dumps(node, protocol=_PROTOCOL)
+        self.states[self.bucket(source)] = pickle.dumps((pickle.dumps(nodes, protocol=_PROTOCOL),))

@@ -19,6 +19,7 @@ before any Spark work starts::
     max_future = "1d"              # points stamped > 1d after the batch's clock: dead letters
     idle_timeout = "1h"            # a source 1h behind (event time) stops holding answers back
     master = "local[2]"            # or spark://host:7077
+    buckets = 16                   # source buckets (state keys); default 8 x shuffle partitions
 
     [job.spark_conf]
     "spark.sql.shuffle.partitions" = "4"
@@ -201,6 +202,7 @@ class Job:
     max_future_ms: int | None = DAY_MS
     idle_timeout_ms: int | None = HOUR_MS
     http: HttpSpec = field(default_factory=HttpSpec)
+    buckets: int | None = None  # source buckets of the Spark host (None: its default)
 
 
 def load_job(path: str | Path) -> Job:
@@ -238,7 +240,7 @@ def parse_job(raw: Mapping[str, Any], base: Path, where: str = "job") -> Job:
     _no_unknown(raw, known, where, "top level")
     job = _table(raw, "job", where)
     keys = {"name", "checkpoint", "trigger", "master", "spark_conf", "max_future", "idle_timeout"}
-    _no_unknown(job, keys, where, "[job]")
+    _no_unknown(job, keys | {"buckets"}, where, "[job]")
     if "checkpoint" not in job:
         raise JobError(f'{where}: [job] needs checkpoint = "<dir>" (state and control files)')
     conf = _table(job, "spark_conf", where, "[job.spark_conf]")
@@ -250,6 +252,7 @@ def parse_job(raw: Mapping[str, Any], base: Path, where: str = "job") -> Job:
         idle_timeout_ms=_limit(job, "idle_timeout", where, default="1h"),
         master=_str(job, "master", where, "[job]", default="local[2]"),
         spark_conf={str(k): _conf_value(k, v, where) for k, v in conf.items()},
+        buckets=_buckets(job, where),
         input=_input(_table(raw, "input", where, required=True), base, where),
         sources=_strings(_table(raw, "sources", where), where, "[sources]"),
         filters=_filters(_table(raw, "filters", where), where),
@@ -352,6 +355,14 @@ def _count(
     if not (_is_int(value) and value >= least and (most is None or value <= most)):
         span = f"{least}..{most}" if most is not None else f">= {least}"
         raise JobError(f"{where}: [input] {key} must be an integer {span}, got {value!r}")
+    return value
+
+
+def _buckets(job: Mapping[str, Any], where: str) -> int | None:
+    """``[job] buckets``: how many state keys the sources are hashed to (frozen per checkpoint)."""
+    value = job.get("buckets")
+    if value is not None and not (_is_int(value) and 1 <= value <= 100_000):
+        raise JobError(f"{where}: [job] buckets must be an integer 1..100000, got {value!r}")
     return value
 
 

@@ -3,8 +3,8 @@
 ::
 
     input ─ normalise: good rows, unreadable rows as 'pass' ─┐
-                                                            ├─ union ─ groupBy(source)
-    ctrl-<N>.json ──────────────────────────────────────────┘       │ transformWithState
+                                                            ├─ union ─ groupBy(bucket)
+    ctrl-<N>.json ──────────────────────────────────────────┘       │ applyInPandasWithState
         SourceNode: messages, events, dead letters, one heartbeat;  │ ('pass' rows go through
                                                                     ▼  unchanged: one scan)
         foreachBatch: CoordinatorNode.step ─ answers, events, dead letters to the sinks
@@ -56,7 +56,7 @@ from tsmon.spark.commands import CommandLog, apply
 from tsmon.spark.control import ControlChannel
 from tsmon.spark.driver import Coordinator, JobQueries, check_checkpoint_queries, known_sources
 from tsmon.spark.filerows import file_origin
-from tsmon.spark.host import PASS, node_stream
+from tsmon.spark.host import PASS, BucketsChanged, default_buckets, freeze_buckets, node_stream
 from tsmon.spark.job import Job, JobError
 from tsmon.spark.progress import SparkProgress, append_progress, utc_times
 from tsmon.spark.readers import write_replicas
@@ -214,11 +214,18 @@ class JobRunner:
             "seq",
             F.when(readable, None).otherwise(F.to_json(F.struct(*fields))).alias("payload"),
         )
+        try:
+            buckets = freeze_buckets(
+                self.job.checkpoint, self.job.buckets, default_buckets(self.spark)
+            )
+        except BucketsChanged as e:
+            raise JobError(str(e)) from None
         nodes = node_stream(
             self.spark,
             data,
             self.channel.read_stream(self.spark),
             partial(new_node, settings=self.queries.settings(self.job)),
+            buckets,
         )
         trigger = {"processingTime": f"{self.job.trigger_ms} milliseconds"}
         self.sinks.start()

@@ -1,7 +1,7 @@
 """Start a SparkSession with the facts tsmon's Spark runtime depends on.
 
 Why this module exists: a session that "mostly works" fails later in confusing ways.
-``transformWithState`` refuses the default HDFS-backed state store, Python workers started
+The default HDFS-backed state store keeps every key in memory, Python workers started
 with another interpreter cannot import tsmon, and 200 shuffle partitions make every local
 micro-batch pay for 200 empty state stores. :func:`spark_session` pins all of these, and
 checks Java first so that a missing or old JDK is one clear sentence, not a Py4J traceback.
@@ -36,10 +36,11 @@ MIN_JAVA = 17
 """Oldest Java major version Spark 4 runs on."""
 
 MIN_BATCHES_TO_RETAIN = 10
-"""Batches of offsets, commits and state versions a checkpoint keeps (Spark's default: 100)."""
+"""Batches of offsets, commits and state versions a checkpoint keeps (Spark's default: 100);
+recovery needs only the last one."""
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-"""State store provider required by ``transformWithState`` (column families)."""
+"""The state store provider tsmon runs on (RocksDB: state larger than memory, changelogs)."""
 
 _INSTALL_HINT = "install a JDK 17+ (e.g. 'apt-get install openjdk-17-jre-headless') and retry"
 
@@ -138,7 +139,9 @@ def spark_session(
 
     - ``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON`` = this interpreter, so workers import
       the same tsmon and pickle the same classes;
-    - the RocksDB state store provider (``transformWithState`` requires it);
+    - the RocksDB state store provider, with changelog checkpointing (a batch commits its
+      changes, not a snapshot of the whole store) and :data:`MIN_BATCHES_TO_RETAIN` versions
+      kept (Spark keeps 100: disk grows with them);
     - ``spark.sql.shuffle.partitions`` = 2 when ``master`` is local, else 16 (each partition
       is a state store, and empty ones still cost time per micro-batch; Spark's 200 is far
       too many, and a checkpoint keeps the count it was started with: set it in the job's
@@ -173,6 +176,9 @@ def spark_session(
         "spark.pyspark.driver.python": sys.executable,
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_quiet_log4j2_file()}",
         "spark.sql.shuffle.partitions": "16",
+        # state: commit only the changes of a batch to the checkpoint, keep fewer versions,
+        # compact RocksDB at commit and delete old versions often (docs/running.md)
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.sql.streaming.minBatchesToRetain": str(MIN_BATCHES_TO_RETAIN),
         "spark.sql.streaming.stateStore.rocksdb.compactOnCommit": "true",
         "spark.sql.streaming.stateStore.maintenanceInterval": "15s",
