@@ -1,7 +1,8 @@
-"""End to end on Spark: data ∪ control → groupBy(source bucket) → applyInPandasWithState(RunningSum),
-a foreachBatch coordinator writing control for the next batch, and a restart from the
-checkpoint. Every micro-batch is checked against a pure in-process replay with the same
-one-batch control delay. No sleeps: each input file is followed by ``processAllAvailable()``.
+"""End to end on Spark: data ∪ control → groupBy(source bucket) →
+applyInPandasWithState(RunningSum), a foreachBatch coordinator writing control for the next
+batch, and a restart from the checkpoint. Every micro-batch is checked against a pure in-process
+replay with the same one-batch control delay. No sleeps: each input file is followed by
+``processAllAvailable()``.
 """
 
 from __future__ import annotations
