@@ -62,6 +62,7 @@ def test_a_bad_http_table_names_the_key(table, message):
 
 def test_a_bad_address_is_refused_before_spark_starts(tmp_path: Path):
     (tmp_path / "job.toml").write_text(JOB, encoding="utf-8")
+    (tmp_path / "incoming").mkdir()  # the job is fine but for the address
     run = tsmon("run", str(tmp_path / "job.toml"), "--http", "localhost")
     assert run.returncode == 2
     assert "error: --http must be host:port, e.g. 127.0.0.1:8080, got 'localhost'" in run.stdout
@@ -70,6 +71,7 @@ def test_a_bad_address_is_refused_before_spark_starts(tmp_path: Path):
 
 def test_a_busy_port_is_refused_before_spark_starts(tmp_path: Path):
     (tmp_path / "job.toml").write_text(JOB, encoding="utf-8")
+    (tmp_path / "incoming").mkdir()
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
