@@ -515,7 +515,7 @@ def test_run_once_processes_a_csv_job_on_spark(tmp_path: Path) -> None:
     (tmp_path / "incoming" / "p0.csv").write_text("metric,time,v\n" + rows + "b.x,oops,3\n")
     run = tsmon("run", str(tmp_path / "job.toml"), "--once", timeout=300)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    assert "1 answers, 1 dead letters" in run.stdout
+    assert "17 rows in (16 accepted, 1 dead letters), 1 answers" in run.stdout
     progress = (tmp_path / "ckpt" / "progress.jsonl").read_text().splitlines()
     assert sum(json.loads(p)["numInputRows"] for p in progress) == 16
 
