@@ -30,8 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tsmon.core.correlated import CorrelatedAggregate, CorrelatedQuery, exact_correlated, rmse
+from tsmon.core.correlated import CorrelatedAggregate, CorrelatedQuery
 from tsmon.core.correlated_check import CANDIDATES, CheckedAggregate
+from tsmon.sim.correlated import exact_correlated, rmse
 
 OUT = Path(__file__).resolve().parent / "out"
 NAB = Path("/work/shared/data/nab")

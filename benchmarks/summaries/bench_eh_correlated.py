@@ -32,15 +32,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from tsmon.core.correlated import (
-    CorrelatedAggregate,
-    CorrelatedQuery,
-    FocusedHistogram,
-    exact_correlated,
-    multifractal,
-    rmse,
-)
+from tsmon.core.correlated import CorrelatedAggregate, CorrelatedQuery, FocusedHistogram
 from tsmon.core.exphist import BasicCounting, WindowSum, bucket_bound
+from tsmon.sim.correlated import exact_correlated, multifractal, rmse
 
 OUT = Path(__file__).resolve().parent / "out"
 NAB = Path(__file__).resolve().parents[3] / "shared" / "data" / "nab"

@@ -20,14 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tsmon.core.correlated import (
-    CorrelatedAggregate,
-    CorrelatedQuery,
-    FocusedHistogram,
-    exact_correlated,
-    multifractal,
-    rmse,
-)
+from tsmon.core.correlated import CorrelatedAggregate, CorrelatedQuery, FocusedHistogram
+from tsmon.sim.correlated import exact_correlated, multifractal, rmse
 
 QUERIES = [
     CorrelatedQuery("avg", "count"),

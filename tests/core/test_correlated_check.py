@@ -1,5 +1,5 @@
 """The checked correlated aggregate (:mod:`tsmon.core.correlated_check`) against the exact
-two-pass answer (:func:`~tsmon.core.correlated.exact_correlated`).
+two-pass answer (:func:`~tsmon.sim.correlated.exact_correlated`).
 
 Margin: the check sample of ``r`` tuples estimates a count with standard error at most
 ``scope / (2 sqrt(r))``, so on streams where the focused histogram fails (a moving mean) the
@@ -16,8 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tsmon.core.correlated import CorrelatedAggregate, CorrelatedQuery, exact_correlated, rmse
+from tsmon.core.correlated import CorrelatedAggregate, CorrelatedQuery
 from tsmon.core.correlated_check import CANDIDATES, CheckedAggregate
+from tsmon.sim.correlated import exact_correlated, rmse
 
 COUNT_ABOVE = CorrelatedQuery("avg", "count")
 

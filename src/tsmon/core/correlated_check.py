@@ -53,7 +53,7 @@ class CheckedAggregate(CorrelatedAggregate):
     --------
     COUNT{x > AVG} over the last 1,500 points of a series whose level jumps every 400 points:
 
-    >>> from tsmon.core.correlated import exact_correlated, rmse
+    >>> from tsmon.sim.correlated import exact_correlated, rmse
     >>> x = np.repeat([10.0, 30.0, 12.0, 28.0, 11.0, 29.0, 13.0, 31.0], 400)
     >>> x = x + np.random.default_rng(0).normal(0, 2, x.size)
     >>> q = CorrelatedQuery("avg", "count")

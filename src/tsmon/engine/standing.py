@@ -50,7 +50,7 @@ from tsmon.engine.standing_settings import (
     standing_settings,
 )
 from tsmon.protocols.deferral import DeferralEngine, StandingQuery
-from tsmon.protocols.deferral.partition import Answer, Counters
+from tsmon.protocols.deferral.snapshot import Answer, Counters
 from tsmon.query import StandingDef, query_key
 from tsmon.query.patterns import is_glob, series_matches
 

@@ -12,7 +12,8 @@ its model says ``|A(t + Δt) - A(t)| ≤ ε`` no longer holds with probability `
 - :mod:`~tsmon.protocols.deferral.interrupt`: §4.5, Eq. 13, Algorithm 1 (interrupted streams).
 - :mod:`~tsmon.protocols.deferral.schedule`: §5, Eq. 18 (EDF under a CPU budget, penalties).
 - :mod:`~tsmon.protocols.deferral.partition`: :class:`QueryPartition`, the query side: due
-  queries evaluated on a :class:`StreamSnapshot` per tick (a runtime may host many apart).
+  queries evaluated on a :class:`StreamSnapshot` per tick (a runtime may host many apart);
+  :mod:`~tsmon.protocols.deferral.snapshot` the snapshot, answers and counters it uses.
 - :mod:`~tsmon.protocols.deferral.engine`: :class:`DeferralEngine`, a partition that also keeps
   the stream models, combining them per tick.
 
@@ -48,13 +49,9 @@ from tsmon.protocols.deferral.model import (
     aggregate_values,
     estimate_params,
 )
-from tsmon.protocols.deferral.partition import (
-    Answer,
-    Counters,
-    QueryPartition,
-    StreamSnapshot,
-)
+from tsmon.protocols.deferral.partition import QueryPartition
 from tsmon.protocols.deferral.schedule import Completed, EdfScheduler, moore_hodgson, penalty
+from tsmon.protocols.deferral.snapshot import Answer, Counters, StreamSnapshot
 
 __all__ = [
     "Answer",

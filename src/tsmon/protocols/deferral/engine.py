@@ -21,11 +21,9 @@ from tsmon.protocols.deferral.model import StreamModels
 from tsmon.protocols.deferral.partition import (
     DEFAULT_MAX_DT_PERIODS,
     DEFAULT_WAIT_TICKS,
-    Answer,
-    Counters,
     QueryPartition,
-    StreamSnapshot,
 )
+from tsmon.protocols.deferral.snapshot import Answer, Counters, StreamSnapshot
 
 __all__ = [
     "DEFAULT_MAX_DT_PERIODS",
