@@ -9,6 +9,7 @@ or runs ``--once``.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import random
@@ -118,9 +119,12 @@ def bad_files(walk: Walk) -> list[tuple[str, bytes, list[tuple], dict[str, int],
     return out
 
 
-def test_bad_files_are_dead_letters_and_the_job_goes_on(spark, tmp_path: Path) -> None:
+def run_files(spark, tmp_path: Path, job_text: str, files: list) -> tuple[set[str], list[int]]:
+    """Drop ``files`` (as :func:`bad_files` gives them) one by one into a running job; each
+    file's rows are accounted for and the answers equal the batch runtime fed its good rows.
+    Returns the details of every dead letter written and the batches that wrote control."""
     job_path = tmp_path / "job.toml"
-    job_path.write_text(JOB, encoding="utf-8")
+    job_path.write_text(job_text, encoding="utf-8")
     incoming = tmp_path / "incoming"
     incoming.mkdir()
     job = load_job(job_path)
@@ -130,7 +134,7 @@ def test_bad_files_are_dead_letters_and_the_job_goes_on(spark, tmp_path: Path) -
     runner.start()
     written: list[int] = []  # batches that wrote control
     try:
-        for name, content, good, dead, rows_in in bad_files(Walk()):
+        for name, content, good, dead, rows_in in files:
             drop(incoming, name, content)
             outputs.clear()
             runner.process_all_available()
@@ -148,12 +152,16 @@ def test_bad_files_are_dead_letters_and_the_job_goes_on(spark, tmp_path: Path) -
             written += [p["batchId"] for p in progress if p["controlRows"]]
     finally:
         runner.stop()
+    files_out = sorted((tmp_path / "out" / "dead_letters").iterdir())
+    return {d for p in files_out for d in pd.read_parquet(p)["detail"]}, written
+
+
+def test_bad_files_are_dead_letters_and_the_job_goes_on(spark, tmp_path: Path) -> None:
+    details, written = run_files(spark, tmp_path, JOB, bad_files(Walk()))
     # control read by committed batches is deleted: only the last batch's may be left
     left = {p.name for p in (tmp_path / "ckpt" / "control").glob("ctrl-*.json")}
     assert len(written) >= 2 and left <= {f"ctrl-{written[-1]}.json"}, (left, written)
-    files = sorted((tmp_path / "out" / "dead_letters").iterdir())
-    details = {d for p in files for d in pd.read_parquet(p)["detail"]}
-    path = str(incoming)
+    path = str(tmp_path / "incoming")
     assert f"{path}/malformed.csv:7: 2 fields, the header has 3" in details
     assert f"{path}/malformed.csv:9: not UTF-8 CSV text" in details
     assert f"{path}/malformed.csv:12" in details  # the bad timestamp's line (blank 11 skipped)
@@ -246,3 +254,50 @@ def wait_for_rows(ckpt: Path, rows: int, proc: subprocess.Popen[str]) -> None:
     while sum(p["inputRows"] for p in progress(ckpt)) < rows:
         assert proc.poll() is None and time.monotonic() < deadline, progress(ckpt)[-3:]
         time.sleep(0.1)
+
+
+def parquet_bytes(frame: pd.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def bad_parquet_files(walk: Walk) -> list[tuple[str, bytes, list[tuple], dict[str, int], int]]:
+    """Parquet files, good and bad, as :func:`bad_files` gives CSV files."""
+    good = walk.rows(20)
+    frame = pd.DataFrame(good, columns=["series", "ts", "value"])
+    whole = parquet_bytes(frame)
+    out = [("good.parquet", whole, good, {}, 20)]
+    good = walk.rows(15)  # columns in another order, one more, instants as timestamps
+    frame = pd.DataFrame(good, columns=["series", "ts", "value"]).assign(extra="x")
+    frame["ts"] = pd.to_datetime(frame["ts"], unit="ms", utc=True)
+    out.append(
+        ("typed.parquet", parquet_bytes(frame[["value", "extra", "ts", "series"]]), good, {}, 15)
+    )
+    out.append(("truncated.parquet", whole[: len(whole) // 2], [], {"unreadable_file": 1}, 1))
+    text = b"series,ts,value\na,1,2\n"  # a CSV file named .parquet
+    out.append(("text.parquet", text, [], {"unreadable_file": 1}, 1))
+    missing = pd.DataFrame({"series": ["a", "b", "a"], "ts": [999_999_999 + i for i in range(3)]})
+    out.append(("missing.parquet", parquet_bytes(missing), [], {"not_numeric": 3}, 3))
+    good = walk.rows(10)  # and the job goes on
+    out.append(
+        (
+            "after.parquet",
+            parquet_bytes(pd.DataFrame(good, columns=["series", "ts", "value"])),
+            good,
+            {},
+            10,
+        )
+    )
+    return out
+
+
+def test_corrupt_parquet_files_are_dead_letters_and_the_job_goes_on(spark, tmp_path: Path) -> None:
+    job = JOB.replace('format = "csv"', 'format = "parquet"')
+    details, _ = run_files(spark, tmp_path, job, bad_parquet_files(Walk(seed=11)))
+    path = str(tmp_path / "incoming")
+    for name in ("truncated", "text"):
+        unreadable = f"{path}/{name}.parquet: not a readable Parquet file (ArrowInvalid: "
+        assert any(d.startswith(unreadable) for d in details), (name, details)
+    no_value = f"{path}/missing.parquet:2: the file has no column 'value' (it has ['series', 'ts'])"
+    assert no_value in details
