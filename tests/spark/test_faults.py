@@ -22,6 +22,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import tsmon.spark.runtime
+from tests.spark.poison import POISON, poisoned_node
 from tests.spark.test_runtime import batch_reference, run_file
 from tsmon.spark.job import load_job
 from tsmon.spark.runtime import JobRunner
@@ -301,3 +303,103 @@ def test_corrupt_parquet_files_are_dead_letters_and_the_job_goes_on(spark, tmp_p
         assert any(d.startswith(unreadable) for d in details), (name, details)
     no_value = f"{path}/missing.parquet:2: the file has no column 'value' (it has ['series', 'ts'])"
     assert no_value in details
+
+
+def test_stale_points_are_accepted_late_or_dead_letters_and_counts_add_up(spark, tmp_path) -> None:
+    job_path = tmp_path / "job.toml"
+    job_path.write_text(
+        JOB.replace('retention = "1h"', 'retention = "1h"\nallowed_lateness = "1s"')
+    )
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    job = load_job(job_path)
+    reference = batch_reference(job)
+    # a file is one batch, its points applied in (ts, seq) order: points are stale only
+    # across batches; (file, accepted, the dead letters' (reason, series))
+    files = [
+        ([("a", 10_000, 1.0), ("a", 12_000, 2.0), ("b", 5_000, 5.0)], 3, []),
+        (
+            [
+                ("a", 11_500, 3.0),  # 500 ms older than a's newest: stored late, accepted
+                ("a", 9_000, 4.0),  # 3 s older: too late
+                ("b", 5_000, 6.0),  # b's newest time again: replaces its value (keep_last)
+                ("b", 4_000, 7.0),  # 1 s older: stored late
+                ("b", 3_999, 8.0),  # 1.001 s older: too late
+            ],
+            3,
+            [("too_late", "a"), ("too_late", "b")],
+        ),
+    ]
+    outputs: list[BatchOutput] = []
+    runner = JobRunner(job, spark=spark, callback=outputs.append)
+    runner.start()
+    try:
+        for n, (batch, accepted, dead) in enumerate(files):
+            as_dicts = [{"series": s, "ts": t, "value": v} for s, t, v in batch]
+            drop(incoming, f"{n}.csv", csv_text(["series", "ts", "value"], as_dicts))
+            outputs.clear()
+            runner.process_all_available()
+            run_file(reference, [(s, s, t, v) for s, t, v in batch])
+            assert runner.answers() == reference.answers()
+            progress = [o.progress for o in outputs]
+            rejected = [r for o in outputs for r in o.rejected]
+            assert sum(p["inputRows"] for p in progress) == len(batch)
+            assert sum(p["numInputRows"] for p in progress) == accepted
+            assert sum(p["deadLetters"] for p in progress) == len(rejected) == len(dead)
+            assert sorted((r["reason"], r["series"]) for r in rejected) == dead
+            for r in rejected:
+                assert r["detail"].endswith(
+                    f"ms older than the newest point of {r['series']!r}; allowed lateness is "
+                    "1000 ms"
+                )
+    finally:
+        runner.stop()
+
+
+def test_a_node_step_that_raises_is_quarantined_and_the_job_goes_on(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(tsmon.spark.runtime, "new_node", poisoned_node)  # what nodes run
+    job_path = tmp_path / "job.toml"
+    job_path.write_text(JOB, encoding="utf-8")
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    job = load_job(job_path)
+    reference = batch_reference(job)
+    walk = Walk(seed=3)
+    files = [walk.rows(20), walk.rows(30), walk.rows(20)]
+    series, ts, _ = files[1][10]
+    files[1][10] = (series, ts, POISON)  # source a's step raises on this batch
+    outputs: list[BatchOutput] = []
+    runner = JobRunner(job, spark=spark, callback=outputs.append)
+    runner.start()
+    try:
+        for n, rows in enumerate(files):
+            as_dicts = [{"series": s, "ts": t, "value": v} for s, t, v in rows]
+            drop(incoming, f"{n}.csv", csv_text(["series", "ts", "value"], as_dicts))
+            outputs.clear()
+            runner.process_all_available()
+            lost = [r for r in rows if n == 1 and r[0] == series]  # every row of its batch
+            good = [r for r in rows if r not in lost]
+            events = run_file(reference, [(s, s, t, v) for s, t, v in good])
+            progress = [o.progress for o in outputs]
+            rejected = [r for o in outputs for r in o.rejected]
+            assert sum(p["inputRows"] for p in progress) == len(rows)
+            assert sum(p["numInputRows"] for p in progress) == len(good)
+            assert sum(p["deadLetters"] for p in progress) == len(rejected) == len(lost)
+            quarantined = [p["quarantined"] for p in progress if p["quarantined"]]
+            assert quarantined == ([{series: len(lost)}] if lost else [])
+            assert sorted((r["series"], r["ts"], r["value"]) for r in rejected) == sorted(lost)
+            assert {(r["reason"], r["detail"]) for r in rejected} <= {
+                ("quarantined", f"RuntimeError: a bug on the value {POISON}")
+            }
+            assert runner.answers() == reference.answers(), n  # the job went on, exactly
+            assert [e for o in outputs for e in o.events] == events, n
+    finally:
+        runner.stop()
+    told = [line for line in capsys.readouterr().out.splitlines() if "quarantined" in line]
+    n = sum(r[0] == series for r in files[1])
+    assert told == [
+        f"tsmon: quarantined {n} row(s) of source {series!r} (its node step failed): "
+        f"RuntimeError: a bug on the value {POISON}"
+    ]
