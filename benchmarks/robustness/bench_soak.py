@@ -4,9 +4,10 @@ source and bad files; are batch time, checkpoint size and memory flat, and do co
 Input: a ``files`` job (CSV, a ``source`` column) fed by a writer thread in this process: every
 ``--interval`` seconds one file with one point per second of wall time for each of
 ``--hosts`` × 5 metrics (``h000.cpu``, ...) and the sources ``quiet`` and ``jumper`` (5 metrics
-each), stamped with the wall clock. Registers keep 1 h (``[registers] retention = "1h"``, the
-issue 16 target); the job has a bounded SUM over four sources (``quiet`` and ``jumper``
-among them) and a watch query over every ``*.cpu`` series. Faults, on schedule:
+each), stamped with the wall clock. Registers keep ``--retention`` (default 1 h, the issue 16
+target: the nodes' state grows until the registers hold that much); the job has a bounded SUM
+over four sources (``quiet`` and ``jumper`` among them) and a watch query over every ``*.cpu``
+series. Faults, on schedule:
 
 - every file from the second on: a value that is no number, an unreadable timestamp, and a
   point 10 minutes older than its series' newest (dead letters ``not_numeric``,
@@ -128,7 +129,7 @@ class Writer:
             self.dead["malformed_line"] += 2
 
 
-def job_table(hosts: int) -> dict:
+def job_table(hosts: int, retention: str) -> dict:
     return {
         "queries": (
             "QUERY s AS SUM(h000.cpu, h001.cpu, quiet.cpu, jumper.cpu) WITHIN 5\n"
@@ -141,7 +142,7 @@ def job_table(hosts: int) -> dict:
             "format": "csv",
             "columns": {"source": "host", "series": "series", "ts": "ts", "value": "value"},
         },
-        "registers": {"retention": "1h"},
+        "registers": {"retention": retention},
         "filters": {"period": "10s"},
         "sinks": [{"kind": "callback"}],
     }
@@ -186,11 +187,12 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=40, help="steady sources (5 series each)")
     parser.add_argument("--interval", type=float, default=5.0, help="seconds between files")
     parser.add_argument("--sample", type=float, default=30.0, help="seconds between samples")
+    parser.add_argument("--retention", default="1h", help="the registers' retention")
     args = parser.parse_args()
     temp = Path(tempfile.mkdtemp(prefix="tsmon-soak-"))
     incoming = temp / "incoming"
     incoming.mkdir()
-    job = parse_job(job_table(args.hosts), temp, "soak job")
+    job = parse_job(job_table(args.hosts, args.retention), temp, "soak job")
     spark = spark_session(app_name="bench-soak")
     jvm = spark.sparkContext._gateway.proc.pid  # the JVM Spark runs in
     reasons: Counter[str] = Counter()  # the dead letters written, by reason
@@ -201,7 +203,7 @@ def main() -> None:
     series = (args.hosts + 2) * len(METRICS)
     print(
         f"soak: {args.minutes:g} min, {series} series, a file every {args.interval:g} s "
-        f"(each series a point per second), registers 1 h; {temp}"
+        f"(each series a point per second), registers {args.retention}; {temp}"
     )
     runner.start()
     thread = threading.Thread(target=writer.run, daemon=True)
