@@ -171,7 +171,7 @@ class SourceNode:
             )
         points = list(zip(series, ts.tolist(), value.tolist(), seq.tolist(), strict=True))
         dead: list[Row] = []
-        if any_rejected(ts, value, clock_ms, self.max_future_ms):
+        if any_rejected(ts, value, clock_ms, self.max_future_ms) or "" in series:
             points, dead = split_rejected(points, clock_ms, self.max_future_ms)
         return self._step(items, points, dead)
 
