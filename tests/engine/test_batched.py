@@ -196,7 +196,14 @@ def test_source_node_orders_points_and_sends_one_heartbeat() -> None:
     out = node.step([], [row("a", 20, 5.0, 1), row("a", 10, 1.0, 0), row("b", 15, 0.0, 2)])
     assert [r["kind"] for r in out] == ["msg", "msg", "heartbeat"]
     assert [r["payload"]["value"] for r in out[:2]] == [1.0, 5.0]  # (ts, seq) order
-    assert out[-1]["payload"] == {"now_ms": 20, "points": 3, "stale": 0, "series": ["a", "b"]}
+    assert out[-1]["payload"] == {
+        "now_ms": 20,
+        "received": 3,
+        "accepted": 3,
+        "points": 3,
+        "stale": 0,
+        "series": ["a", "b"],
+    }
     assert "b" not in node.part("bounded").filters  # in no query: no filter (§3.4)
 
 
@@ -206,6 +213,11 @@ def test_source_node_late_points_are_clamped_or_counted_stale() -> None:
     out = node.step([], [row("a", 10, 3.0), row("b", 40, 1.0)])  # a: late, b: stale
     assert [r["payload"]["ts_ms"] for r in out if r["kind"] == "msg"] == [50]  # at node time
     assert out[-1]["payload"]["stale"] == 1 and node.clamped == 1
+    # no registers keep b's stale point: it is a dead letter, not silently dropped
+    (dead,) = [r["payload"] for r in out if r["kind"] == "dead"]
+    assert (dead["series"], dead["ts_ms"], dead["reason"]) == ("b", 40, "too_late")
+    assert dead["detail"].startswith("point is older than the newest point of 'b' (at 50 ms)")
+    assert (out[-1]["payload"]["received"], out[-1]["payload"]["accepted"]) == (2, 1)
 
 
 def test_source_node_pickles_and_replays_identically() -> None:

@@ -56,6 +56,16 @@ def test_a_value_beyond_the_sums_range_is_a_dead_letter_before_any_part_sees_it(
     assert answer.lo <= 2.0 <= answer.hi  # the bounded answer never saw 1e200
 
 
+def test_an_empty_series_name_is_a_dead_letter_as_on_spark() -> None:
+    from tsmon.engine.settings import RegisterSettings
+
+    rt = BatchedRuntime(1_000, 0.1, 0, registers=RegisterSettings(), max_future_ms=None)
+    rt.run_batch([("n", "", 1_000, 1.0), ("n", "a", 1_000, 2.0)], clock_ms=CLOCK)
+    assert dead(rt) == [("n", 1_000, "bad_series")]  # once: the registers never see it
+    beat = heartbeat(rt, "n")
+    assert (beat["received"], beat["accepted"], beat["points"]) == (2, 1, 1)
+
+
 class Faulty(SourceNode):
     """A node with a bug: its step fails, after changing its state, on a series 'poison'."""
 

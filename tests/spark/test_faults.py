@@ -9,6 +9,7 @@ or runs ``--once``.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import random
@@ -21,6 +22,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import tsmon.spark.runtime
+from tests.spark.poison import POISON, poisoned_node
 from tests.spark.test_runtime import batch_reference, run_file
 from tsmon.spark.job import load_job
 from tsmon.spark.runtime import JobRunner
@@ -118,9 +121,12 @@ def bad_files(walk: Walk) -> list[tuple[str, bytes, list[tuple], dict[str, int],
     return out
 
 
-def test_bad_files_are_dead_letters_and_the_job_goes_on(spark, tmp_path: Path) -> None:
+def run_files(spark, tmp_path: Path, job_text: str, files: list) -> tuple[set[str], list[int]]:
+    """Drop ``files`` (as :func:`bad_files` gives them) one by one into a running job; each
+    file's rows are accounted for and the answers equal the batch runtime fed its good rows.
+    Returns the details of every dead letter written and the batches that wrote control."""
     job_path = tmp_path / "job.toml"
-    job_path.write_text(JOB, encoding="utf-8")
+    job_path.write_text(job_text, encoding="utf-8")
     incoming = tmp_path / "incoming"
     incoming.mkdir()
     job = load_job(job_path)
@@ -130,7 +136,7 @@ def test_bad_files_are_dead_letters_and_the_job_goes_on(spark, tmp_path: Path) -
     runner.start()
     written: list[int] = []  # batches that wrote control
     try:
-        for name, content, good, dead, rows_in in bad_files(Walk()):
+        for name, content, good, dead, rows_in in files:
             drop(incoming, name, content)
             outputs.clear()
             runner.process_all_available()
@@ -148,12 +154,16 @@ def test_bad_files_are_dead_letters_and_the_job_goes_on(spark, tmp_path: Path) -
             written += [p["batchId"] for p in progress if p["controlRows"]]
     finally:
         runner.stop()
+    files_out = sorted((tmp_path / "out" / "dead_letters").iterdir())
+    return {d for p in files_out for d in pd.read_parquet(p)["detail"]}, written
+
+
+def test_bad_files_are_dead_letters_and_the_job_goes_on(spark, tmp_path: Path) -> None:
+    details, written = run_files(spark, tmp_path, JOB, bad_files(Walk()))
     # control read by committed batches is deleted: only the last batch's may be left
     left = {p.name for p in (tmp_path / "ckpt" / "control").glob("ctrl-*.json")}
     assert len(written) >= 2 and left <= {f"ctrl-{written[-1]}.json"}, (left, written)
-    files = sorted((tmp_path / "out" / "dead_letters").iterdir())
-    details = {d for p in files for d in pd.read_parquet(p)["detail"]}
-    path = str(incoming)
+    path = str(tmp_path / "incoming")
     assert f"{path}/malformed.csv:7: 2 fields, the header has 3" in details
     assert f"{path}/malformed.csv:9: not UTF-8 CSV text" in details
     assert f"{path}/malformed.csv:12" in details  # the bad timestamp's line (blank 11 skipped)
@@ -246,3 +256,150 @@ def wait_for_rows(ckpt: Path, rows: int, proc: subprocess.Popen[str]) -> None:
     while sum(p["inputRows"] for p in progress(ckpt)) < rows:
         assert proc.poll() is None and time.monotonic() < deadline, progress(ckpt)[-3:]
         time.sleep(0.1)
+
+
+def parquet_bytes(frame: pd.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def bad_parquet_files(walk: Walk) -> list[tuple[str, bytes, list[tuple], dict[str, int], int]]:
+    """Parquet files, good and bad, as :func:`bad_files` gives CSV files."""
+    good = walk.rows(20)
+    frame = pd.DataFrame(good, columns=["series", "ts", "value"])
+    whole = parquet_bytes(frame)
+    out = [("good.parquet", whole, good, {}, 20)]
+    good = walk.rows(15)  # columns in another order, one more, instants as timestamps
+    frame = pd.DataFrame(good, columns=["series", "ts", "value"]).assign(extra="x")
+    frame["ts"] = pd.to_datetime(frame["ts"], unit="ms", utc=True)
+    out.append(
+        ("typed.parquet", parquet_bytes(frame[["value", "extra", "ts", "series"]]), good, {}, 15)
+    )
+    out.append(("truncated.parquet", whole[: len(whole) // 2], [], {"unreadable_file": 1}, 1))
+    text = b"series,ts,value\na,1,2\n"  # a CSV file named .parquet
+    out.append(("text.parquet", text, [], {"unreadable_file": 1}, 1))
+    missing = pd.DataFrame({"series": ["a", "b", "a"], "ts": [999_999_999 + i for i in range(3)]})
+    out.append(("missing.parquet", parquet_bytes(missing), [], {"not_numeric": 3}, 3))
+    good = walk.rows(10)  # and the job goes on
+    out.append(
+        (
+            "after.parquet",
+            parquet_bytes(pd.DataFrame(good, columns=["series", "ts", "value"])),
+            good,
+            {},
+            10,
+        )
+    )
+    return out
+
+
+def test_corrupt_parquet_files_are_dead_letters_and_the_job_goes_on(spark, tmp_path: Path) -> None:
+    job = JOB.replace('format = "csv"', 'format = "parquet"')
+    details, _ = run_files(spark, tmp_path, job, bad_parquet_files(Walk(seed=11)))
+    path = str(tmp_path / "incoming")
+    for name in ("truncated", "text"):
+        unreadable = f"{path}/{name}.parquet: not a readable Parquet file (ArrowInvalid: "
+        assert any(d.startswith(unreadable) for d in details), (name, details)
+    no_value = f"{path}/missing.parquet:2: the file has no column 'value' (it has ['series', 'ts'])"
+    assert no_value in details
+
+
+def test_stale_points_are_accepted_late_or_dead_letters_and_counts_add_up(spark, tmp_path) -> None:
+    job_path = tmp_path / "job.toml"
+    job_path.write_text(
+        JOB.replace('retention = "1h"', 'retention = "1h"\nallowed_lateness = "1s"')
+    )
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    job = load_job(job_path)
+    reference = batch_reference(job)
+    # a file is one batch, its points applied in (ts, seq) order: points are stale only
+    # across batches; (file, accepted, the dead letters' (reason, series))
+    files = [
+        ([("a", 10_000, 1.0), ("a", 12_000, 2.0), ("b", 5_000, 5.0)], 3, []),
+        (
+            [
+                ("a", 11_500, 3.0),  # 500 ms older than a's newest: stored late, accepted
+                ("a", 9_000, 4.0),  # 3 s older: too late
+                ("b", 5_000, 6.0),  # b's newest time again: replaces its value (keep_last)
+                ("b", 4_000, 7.0),  # 1 s older: stored late
+                ("b", 3_999, 8.0),  # 1.001 s older: too late
+            ],
+            3,
+            [("too_late", "a"), ("too_late", "b")],
+        ),
+    ]
+    outputs: list[BatchOutput] = []
+    runner = JobRunner(job, spark=spark, callback=outputs.append)
+    runner.start()
+    try:
+        for n, (batch, accepted, dead) in enumerate(files):
+            as_dicts = [{"series": s, "ts": t, "value": v} for s, t, v in batch]
+            drop(incoming, f"{n}.csv", csv_text(["series", "ts", "value"], as_dicts))
+            outputs.clear()
+            runner.process_all_available()
+            run_file(reference, [(s, s, t, v) for s, t, v in batch])
+            assert runner.answers() == reference.answers()
+            progress = [o.progress for o in outputs]
+            rejected = [r for o in outputs for r in o.rejected]
+            assert sum(p["inputRows"] for p in progress) == len(batch)
+            assert sum(p["numInputRows"] for p in progress) == accepted
+            assert sum(p["deadLetters"] for p in progress) == len(rejected) == len(dead)
+            assert sorted((r["reason"], r["series"]) for r in rejected) == dead
+            for r in rejected:
+                assert r["detail"].endswith(
+                    f"ms older than the newest point of {r['series']!r}; allowed lateness is "
+                    "1000 ms"
+                )
+    finally:
+        runner.stop()
+
+
+def test_a_node_step_that_raises_is_quarantined_and_the_job_goes_on(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(tsmon.spark.runtime, "new_node", poisoned_node)  # what nodes run
+    job_path = tmp_path / "job.toml"
+    job_path.write_text(JOB, encoding="utf-8")
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    job = load_job(job_path)
+    reference = batch_reference(job)
+    walk = Walk(seed=3)
+    files = [walk.rows(20), walk.rows(30), walk.rows(20)]
+    series, ts, _ = files[1][10]
+    files[1][10] = (series, ts, POISON)  # source a's step raises on this batch
+    outputs: list[BatchOutput] = []
+    runner = JobRunner(job, spark=spark, callback=outputs.append)
+    runner.start()
+    try:
+        for n, rows in enumerate(files):
+            as_dicts = [{"series": s, "ts": t, "value": v} for s, t, v in rows]
+            drop(incoming, f"{n}.csv", csv_text(["series", "ts", "value"], as_dicts))
+            outputs.clear()
+            runner.process_all_available()
+            lost = [r for r in rows if n == 1 and r[0] == series]  # every row of its batch
+            good = [r for r in rows if r not in lost]
+            events = run_file(reference, [(s, s, t, v) for s, t, v in good])
+            progress = [o.progress for o in outputs]
+            rejected = [r for o in outputs for r in o.rejected]
+            assert sum(p["inputRows"] for p in progress) == len(rows)
+            assert sum(p["numInputRows"] for p in progress) == len(good)
+            assert sum(p["deadLetters"] for p in progress) == len(rejected) == len(lost)
+            quarantined = [p["quarantined"] for p in progress if p["quarantined"]]
+            assert quarantined == ([{series: len(lost)}] if lost else [])
+            assert sorted((r["series"], r["ts"], r["value"]) for r in rejected) == sorted(lost)
+            assert {(r["reason"], r["detail"]) for r in rejected} <= {
+                ("quarantined", f"RuntimeError: a bug on the value {POISON}")
+            }
+            assert runner.answers() == reference.answers(), n  # the job went on, exactly
+            assert [e for o in outputs for e in o.events] == events, n
+    finally:
+        runner.stop()
+    told = [line for line in capsys.readouterr().out.splitlines() if "quarantined" in line]
+    n = sum(r[0] == series for r in files[1])
+    assert told == [
+        f"tsmon: quarantined {n} row(s) of source {series!r} (its node step failed): "
+        f"RuntimeError: a bug on the value {POISON}"
+    ]

@@ -84,3 +84,28 @@ def test_json_records_keep_number_text_and_name_a_missing_key() -> None:
         ("h.json", 2, "b", "6", None, None, "no key 'value'"),
         ("h.json", 3, None, None, None, "malformed_line", "not a JSON object"),
     ]
+
+
+def test_parquet_files_by_name_and_unreadable_ones_are_one_row() -> None:
+    import io
+
+    import pandas as pd
+
+    frame = pd.DataFrame({"value": [1.5, 0.1], "series": ["a", "b"], "extra": ["x", "y"]})
+    frame["ts"] = pd.to_datetime([1_000, 2_500], unit="ms", utc=True)
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    content = buffer.getvalue()
+    assert list(file_rows("f.parquet", content, "parquet", NAMES)) == [
+        ("f.parquet", 1, "a", "1000", "1.5", None, ""),
+        ("f.parquet", 2, "b", "2500", "0.1", None, ""),
+    ]
+    no_value = "the file has no column 'v' (it has ['value', 'series', 'extra', 'ts'])"
+    assert list(file_rows("f.parquet", content, "parquet", ["series", "v"])) == [
+        ("f.parquet", 1, "a", None, None, no_value),
+        ("f.parquet", 2, "b", None, None, no_value),
+    ]
+    for bad in (content[: len(content) // 2], b"series,ts,value\na,1,2\n", b""):
+        (row,) = file_rows("g.parquet", bad, "parquet", NAMES)
+        assert row[:5] == ("g.parquet", None, None, None, None) and row[5] == "unreadable_file"
+        assert row[6].startswith("not a readable Parquet file (ArrowInvalid: ")

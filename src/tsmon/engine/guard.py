@@ -74,15 +74,18 @@ def split_rejected(
     points: list[Point], clock_ms: int | None, max_future_ms: int | None
 ) -> tuple[list[Point], list[Row]]:
     """The points a node takes, and the ``dead`` rows of the others, as Spark's input stage
-    rejects them: timestamps outside the supported instants (``bad_timestamp``, years
-    1677-2262), values beyond ``MAX_ABS_VALUE`` (``value_out_of_range``) and points stamped
-    after :func:`future_limit` (``future_timestamp``)."""
+    rejects them: an empty series name (``bad_series``), timestamps outside the supported
+    instants (``bad_timestamp``, years 1677-2262), values beyond ``MAX_ABS_VALUE``
+    (``value_out_of_range``) and points stamped after :func:`future_limit`
+    (``future_timestamp``)."""
     limit = future_limit(clock_ms, max_future_ms)
     kept: list[Point] = []
     dead: list[Row] = []
     for point in points:
         series, ts, value, _ = point
-        if not MIN_INSTANT_MS <= ts <= MAX_INSTANT_MS:
+        if not series:
+            dead.append(dead_row(series, ts, value, Reason.BAD_SERIES, "empty series name"))
+        elif not MIN_INSTANT_MS <= ts <= MAX_INSTANT_MS:
             detail = f"timestamp {ts} ms is outside {MIN_INSTANT_MS} .. {MAX_INSTANT_MS} ms"
             dead.append(dead_row(series, ts, value, Reason.BAD_TIMESTAMP, detail))
         elif abs(value) > MAX_ABS_VALUE:

@@ -10,9 +10,12 @@ and the sinks and one heartbeat; the driver then runs the coordinator
 dicts. It knows no query kind: control rows go to the part that takes their payload's
 ``type``, points to every part (:mod:`tsmon.kinds`). The node's time ``now_ms`` is the newest
 timestamp it processed; control is applied at it, then the batch's points, then every part is
-moved to ``now_ms``. A point older than its series' newest point is ignored and counted
-(``stale``); one older than the node's time but newer than its series' newest is applied at the
-node's time (``clamped``).
+moved to ``now_ms``. A point older than its series' newest point is not applied (``stale``):
+with registers, they store it late or make it a dead letter (``too_late``, ``duplicate``);
+without, it is a dead letter ``too_late``, since nothing keeps it. One older than the node's time
+but newer than its series' newest is applied at the node's time (``clamped``). Every data point
+of a step is accepted or a dead letter: the heartbeat's ``received`` = ``accepted`` + the step's
+``dead`` rows.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from tsmon import kinds
-from tsmon.engine.guard import any_rejected, split_rejected
+from tsmon.engine.deadletters import Reason
+from tsmon.engine.guard import any_rejected, dead_row, split_rejected
 from tsmon.engine.settings import HostSettings
 from tsmon.kinds import NodePart, Points
 
@@ -73,8 +77,10 @@ class SourceNode:
     >>> out = node.step([{"seq": 1, "payload": shrink}],
     ...                 [{"series": "a", "ts": 5, "value": 1.0, "seq": 0},
     ...                  {"series": "a", "ts": 7, "value": 1.5, "seq": 1}])
-    >>> [row["kind"] for row in out], out[-1]["payload"]
-    (['msg', 'heartbeat'], {'now_ms': 7, 'points': 2, 'stale': 0, 'series': ['a']})
+    >>> [row["kind"] for row in out]
+    ['msg', 'heartbeat']
+    >>> out[-1]["payload"]
+    {'now_ms': 7, 'received': 2, 'accepted': 2, 'points': 2, 'stale': 0, 'series': ['a']}
     """
 
     def __init__(self, source: str, settings: HostSettings) -> None:
@@ -89,11 +95,12 @@ class SourceNode:
         # under keep_first a repeated timestamp keeps the first value
         registers = settings.registers
         self.keep_first = registers is not None and registers.duplicates == "keep_first"
+        self.registers = registers is not None  # they take stale points (late, or dead)
         self.max_future_ms = settings.max_future_ms
         self.newest_ts: dict[str, int] = {}  # series -> timestamp of its newest point
         self.now_ms: int | None = None
         self.points = 0  # points applied, all steps
-        self.stale = 0  # points older than their series' newest: ignored, counted
+        self.stale = 0  # points older than their series' newest: not applied, counted
         self.clamped = 0  # points older than the node's time: applied at the node's time
 
     def part(self, name: str) -> NodePart:
@@ -108,8 +115,11 @@ class SourceNode:
     ) -> list[Row]:
         """Apply ``control`` rows (``{"seq", "payload"}``), then ``data`` rows (``{"series",
         "ts", "value", "seq"}``); return the parts' rows, then one ``{"kind": "heartbeat",
-        "payload": {"now_ms", "points", "stale", "series", ...}}`` row (``series``: those
-        whose first point came in this step).
+        "payload": {"now_ms", "received", "accepted", "points", "stale", "series", ...}}`` row:
+        ``received`` data points, of which ``accepted`` were applied (``points``) or stored
+        late by the registers, the others being this step's ``dead`` rows; ``stale`` those
+        older than their series' newest; ``series`` those whose first point came in this
+        step.
 
         Values beyond ``MAX_ABS_VALUE`` and, given ``clock_ms`` (the batch's processing time),
         points stamped more than the settings' ``max_future_ms`` after it are ``dead`` rows
@@ -161,7 +171,7 @@ class SourceNode:
             )
         points = list(zip(series, ts.tolist(), value.tolist(), seq.tolist(), strict=True))
         dead: list[Row] = []
-        if any_rejected(ts, value, clock_ms, self.max_future_ms):
+        if any_rejected(ts, value, clock_ms, self.max_future_ms) or "" in series:
             points, dead = split_rejected(points, clock_ms, self.max_future_ms)
         return self._step(items, points, dead)
 
@@ -171,7 +181,7 @@ class SourceNode:
         rows: list[Row] = []
         for name, part in self.parts.items():
             rows += part.control(items.get(name, []))
-        return [*rows, *dead, *self._run(points, None)]
+        return [*rows, *dead, *self._run(points, None, len(dead))]
 
     def advance(self, now_ms: int) -> list[Row]:
         """Move the node's time to ``now_ms`` without data (an event-time watermark: the host
@@ -203,12 +213,15 @@ class SourceNode:
             items.setdefault(name, []).append((int(row["seq"]), parsed))
         return items
 
-    def _run(self, points: list[tuple[str, int, float, int]], until_ms: int | None) -> list[Row]:
+    def _run(
+        self, points: list[tuple[str, int, float, int]], until_ms: int | None, rejected: int = 0
+    ) -> list[Row]:
+        """Apply ``points`` (``rejected`` more were dead rows before them)."""
         rows: list[Row] = []
         if self.now_ms is None:
             start = points[0][1] if points else until_ms
             if start is None:  # no time yet to apply control at: parts hold it
-                return [*self._outputs(), self._heartbeat(0, 0, [])]
+                return [*self._outputs(), self._heartbeat(rejected, 0, 0, 0, [])]
             self.now_ms = start
         for part in self.parts.values():
             rows += part.begin(self.now_ms)
@@ -224,7 +237,32 @@ class SourceNode:
         stale = len(points) - applied
         self.points += applied
         self.stale += stale
-        return [*rows, *self._outputs(), self._heartbeat(applied, stale, new)]
+        outputs = self._outputs()
+        if self.registers:  # their dead rows are the stale points they could not store
+            late = stale - sum(r["kind"] == "dead" for r in outputs)
+        else:
+            late = 0
+            outputs += self._too_late(batch)
+        received = len(points) + rejected
+        return [*rows, *outputs, self._heartbeat(received, applied + late, applied, stale, new)]
+
+    def _too_late(self, batch: Points) -> list[Row]:
+        """The dead rows of the points not applied, when no registers can keep them."""
+        return [
+            dead_row(
+                series,
+                ts,
+                value,
+                Reason.TOO_LATE,
+                f"point is older than the newest point of {series!r} (at "
+                f"{self.newest_ts[series]} ms); without registers a node keeps only each "
+                "series' newest point",
+            )
+            for series, ts, value, kept in zip(
+                batch.series, batch.ts.tolist(), batch.value.tolist(), batch.applied, strict=True
+            )
+            if not kept
+        ]
 
     def _apply(self, points: list[tuple[str, int, float, int]]) -> tuple[Points, list[str]]:
         """Which points apply (in order), and the node's time at each."""
@@ -255,9 +293,13 @@ class SourceNode:
     def _outputs(self) -> list[Row]:
         return [row for part in self.parts.values() for row in part.outputs()]
 
-    def _heartbeat(self, points: int, stale: int, series: list[str]) -> Row:
+    def _heartbeat(
+        self, received: int, accepted: int, points: int, stale: int, series: list[str]
+    ) -> Row:
         payload: dict[str, Any] = {
             "now_ms": self.now_ms,
+            "received": received,
+            "accepted": accepted,
             "points": points,
             "stale": stale,
             "series": series,

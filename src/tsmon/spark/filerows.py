@@ -1,9 +1,10 @@
-"""Rows of one CSV or JSON-lines input file, read permissively: a bad file is data.
+"""Rows of one CSV, JSON-lines or Parquet input file, read permissively: a bad file is data.
 
 Spark's own CSV reader maps columns by position (a header in another order fails the query,
-and the offset log makes every restart fail again), and its readers know no line numbers. So
-a files input of format ``csv`` or ``json`` streams each new file's bytes (Spark's
-``binaryFile`` source) and :func:`file_rows` reads them here, in the executors:
+and the offset log makes every restart fail again), its Parquet reader fails the query on one
+corrupt file (again at every restart), and its readers know no line numbers. So a files input
+streams each new file's bytes (Spark's ``binaryFile`` source) and :func:`file_rows` reads them
+here, in the executors:
 
 - CSV columns are found **by name** in the header (line 1): any order, extra columns ignored;
   a mapped column the header lacks gives null in every row (the runtime then dead-letters the
@@ -13,7 +14,11 @@ a files input of format ``csv`` or ``json`` streams each new file's bytes (Spark
 - a line that is no record (a CSV line with another number of fields than the header, text
   that is not a JSON object, bytes that are not UTF-8) is one ``malformed_line`` row;
 - a file that is no text at all (a NUL byte: binary, compressed) is one ``unreadable_file``
-  row, as is a CSV file whose header cannot be read.
+  row, as is a CSV file whose header cannot be read;
+- a Parquet file is read by pyarrow, its mapped columns as text (:func:`text_columns`;
+  instants as epoch ms), one row per record, numbered from 1 in :data:`LINE`; a mapped column
+  it lacks is null, as above; a file pyarrow cannot read (truncated, not Parquet, a column
+  that is no scalar) is one ``unreadable_file`` row with pyarrow's error.
 
 Every row carries its file and line (:data:`FILE`, :data:`LINE`; 1-based physical lines,
 blank lines skipped) and a ``detail`` that dead letters show as ``<file>:<line>: <what>``. So
@@ -40,6 +45,7 @@ __all__ = [
     "json_object",
     "json_text",
     "schema",
+    "text_columns",
 ]
 
 FILE, LINE, REASON, DETAIL = "__file", "__line", "__reason", "__detail"
@@ -72,6 +78,9 @@ def file_rows(path: str, content: bytes, fmt: str, names: Sequence[str]) -> Iter
     ('x.csv', None, None, 'unreadable_file', 'binary content (a NUL byte at offset 0), not csv text')
     """  # noqa: E501
     empty = (None,) * len(names)
+    if fmt == "parquet":
+        yield from _parquet(path, content, names, empty)
+        return
     if b"\x00" in content:
         at = content.index(b"\x00")
         detail = f"binary content (a NUL byte at offset {at}), not {fmt} text"
@@ -126,6 +135,42 @@ def file_origin(columns: list[str]) -> tuple[Any, Any]:
     where = F.concat_ws(":", F.col(FILE), F.col(LINE).cast("string"))
     detail = F.when(F.col(DETAIL) == "", where).otherwise(F.concat_ws(": ", where, F.col(DETAIL)))
     return F.col(REASON), detail
+
+
+def _parquet(path: str, content: bytes, names: Sequence[str], empty: tuple) -> Iterator[tuple]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(pa.BufferReader(content))
+        header = table.column_names
+        columns = text_columns(table, [n for n in dict.fromkeys(names) if n in header])
+    except Exception as e:  # pyarrow's many errors: the file is one dead letter, not a crash
+        what = f"not a readable Parquet file ({type(e).__name__}: {str(e).splitlines()[0]})"
+        yield (path, None, *empty, Reason.UNREADABLE_FILE.value, what)
+        return
+    missing = [n for n in names if n not in columns]
+    detail = f"the file has no column {missing[0]!r} (it has {header})" if missing else ""
+    nulls = [None] * table.num_rows
+    values = [columns.get(n, nulls) for n in names]
+    for n, row in enumerate(zip(*values, strict=True), 1):
+        yield (path, n, *row, None, detail)
+
+
+def text_columns(table: Any, names: Sequence[str]) -> dict[str, list[str | None]]:
+    """The named columns of a pyarrow table as text (None for null): numbers as their
+    shortest text, instants as epoch milliseconds (exact); a column that is no scalar raises
+    ``pyarrow.ArrowNotImplementedError``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = {}
+    for n in names:
+        column = table.column(n)
+        if pa.types.is_timestamp(column.type):  # instants as epoch ms, exactly
+            column = pc.cast(pc.cast(column, pa.timestamp("ms", "UTC")), pa.int64())
+        out[n] = pc.cast(column, pa.string()).to_pylist()
+    return out
 
 
 def _csv(

@@ -5,8 +5,9 @@
 :meth:`tsmon.spark.runtime.JobRunner._rows` then reads them (text casts, dead-letter reasons).
 Each kind, and why it is built the way it is (``docs/inputs.md`` shows the job files):
 
-- ``files``: Spark's file source over a directory, one new file per micro-batch. CSV and JSON
-  columns are read as text, so one bad value makes one dead letter instead of a failed batch.
+- ``files``: Spark's file source over a directory, one new file per micro-batch, its bytes read
+  in the executors (:mod:`tsmon.spark.filerows`): columns as text, so one bad value makes one
+  dead letter, and one bad line or file makes dead letters, instead of a failed batch.
 - ``socket``: Spark's socket source, one JSON object per line, parsed with ``from_json`` into
   text columns (a line that is not JSON has no series: a dead letter). Spark's socket source is
   **not fault tolerant**: lines received but not yet processed are lost when the job stops, and
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
 
-from tsmon.spark.filerows import arrow_rows, json_object, json_text, schema
+from tsmon.spark.filerows import arrow_rows, json_object, json_text, schema, text_columns
 from tsmon.spark.job import InputSpec, JobError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -63,9 +64,9 @@ def raw_stream(spark: SparkSession, spec: InputSpec) -> tuple[DataFrame, dict[st
     """The streaming DataFrame of a job's input and the column holding each of ``series``,
     ``ts``, ``value`` (and ``source`` when the rows carry one) in it.
 
-    Raises :class:`JobError` for what the user can fix before the job runs: a Parquet
-    directory without a file to take the schema from, an unreadable recording or one without
-    the mapped columns, a Kafka input without the Kafka connector on the classpath.
+    Raises :class:`JobError` for what the user can fix before the job runs: an unreadable
+    recording or one without the mapped columns, a Kafka input without the Kafka connector
+    on the classpath.
     """
     if spec.kind == "files":
         return _files(spark, spec), dict(spec.columns)
@@ -115,26 +116,17 @@ def raw_stream(spark: SparkSession, spec: InputSpec) -> tuple[DataFrame, dict[st
 
 
 def _files(spark: SparkSession, spec: InputSpec) -> DataFrame:
-    """A directory of CSV, JSON or Parquet files, one new file per micro-batch.
-
-    CSV and JSON files are streamed as bytes and read by :func:`tsmon.spark.filerows.file_rows`
-    (columns by name, bad lines and unreadable files as rows with a reason); Parquet files by
-    Spark's reader, with the schema of the files there when the job starts.
-    """
-    reader = spark.readStream.option("maxFilesPerTrigger", 1)
-    path = str(spec.path)
-    if spec.format == "parquet":
-        try:  # a file stream needs its schema up front: take it from the files there now
-            parquet_schema = spark.read.parquet(path).schema
-        except Exception as e:
-            raise JobError(
-                f"[input] {path}: cannot read a Parquet schema there ({type(e).__name__}); "
-                "put at least one input file in place before starting a Parquet job"
-            ) from None
-        return reader.schema(parquet_schema).parquet(path)
+    """A directory of CSV, JSON or Parquet files, one new file per micro-batch: each file is
+    streamed as bytes and read by :func:`tsmon.spark.filerows.file_rows` in the executors
+    (columns by name, bad lines and unreadable files as rows with a reason)."""
     names = list(dict.fromkeys(spec.columns[c] for c in COLUMN_ORDER if c in spec.columns))
-    files = reader.format("binaryFile").schema(BINARY_FILE_DDL).load(path)
-    files = files.select("path", "content")
+    files = (
+        spark.readStream.option("maxFilesPerTrigger", 1)
+        .format("binaryFile")
+        .schema(BINARY_FILE_DDL)
+        .load(str(spec.path))
+        .select("path", "content")
+    )
     return files.mapInArrow(partial(arrow_rows, fmt=spec.format, names=names), schema(names))
 
 
@@ -335,20 +327,11 @@ def _read_text_columns(path: Path, fmt: str, names: list[str]) -> dict[str, list
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
         _require(path, wanted, list(frame.columns))
         return {n: frame[n].tolist() for n in wanted}
-    import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     available = pq.read_schema(path).names
     _require(path, wanted, available)
-    table = pq.read_table(path, columns=wanted)
-    out = {}
-    for n in wanted:
-        column = table.column(n)
-        if pa.types.is_timestamp(column.type):  # instants as epoch ms, exactly
-            column = pc.cast(pc.cast(column, pa.timestamp("ms", "UTC")), pa.int64())
-        out[n] = pc.cast(column, pa.string()).to_pylist()
-    return out
+    return text_columns(pq.read_table(path, columns=wanted), wanted)
 
 
 def _require(path: Path, wanted: list[str], available: list[str]) -> None:

@@ -332,9 +332,16 @@ class JobRunner:
         heartbeats = [r["payload"] for r in rows if r["kind"] == "heartbeat"]
         progress = {
             "batchId": batch_id,
-            "numInputRows": sum(h["points"] for h in heartbeats),
-            # every input row of the batch: accepted ones + dead letters
-            "inputRows": sum(h["points"] + h["stale"] for h in heartbeats) + len(unreadable),
+            "numInputRows": sum(h["accepted"] for h in heartbeats),
+            # every input row of the batch: accepted ones + dead letters (a node's received
+            # points are its accepted ones and its dead rows; a quarantined step's are dead)
+            "inputRows": sum(h["received"] for h in heartbeats)
+            + len(unreadable)
+            + sum(
+                r["payload"]["reason"] == Reason.QUARANTINED.value
+                for r in rows
+                if r["kind"] == "dead"
+            ),
             "rowsToCoordinator": len(rows),
             "controlRows": sum(len(v) for v in control.values()),
             "answers": sum(len(a) for a in self.latest.values()),
