@@ -10,6 +10,9 @@
         foreachBatch: CoordinatorNode.step ─ answers, events, dead letters to the sinks
                       └─ ctrl-<N>.json for batch N+1 (atomic)
 
+The input is any streaming DataFrame with a column mapping, read by
+:func:`tsmon.spark.points.point_rows` (the PySpark API, :mod:`tsmon.spark.api`, gives the user's;
+without one, the job's ``[input]`` gives it, :func:`tsmon.spark.inputs.raw_stream`).
 The nodes and the coordinator are :class:`~tsmon.engine.node.SourceNode` and
 :class:`~tsmon.engine.hub.CoordinatorNode` (pure, generic over the query kinds of
 :mod:`tsmon.kinds`, also run in-process by ``BatchedRuntime``); this module only hosts them.
