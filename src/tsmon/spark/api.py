@@ -30,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-from tsmon.spark.job import InputSpec, Job, parse_job
+from tsmon.spark.job import InputSpec, Job, JobError, parse_job
 from tsmon.spark.outputs import Output, Outputs, answers_frame, output
 from tsmon.spark.points import check_columns
 from tsmon.spark.runtime import JobRunner
@@ -38,6 +38,8 @@ from tsmon.spark.sinks import EVENT_COLUMNS, BatchOutput, Callback, event_rows, 
 
 __all__ = ["Monitor", "Run"]
 
+#: The input kind of a monitor's job: a DataFrame given to :meth:`Monitor.start`.
+DATAFRAME = "dataframe"
 #: Where settings errors point: the keyword arguments are the job file's tables.
 WHERE = "tsmon.spark.Monitor"
 
@@ -99,7 +101,7 @@ class Monitor:
             if value is not None:
                 raw[key] = dict(value)
         self.spark = spark
-        self.job = parse_job(raw, Path.cwd(), WHERE, InputSpec("dataframe"))
+        self.job = parse_job(raw, Path.cwd(), WHERE, InputSpec(DATAFRAME))
 
     @classmethod
     def from_job(cls, job: Job, spark: Any = None) -> Monitor:
@@ -145,9 +147,11 @@ class Monitor:
     ) -> Run:
         """The :class:`Run` of ``df`` (None: the job's ``[input]``), not started yet."""
         job, stream = self.job, None
+        if df is None and job.input.kind == DATAFRAME:
+            raise JobError("give the streaming DataFrame to monitor: Monitor.start(df, columns)")
         if df is not None:
             mapping = check_columns(df, columns)
-            job = replace(job, input=InputSpec("dataframe", columns=mapping))
+            job = replace(job, input=InputSpec(DATAFRAME, columns=mapping))
             stream = (df, mapping)
         targets = {"answers": answers, "events": events, "dead_letters": dead_letters}
         functions = {name: output(target, name) for name, target in targets.items()}

@@ -82,7 +82,7 @@ def _write(df: Any, batch_id: int, fmt: str, path: str) -> None:
 def answer_rows(batch_id: int, answers: Mapping[str, Sequence[tuple[str, Any]]]) -> list[tuple]:
     """``answers`` (part → ``(query, answer)`` pairs) as rows of the ``answers`` schema."""
     rows = []
-    for part in kinds.PARTS:
+    for part in (p for p in kinds.PARTS if p.sink is not None):  # the parts that answer
         for query, answer in answers.get(part.name, ()):
             fields = asdict(answer)
             rows.append(
