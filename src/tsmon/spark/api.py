@@ -105,11 +105,9 @@ class Monitor:
 
     @classmethod
     def from_job(cls, job: Job, spark: Any = None) -> Monitor:
-        """The monitor of a checked job file (its session made from ``[job]`` if None)."""
-        if spark is None:
-            from tsmon.spark.session import spark_session
-
-            spark = spark_session(job.master, job.name, dict(job.spark_conf))
+        """The monitor of a checked job file. Without ``spark``, its :class:`Run` makes the
+        session from ``[job]`` after checking the checkpoint (a restart under edited queries
+        is refused before Spark starts)."""
         mon = cls.__new__(cls)
         mon.spark, mon.job = spark, job
         return mon
@@ -157,7 +155,7 @@ class Monitor:
         functions = {name: output(target, name) for name, target in targets.items()}
         run = Run(job, self.spark, callback, stream)
         if any(f is not None for f in functions.values()):
-            run.sinks.subscribe(Outputs(self.spark, functions))
+            run.sinks.subscribe(Outputs(run.spark, functions))
         return run
 
 
