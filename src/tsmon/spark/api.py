@@ -22,6 +22,7 @@ job runner's (:class:`tsmon.spark.runtime.JobRunner`): ``tsmon run job.toml`` is
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import replace
@@ -179,12 +180,15 @@ class Run(JobRunner):
     ) -> None:
         super().__init__(job, spark, callback, stream)
         self._events: deque[tuple] = deque(maxlen=self.KEEP_EVENTS)
+        self._lock = threading.Lock()  # batches end on Spark's stream thread
         self._last: BatchOutput | None = None
         self.sinks.subscribe(self._keep)
 
     def _keep(self, out: BatchOutput) -> None:
-        self._last = out
-        self._events.extend(event_rows(out))
+        rows = event_rows(out)
+        with self._lock:
+            self._last = out
+            self._events.extend(rows)
 
     # -- live query changes --------------------------------------------------------------------
     def add_query(self, text: str) -> str:
@@ -219,7 +223,9 @@ class Run(JobRunner):
     def events(self) -> pd.DataFrame:
         """The newest events (up to :attr:`KEEP_EVENTS`), oldest first: the ``events``
         output's columns (``payload`` as JSON)."""
-        return with_utc(pd.DataFrame(list(self._events), columns=EVENT_COLUMNS))
+        with self._lock:
+            rows = list(self._events)
+        return with_utc(pd.DataFrame(rows, columns=EVENT_COLUMNS))
 
     @property
     def last_progress(self) -> dict[str, Any] | None:
