@@ -40,6 +40,7 @@ difference (:func:`~tsmon.spark.driver.check_checkpoint_queries`).
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -118,6 +119,7 @@ class JobRunner:
         self.input_rows = 0  # input rows of the batches this runner ran (accepted + dead)
         self.batches = 0
         self._query: Any = None  # the StreamingQuery, once started
+        self._batch_done = threading.Event()  # set as each batch leaves foreachBatch
         self._dropped_shown: set[str] = set()
         self._waiting_shown: set[str] = set()  # queries said to match no series
         self.spark_progress = SparkProgress(job.checkpoint / "spark_progress.jsonl")
@@ -202,13 +204,15 @@ class JobRunner:
         replayed on restart, but Spark's stream thread dies of it with a Java stack trace on
         stderr."""
         deadline = time.monotonic() + patience_s
+        self._batch_done.clear()
         while (
             self._query is not None
             and self._query.isActive
             and self._query.status["isTriggerActive"]
             and time.monotonic() < deadline
-        ):
-            time.sleep(0.02)
+        ):  # a trigger runs: stop once it is over, or once its batch has left Python
+            if self._batch_done.wait(0.02):
+                break
         if self._query is not None:
             self._query.stop()
         self.spark_progress.detach()
@@ -301,6 +305,7 @@ class JobRunner:
         self.batches += 1
         append_progress(self.job.checkpoint / "progress.jsonl", progress, self._progress_last)
         self._progress_last = batch_id
+        self._batch_done.set()
 
 
 @contextmanager
