@@ -4,9 +4,10 @@ A directory of Parquet files (typed columns: a Spark TIMESTAMP, a double, nulls 
 monitored through the API equals, batch for batch, the job file of the same input run as
 ``tsmon run`` runs it (:meth:`Monitor.from_job`) and the in-process ``BatchedRuntime``, across
 a restart of the API run from its checkpoint; every input row is accepted or dead-lettered with
-its reason. A rate source is the smoke test. Bad mappings, types, outputs and settings are
-refused with one line before anything starts. Each input file is followed by
-``processAllAvailable()``.
+its reason. Text columns with a source column (the path of a Kafka input, on a JSON file
+source) equal the batch runtime too. A rate source is the smoke test, with a query added live.
+Bad mappings, types, outputs and settings are refused with one line before anything starts.
+Each input file is followed by ``processAllAvailable()``.
 """
 
 from __future__ import annotations
@@ -194,6 +195,49 @@ def test_the_api_equals_tsmon_run_and_the_batch_runtime_and_restarts(spark, tmp_
     records = [json.loads(line) for line in lines]
     assert sum(r["inputRows"] for r in records) == sum(len(f) for f in files)
     assert sum(r["deadLetters"] for r in records) == len(BAD)
+
+
+def test_text_columns_with_a_source_column_equal_the_batch_runtime(spark, tmp_path):
+    """The path of a Kafka or socket input, tested on a JSON file source: text columns (bad
+    text among them), the source from a column; answers and events equal the batch runtime's
+    after each file, each bad row a dead letter with its reason."""
+    from tests.spark import test_runtime as rt
+
+    (tmp_path / "job.toml").write_text(rt.JOB, encoding="utf-8")
+    (tmp_path / "incoming").mkdir()
+    job = load_job(tmp_path / "job.toml")
+    files = rt.make_files(4, seed=11)
+    files[1] = files[1] + rt.BAD
+    files = [[{**r, "host": SERIES[r["metric"]]} if "metric" in r else r for r in f] for f in files]
+    expected, expected_events = rt.reference(files, tmp_path / "job.toml")
+    settings = {"registers": {"retention": "10s"}, "filters": {"period": "1s", "shrink": 0.1}}
+    mon = Monitor(spark, tmp_path / "ckpt", job.queries, **settings)
+    schema = "metric STRING, time STRING, v STRING, host STRING"
+    (tmp_path / "in").mkdir()
+    reader = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
+    lines = reader.json(str(tmp_path / "in"))
+    got, dead = [], []
+    run = mon.start(
+        lines,
+        {"series": "metric", "ts": "time", "value": "v", "source": "host"},
+        events=lambda df, batch_id: got.extend(event(e) for e in df.collect()),
+        dead_letters=lambda df, batch_id: dead.extend(df.collect()),
+    )
+    answers, events = [], []
+    try:
+        for i, rows in enumerate(files):
+            rt.drop(tmp_path / "in", f"part-{i:03d}.json", rows)
+            got.clear()
+            run.process_all_available()
+            answers.append(run.answers("bounded"))
+            events.append(list(got))
+    finally:
+        run.stop()
+    assert answers == expected and events == expected_events
+    assert sorted(d.reason for d in dead) == sorted(rt.REASONS)
+    assert sorted(d.raw_value for d in dead if d.reason != "bad_timestamp") == sorted(
+        r["v"] for r in rt.BAD if r["time"] != "yesterday"
+    )
 
 
 def test_a_rate_source_smoke(spark, tmp_path):
