@@ -33,8 +33,8 @@ def _run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from tsmon.http import serve
+    from tsmon.spark.api import Monitor
     from tsmon.spark.job import load_job
-    from tsmon.spark.runtime import JobRunner
 
     job = load_job(args.job)
     http = job.http
@@ -45,7 +45,7 @@ def _run(args: argparse.Namespace) -> int:
         console.print(f"HTTP API, /metrics and the dashboard on {service.url}/ (docs/http.md)")
     try:
         console.print(f"tsmon run {job.name}: starting Spark ({job.master}) ...")
-        runner = JobRunner(job)
+        runner = Monitor.from_job(job).run()  # the PySpark API over the job's [input]
         service.subscribe(runner.sinks)
         signalled, wake = threading.Event(), threading.Event()
 

@@ -2,7 +2,7 @@
 
 :func:`raw_stream` gives the rows of a job's input as they come, with the mapping of
 ``series``, ``ts``, ``value`` (and ``source``) to its columns;
-:meth:`tsmon.spark.runtime.JobRunner._rows` then reads them (text casts, dead-letter reasons).
+:func:`tsmon.spark.points.point_rows` then reads them (casts, dead-letter reasons).
 Each kind, and why it is built the way it is (``docs/inputs.md`` shows the job files):
 
 - ``files``: Spark's file source over a directory, one new file per micro-batch, its bytes read

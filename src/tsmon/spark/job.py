@@ -231,8 +231,11 @@ def load_job(path: str | Path) -> Job:
     return parse_job(raw, file.parent, str(file))
 
 
-def parse_job(raw: Mapping[str, Any], base: Path, where: str = "job") -> Job:
-    """Check a parsed job table (see :func:`load_job`)."""
+def parse_job(
+    raw: Mapping[str, Any], base: Path, where: str = "job", input_spec: InputSpec | None = None
+) -> Job:
+    """Check a parsed job table (see :func:`load_job`); ``input_spec`` replaces the ``[input]``
+    table (the PySpark API's DataFrame, :mod:`tsmon.spark.api`)."""
     known = {
         "job", "input", "sources", "filters", "registers", "standing", "replication",
         "queries", "query_file", "sinks", "http",
@@ -253,7 +256,7 @@ def parse_job(raw: Mapping[str, Any], base: Path, where: str = "job") -> Job:
         master=_str(job, "master", where, "[job]", default="local[2]"),
         spark_conf={str(k): _conf_value(k, v, where) for k, v in conf.items()},
         buckets=_buckets(job, where),
-        input=_input(_table(raw, "input", where, required=True), base, where),
+        input=input_spec or _input(_table(raw, "input", where, required=True), base, where),
         sources=_strings(_table(raw, "sources", where), where, "[sources]"),
         filters=_filters(_table(raw, "filters", where), where),
         registers=_registers(_table(raw, "registers", where), where),

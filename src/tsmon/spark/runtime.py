@@ -10,6 +10,9 @@
         foreachBatch: CoordinatorNode.step ─ answers, events, dead letters to the sinks
                       └─ ctrl-<N>.json for batch N+1 (atomic)
 
+The input is any streaming DataFrame with a column mapping, read by
+:func:`tsmon.spark.points.point_rows` (the PySpark API, :mod:`tsmon.spark.api`, gives the user's;
+without one, the job's ``[input]`` gives it, :func:`tsmon.spark.inputs.raw_stream`).
 The nodes and the coordinator are :class:`~tsmon.engine.node.SourceNode` and
 :class:`~tsmon.engine.hub.CoordinatorNode` (pure, generic over the query kinds of
 :mod:`tsmon.kinds`, also run in-process by ``BatchedRuntime``); this module only hosts them.
@@ -36,28 +39,25 @@ difference (:func:`~tsmon.spark.driver.check_checkpoint_queries`).
 
 from __future__ import annotations
 
-import fnmatch
 import json
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
-from tsmon.core.moments import MAX_ABS_VALUE
-from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS
 from tsmon.engine.deadletters import Reason
 from tsmon.engine.events import event_order
 from tsmon.engine.hub import CoordinatorNode
 from tsmon.engine.node import new_node
-from tsmon.kinds import PARTS, answers_part
-from tsmon.query.patterns import is_glob
+from tsmon.kinds import answers_part
 from tsmon.spark.commands import CommandLog, apply
 from tsmon.spark.control import ControlChannel
 from tsmon.spark.driver import Coordinator, JobQueries, check_checkpoint_queries, known_sources
-from tsmon.spark.filerows import file_origin
 from tsmon.spark.host import PASS, BucketsChanged, default_buckets, freeze_buckets, node_stream
 from tsmon.spark.job import Job, JobError
+from tsmon.spark.points import point_rows
 from tsmon.spark.progress import SparkProgress, append_progress, utc_times
 from tsmon.spark.readers import write_replicas
 from tsmon.spark.sinks import DEAD_LETTER_COLUMNS, BatchOutput, Callback, Sinks
@@ -73,8 +73,6 @@ REASONS = tuple(
         Reason.INFINITE,
     )
 )
-#: Node keys a data source may not have (they belong to a part's own nodes).
-RESERVED_PREFIXES = tuple(p.reserved_prefix for p in PARTS if p.reserved_prefix is not None)
 
 
 class JobRunner:
@@ -89,12 +87,23 @@ class JobRunner:
     callback
         Called with a :class:`~tsmon.spark.sinks.BatchOutput` after every batch (the
         ``callback`` sink).
+    stream
+        ``(DataFrame, columns)``: any streaming DataFrame and the column of each of
+        ``series``, ``ts``, ``value`` (and ``source``) in it (:mod:`tsmon.spark.points`);
+        None: the job's ``[input]`` (:func:`tsmon.spark.inputs.raw_stream`).
     """
 
-    def __init__(self, job: Job, spark: Any = None, callback: Callback | None = None) -> None:
+    def __init__(
+        self,
+        job: Job,
+        spark: Any = None,
+        callback: Callback | None = None,
+        stream: tuple[Any, Mapping[str, str]] | None = None,
+    ) -> None:
         self.queries = JobQueries.of(job)  # parsed and checked once, before Spark starts
         check_checkpoint_queries(job)  # a restart under edited queries is refused here
         self.job = job
+        self.stream = stream
         if spark is None:
             from tsmon.spark.session import spark_session
 
@@ -110,6 +119,7 @@ class JobRunner:
         self.input_rows = 0  # input rows of the batches this runner ran (accepted + dead)
         self.batches = 0
         self._query: Any = None  # the StreamingQuery, once started
+        self._batch_done = threading.Event()  # set as each batch leaves foreachBatch
         self._dropped_shown: set[str] = set()
         self._waiting_shown: set[str] = set()  # queries said to match no series
         self.spark_progress = SparkProgress(job.checkpoint / "spark_progress.jsonl")
@@ -117,83 +127,12 @@ class JobRunner:
     # -- plan --------------------------------------------------------------------------------
     def _rows(self) -> Any:
         """Input rows with ``source, series, ts, value, seq`` and a ``reason`` for bad ones."""
-        from pyspark.sql import functions as F
+        if self.stream is None:
+            from tsmon.spark.inputs import raw_stream
 
-        from tsmon.spark.inputs import raw_stream
-
-        raw, cols = raw_stream(self.spark, self.job.input)
-        text = {k: F.col(f"`{v}`").cast("string") for k, v in cols.items() if v in raw.columns}
-        series = text["series"]
-        # the source column when a row has one, else the [sources] globs, else the series itself
-        source = (
-            F.coalesce(text["source"], self._source_expr(series))
-            if "source" in text
-            else (self._source_expr(series))
-        )
-        raw_ts = text["ts"]
-        # try_* casts: Spark 4 runs in ANSI mode, where a bad cast fails the whole query
-        ts = F.when(raw_ts.rlike(r"^-?\d+$"), raw_ts.try_cast("bigint")).otherwise(
-            F.unix_millis(F.try_to_timestamp(raw_ts))
-        )
-        value = text["value"].try_cast("double")
-        unparsed, detail = file_origin(raw.columns)
-        reserved = F.lit(False)
-        for prefix in RESERVED_PREFIXES:
-            reserved = reserved | source.startswith(prefix)
-        reason = (
-            F.when(unparsed.isNotNull(), unparsed)
-            .when(reserved, Reason.BAD_SOURCE.value)
-            .when(series.isNull() | (series == ""), Reason.BAD_SERIES.value)
-            .when(ts.isNull(), Reason.BAD_TIMESTAMP.value)
-            .when(~ts.between(MIN_INSTANT_MS, MAX_INSTANT_MS), Reason.BAD_TIMESTAMP.value)
-            .when(value.isNull(), Reason.NOT_NUMERIC.value)
-            .when(F.isnan(value), Reason.NAN.value)
-            .when(F.abs(value) == float("inf"), Reason.INFINITE.value)
-            .when(F.abs(value) > MAX_ABS_VALUE, Reason.VALUE_OUT_OF_RANGE.value)
-        )
-        if self.job.max_future_ms is not None:  # tsmon.engine.guard.future_limit, on Spark's
-            # batch timestamp (kept in the offset log: a replayed batch sees the same clock)
-            limit = F.unix_millis(F.current_timestamp()) + F.lit(self.job.max_future_ms)
-            reason = reason.when(ts > limit, Reason.FUTURE_TIMESTAMP.value)
-        return raw.select(
-            source.alias("source"),
-            series.alias("series"),
-            ts.alias("ts"),
-            value.alias("value"),
-            # streams have no row ids: points of one source at one instant go in an order fixed
-            # by their content (series, then the text of ts and value), the same whatever order
-            # the shuffle delivers them in, so a replayed batch gives the same outputs; only
-            # identical rows tie, and their order changes nothing
-            F.xxhash64(series, raw_ts, text["value"]).alias("seq"),
-            raw_ts.alias("raw_ts"),
-            text["value"].alias("raw_value"),
-            reason.alias("reason"),
-            detail.alias("detail"),
-        )
-
-    def _source_expr(self, series: Any) -> Any:
-        """Source of each row from the ``[sources]`` globs; a series is its own source else.
-
-        Literal names are one map lookup (a job may list thousands); wildcard globs are tried
-        in file order after it.
-        """
-        from itertools import chain
-
-        from pyspark.sql import functions as F
-
-        literal = {g: s for g, s in self.job.sources.items() if not is_glob(g)}
-        expr = series
-        for glob, source in reversed([(g, s) for g, s in self.job.sources.items() if is_glob(g)]):
-            # the fnmatch rule of tsmon.query.patterns, as a Java regex (Python's translation)
-            expr = F.when(series.rlike("^" + fnmatch.translate(glob)), F.lit(source)).otherwise(
-                expr
-            )
-        if literal:
-            pairs = F.create_map(
-                *chain.from_iterable((F.lit(k), F.lit(v)) for k, v in literal.items())
-            )
-            expr = F.coalesce(F.try_element_at(pairs, series), expr)  # ANSI: no error if absent
-        return expr
+            self.stream = raw_stream(self.spark, self.job.input)
+        raw, columns = self.stream
+        return point_rows(raw, columns, self.job.sources, self.job.max_future_ms)
 
     def start(self) -> None:
         """Start the job's one streaming query. The input is scanned once: its good rows go
@@ -253,32 +192,35 @@ class JobRunner:
         with _failures():
             self._query.processAllAvailable()
 
-    def await_termination(self) -> None:
-        """Block until a query stops (an error in it is raised here as a :class:`JobError`)."""
+    def await_termination(self, timeout: float | None = None) -> bool | None:
+        """Block until the query stops, or ``timeout`` seconds pass (then False); an error in
+        it is raised here as a :class:`JobError`."""
         with _failures():
-            self.spark.streams.awaitAnyTermination()
+            return self._query.awaitTermination(timeout)
 
-    def stop(self) -> None:
-        """Stop the streaming query and the live console."""
+    def stop(self, patience_s: float = 60.0) -> None:
+        """Stop the streaming query between batches (waiting up to ``patience_s`` for the
+        running one to end) and the live console. A query stopped in the middle of a batch is
+        replayed on restart, but Spark's stream thread dies of it with a Java stack trace on
+        stderr."""
+        deadline = time.monotonic() + patience_s
+        self._batch_done.clear()
+        while (
+            self._query is not None
+            and self._query.isActive
+            and self._query.status["isTriggerActive"]
+            and time.monotonic() < deadline
+        ):  # a trigger runs: stop once it is over, or once its batch has left Python
+            if self._batch_done.wait(0.02):
+                break
         if self._query is not None:
             self._query.stop()
         self.spark_progress.detach()
         self.sinks.stop()
 
     def close(self, patience_s: float = 60.0) -> None:
-        """Stop between batches (waiting up to ``patience_s`` for the running one to end),
-        then stop the SparkSession: what a process does before it exits. A query stopped in
-        the middle of a batch is replayed on restart, but Spark's stream thread dies of it
-        with a Java stack trace on stderr."""
-        deadline = time.monotonic() + patience_s
-        while (
-            self._query is not None
-            and self._query.isActive
-            and self._query.status["isTriggerActive"]
-            and time.monotonic() < deadline
-        ):
-            time.sleep(0.02)
-        self.stop()
+        """:meth:`stop`, then stop the SparkSession: what a process does before it exits."""
+        self.stop(patience_s)
         self.spark.stop()
 
     # -- driver callbacks ----------------------------------------------------------------------
@@ -370,6 +312,7 @@ class JobRunner:
         self.batches += 1
         append_progress(self.job.checkpoint / "progress.jsonl", progress, self._progress_last)
         self._progress_last = batch_id
+        self._batch_done.set()
 
 
 @contextmanager

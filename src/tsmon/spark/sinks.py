@@ -63,6 +63,10 @@ __all__ = [
     "ConsoleView",
     "Sinks",
     "answer_frame",
+    "dead_letter_frame",
+    "event_frame",
+    "event_rows",
+    "with_utc",
 ]
 
 #: The columns of both kinds of dead-letter files.
@@ -152,30 +156,40 @@ def with_utc(frame: pd.DataFrame) -> pd.DataFrame:
 def _write_batch(path: Path, out: BatchOutput) -> None:
     n = out.batch_id
     if out.events:
-        events = pd.DataFrame(
-            [
-                (
-                    n,
-                    e["query"],
-                    e["series"],
-                    e["ts_ms"],
-                    e["value"],
-                    json.dumps(e["payload"], sort_keys=True),
-                    e["coverage"],
-                    e["replayed"],
-                )
-                for e in out.events
-            ],
-            columns=EVENT_COLUMNS,
-        )
-        _write(path / "events" / f"batch-{n:09d}.parquet", events)
+        _write(path / "events" / f"batch-{n:09d}.parquet", event_frame(out))
     if out.rejected:
-        frame = pd.DataFrame([dict(r) for r in out.rejected], columns=DEAD_LETTER_COLUMNS)
-        _write(path / "dead_letters" / f"batch-{n:09d}.parquet", frame)
+        _write(path / "dead_letters" / f"batch-{n:09d}.parquet", dead_letter_frame(out))
     for part in kinds.PARTS:
         arrived = out.arrived.get(part.name)
         if part.sink is not None and arrived:
             _write(path / part.sink / f"batch-{n:09d}.parquet", answer_frame(n, arrived))
+
+
+def event_frame(out: BatchOutput) -> pd.DataFrame:
+    """A batch's events, :data:`EVENT_COLUMNS`."""
+    return pd.DataFrame(event_rows(out), columns=EVENT_COLUMNS)
+
+
+def event_rows(out: BatchOutput) -> list[tuple]:
+    """A batch's events as tuples of :data:`EVENT_COLUMNS` (the payload as JSON)."""
+    return [
+        (
+            out.batch_id,
+            e["query"],
+            e["series"],
+            e["ts_ms"],
+            e["value"],
+            json.dumps(e["payload"], sort_keys=True),
+            e["coverage"],
+            e["replayed"],
+        )
+        for e in out.events
+    ]
+
+
+def dead_letter_frame(out: BatchOutput) -> pd.DataFrame:
+    """A batch's dead letters, :data:`DEAD_LETTER_COLUMNS`."""
+    return pd.DataFrame([dict(r) for r in out.rejected], columns=DEAD_LETTER_COLUMNS)
 
 
 def answer_frame(batch_id: int, answers: Sequence[tuple[str, Any]]) -> pd.DataFrame:

@@ -1,0 +1,194 @@
+"""Any streaming DataFrame as points: the column mapping checked, rows read, bad ones labelled.
+
+:func:`point_rows` turns a DataFrame and its mapping of ``series``, ``ts``, ``value`` (and
+``source``) to columns into rows ``source, series, ts, value, seq`` with a dead-letter
+``reason`` (null for a good row) and the text the row had (``raw_ts``, ``raw_value``). It is
+the one reading of input rows: the job file's inputs (:mod:`tsmon.spark.inputs`) and the
+PySpark API (:mod:`tsmon.spark.api`) both go through it. :func:`check_columns` refuses a
+mapping that cannot work with one line, before a query starts.
+
+Column types read:
+
+- ``series``, ``source``: text;
+- ``ts``: a Spark ``TIMESTAMP``, integer epoch milliseconds, or text (digits: epoch ms; else an
+  ISO-8601 time, read by ``try_to_timestamp``);
+- ``value``: any number type, or text (``try_cast`` to double).
+
+Text is read with ``try_*`` casts: Spark 4 runs in ANSI mode, where a bad cast fails the query.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping
+from itertools import chain
+from typing import TYPE_CHECKING
+
+from tsmon.core.moments import MAX_ABS_VALUE
+from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS
+from tsmon.engine.deadletters import Reason
+from tsmon.kinds import PARTS
+from tsmon.query.patterns import is_glob
+from tsmon.spark.filerows import file_origin
+from tsmon.spark.job import JobError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from pyspark.sql import Column, DataFrame
+
+__all__ = ["ROLES", "check_columns", "point_rows", "source_expr"]
+
+#: The roles a column can play; ``source`` is optional.
+ROLES = ("series", "ts", "value", "source")
+#: Node keys a data source may not have (they belong to a part's own nodes).
+RESERVED_PREFIXES = tuple(p.reserved_prefix for p in PARTS if p.reserved_prefix is not None)
+_INTEGERS = ("tinyint", "smallint", "int", "bigint")
+_NUMBERS = (*_INTEGERS, "float", "double")
+#: What each role reads (the ``simpleString`` of a Spark type; decimals are numbers too).
+_ACCEPTED = {
+    "series": ("string",),
+    "source": ("string",),
+    "ts": ("string", "timestamp", *_INTEGERS),
+    "value": ("string", *_NUMBERS),
+}
+_WANTED = {
+    "series": "a string",
+    "source": "a string",
+    "ts": "a timestamp, integer epoch milliseconds or a string",
+    "value": "a number or a string",
+}
+
+
+def check_columns(df: DataFrame, columns: Mapping[str, str] | None) -> dict[str, str]:
+    """The role → column mapping of ``df`` (``series``, ``ts``, ``value`` default to
+    same-named columns), or a :class:`JobError` saying in one line what is wrong: not a
+    streaming DataFrame, an unknown role, a column ``df`` lacks, a column of a type the role
+    cannot read."""
+    if not getattr(df, "isStreaming", False):
+        raise JobError(
+            "give a streaming DataFrame (spark.readStream...), got "
+            f"{'a batch DataFrame' if hasattr(df, 'isStreaming') else type(df).__name__}"
+        )
+    given = dict(columns or {})
+    unknown = sorted(set(given) - set(ROLES))
+    if unknown:
+        raise JobError(f"columns: unknown role {unknown[0]!r}; the roles are {list(ROLES)}")
+    mapping = {role: given.get(role, role) for role in ROLES if role != "source" or role in given}
+    types = dict(df.dtypes)
+    for role, column in mapping.items():
+        if not isinstance(column, str) or not column:
+            raise JobError(f"columns: {role} must name a column, got {column!r}")
+        if column not in types:
+            raise JobError(
+                f"columns: {role} is column {column!r}, which the DataFrame does not have; "
+                f"it has {sorted(types)}"
+            )
+        kind = types[column]
+        if not (kind in _ACCEPTED[role] or (role == "value" and kind.startswith("decimal"))):
+            raise JobError(
+                f"columns: {role} column {column!r} is {kind}; it must be {_WANTED[role]}"
+            )
+    return mapping
+
+
+def point_rows(
+    raw: DataFrame,
+    columns: Mapping[str, str],
+    sources: Mapping[str, str],
+    max_future_ms: int | None,
+) -> DataFrame:
+    """Rows ``source, series, ts, value, seq, raw_ts, raw_value, reason, detail`` of ``raw``.
+
+    ``source`` is the source column when a row has one, else the ``sources`` globs
+    (:func:`source_expr`), else the series itself. ``reason`` is the dead-letter reason of a
+    row that cannot be a point (null for a good one); ``detail`` where in a file it was (file
+    inputs) or ''.
+    """
+    from pyspark.sql import functions as F
+
+    mapping = check_columns(raw, columns)
+    types = dict(raw.dtypes)
+
+    def col(role: str) -> Column:
+        return F.col(f"`{mapping[role]}`")
+
+    series = col("series")
+    source = source_expr(series, sources)
+    if "source" in mapping:
+        source = F.coalesce(col("source"), source)
+    ts, ts_text, raw_ts = _timestamp(col("ts"), types[mapping["ts"]])
+    value, raw_value = _value(col("value"), types[mapping["value"]])
+    unparsed, detail = file_origin(raw.columns)
+    reserved = F.lit(False)
+    for prefix in RESERVED_PREFIXES:
+        reserved = reserved | source.startswith(prefix)
+    reason = (
+        F.when(unparsed.isNotNull(), unparsed)
+        .when(reserved, Reason.BAD_SOURCE.value)
+        .when(series.isNull() | (series == ""), Reason.BAD_SERIES.value)
+        .when(ts.isNull(), Reason.BAD_TIMESTAMP.value)
+        .when(~ts.between(MIN_INSTANT_MS, MAX_INSTANT_MS), Reason.BAD_TIMESTAMP.value)
+        .when(value.isNull(), Reason.NOT_NUMERIC.value)
+        .when(F.isnan(value), Reason.NAN.value)
+        .when(F.abs(value) == float("inf"), Reason.INFINITE.value)
+        .when(F.abs(value) > MAX_ABS_VALUE, Reason.VALUE_OUT_OF_RANGE.value)
+    )
+    if max_future_ms is not None:  # tsmon.engine.guard.future_limit, on Spark's batch
+        # timestamp (kept in the offset log: a replayed batch sees the same clock)
+        limit = F.unix_millis(F.current_timestamp()) + F.lit(max_future_ms)
+        reason = reason.when(ts > limit, Reason.FUTURE_TIMESTAMP.value)
+    return raw.select(
+        source.alias("source"),
+        series.alias("series"),
+        ts.alias("ts"),
+        value.alias("value"),
+        # streams have no row ids: points of one source at one instant go in an order fixed by
+        # their content (series, then the text of ts and value), the same whatever order the
+        # shuffle delivers them in, so a replayed batch gives the same outputs; only identical
+        # rows tie, and their order changes nothing
+        F.xxhash64(series, ts_text, raw_value).alias("seq"),
+        raw_ts.alias("raw_ts"),
+        raw_value.alias("raw_value"),
+        reason.alias("reason"),
+        detail.alias("detail"),
+    )
+
+
+def _timestamp(column: Column, kind: str) -> tuple[Column, Column, Column]:
+    """Epoch ms, the text ``seq`` hashes, and the text a dead letter shows."""
+    from pyspark.sql import functions as F
+
+    if kind == "timestamp":
+        ms = F.unix_millis(column)
+        return ms, ms.cast("string"), column.cast("string")
+    text = column.cast("string")
+    if kind != "string":  # an integer type: epoch ms already
+        return column.cast("bigint"), text, text
+    ms = F.when(text.rlike(r"^-?\d+$"), text.try_cast("bigint")).otherwise(
+        F.unix_millis(F.try_to_timestamp(text))
+    )
+    return ms, text, text
+
+
+def _value(column: Column, kind: str) -> tuple[Column, Column]:
+    """The value as a double, and its text (hashed into ``seq``, shown by a dead letter)."""
+    text = column.cast("string")
+    return (text.try_cast("double") if kind == "string" else column.cast("double")), text
+
+
+def source_expr(series: Column, sources: Mapping[str, str]) -> Column:
+    """Source of each row from the ``sources`` globs; a series is its own source else.
+
+    Literal names are one map lookup (a job may list thousands); wildcard globs are tried in
+    their order after it (the rule of :func:`tsmon.spark.driver.known_sources`).
+    """
+    from pyspark.sql import functions as F
+
+    literal = {g: s for g, s in sources.items() if not is_glob(g)}
+    expr = series
+    for glob, source in reversed([(g, s) for g, s in sources.items() if is_glob(g)]):
+        # the fnmatch rule of tsmon.query.patterns, as a Java regex (Python's translation)
+        expr = F.when(series.rlike("^" + fnmatch.translate(glob)), F.lit(source)).otherwise(expr)
+    if literal:
+        pairs = F.create_map(*chain.from_iterable((F.lit(k), F.lit(v)) for k, v in literal.items()))
+        expr = F.coalesce(F.try_element_at(pairs, series), expr)  # ANSI: no error if absent
+    return expr

@@ -1,0 +1,327 @@
+"""The PySpark API (``tsmon.spark.Monitor``) on user-built streaming DataFrames.
+
+A directory of Parquet files (typed columns: a Spark TIMESTAMP, a double, nulls and NaN)
+monitored through the API equals, batch for batch, the job file of the same input run as
+``tsmon run`` runs it (:meth:`Monitor.from_job`) and the in-process ``BatchedRuntime``, across
+a restart of the API run from its checkpoint; every input row is accepted or dead-lettered with
+its reason. Text columns with a source column (the path of a Kafka input, on a JSON file
+source) equal the batch runtime too. A rate source is the smoke test, with a query added live.
+Bad mappings, types, outputs and settings are refused with one line before anything starts.
+Each input file is followed by ``processAllAvailable()``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import time
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.spark.test_runtime import reference_runtime, run_file
+from tsmon.spark import Monitor
+from tsmon.spark.driver import JobQueries
+from tsmon.spark.job import JobError, load_job
+from tsmon.spark.sinks import BatchOutput
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+SERIES = {"a.x": "A", "a.y": "A", "b.x": "B", "c.y": "C"}  # as tests.spark.test_runtime
+QUERIES = """
+QUERY s AS SUM(a.x, b.x) WITHIN 2
+QUERY w AS AVG(2*a.y - c.y, b.x) WITHIN 1.5
+QUERY g AS AVG(*.x) WITHIN 1
+QUERY rise ON a.* WHEN last > mean(4 points) + 0.3 EMIT series, last, mean(4 points)
+"""
+SOURCES = {"a.*": "A", "b.*": "B", "c.*": "C"}
+SETTINGS = {"registers": {"retention": "10s"}, "filters": {"period": "1s", "shrink": 0.1}}
+JOB = f"""
+queries = '''{QUERIES}'''
+
+[job]
+checkpoint = "job-ckpt"
+
+[input]
+kind = "files"
+path = "job-in"
+format = "parquet"
+columns = {{ series = "name", ts = "event_time", value = "v" }}
+
+[sources]
+{chr(10).join(f'"{g}" = "{s}"' for g, s in SOURCES.items())}
+
+[registers]
+retention = "10s"
+
+[filters]
+period = "1s"
+shrink = 0.1
+
+[[sinks]]
+kind = "callback"
+"""
+#: Bad rows of file 2: each a dead letter with this reason.
+BAD = [
+    ("a.x", 1_000_000, None, "not_numeric"),
+    ("b.x", 1_000_001, math.nan, "nan"),
+    ("a.y", None, 1.0, "bad_timestamp"),
+    (None, 1_000_002, 1.0, "bad_series"),
+]
+
+
+def make_files(n: int, seed: int = 3) -> list[list[tuple]]:
+    """``n`` files of random-walk points ``(name, event_time ms, v)``; file 2 has :data:`BAD`."""
+    rng = random.Random(seed)
+    value = {s: rng.uniform(-5, 5) for s in SERIES}
+    files = []
+    for f in range(n):
+        rows = []
+        for k in range(40):
+            series = rng.choice(list(SERIES))
+            value[series] += rng.gauss(0, 0.4)
+            rows.append((series, f * 2_000 + k * 50 + list(SERIES).index(series), value[series]))
+        if f == 2:
+            rows += [(s, ts, v) for s, ts, v, _ in BAD]
+        files.append(rows)
+    return files
+
+
+def drop(directory: Path, index: int, rows: list[tuple]) -> None:
+    """Write rows as Parquet (a UTC TIMESTAMP, a double with NaN and nulls) under a hidden
+    name, then rename the file in (atomic for the stream)."""
+    names, ts, values = zip(*rows, strict=True)
+    table = pa.table(
+        {
+            "name": pa.array(names, pa.string()),
+            "event_time": pa.array(ts, pa.timestamp("ms", tz="UTC")),
+            "v": pa.array(values, pa.float64()),  # a Python list: NaN stays NaN, None is null
+        }
+    )
+    temp = directory / f".part-{index:03d}.tmp"
+    pq.write_table(table, temp)
+    os.replace(temp, directory / f"part-{index:03d}.parquet")
+
+
+def reference(files: list[list[tuple]], job) -> tuple[list[dict], list[list[dict]]]:
+    """Answers and events after each file from the in-process batch runtime."""
+    runtime = reference_runtime(job)
+    answers, events = [], []
+    for rows in files:
+        good = [
+            (SERIES[name], name, ts, v)
+            for name, ts, v in rows
+            if name is not None and ts is not None and v is not None and math.isfinite(v)
+        ]
+        events.append(run_file(runtime, good))
+        answers.append(runtime.answers())
+    return answers, events
+
+
+def event(row) -> dict:
+    """An ``events`` output row as the event it was (the runtimes' ``event`` payloads)."""
+    names = ("query", "series", "ts_ms", "value", "payload", "coverage", "replayed")
+    return {n: json.loads(row[n]) if n == "payload" else row[n] for n in names}
+
+
+def test_the_api_equals_tsmon_run_and_the_batch_runtime_and_restarts(spark, tmp_path):
+    files = make_files(5)
+    api_in, job_in = tmp_path / "api-in", tmp_path / "job-in"
+    for d in (api_in, job_in):
+        d.mkdir()
+    (tmp_path / "job.toml").write_text(JOB, encoding="utf-8")
+    drop(job_in, 0, files[0])  # a Parquet job takes its schema from the files there
+    job = load_job(tmp_path / "job.toml")
+    expected, expected_events = reference(files, job)
+    assert sum(map(len, expected_events)) > 3  # the watch query fires
+
+    # the job file, as `tsmon run` runs it
+    job_answers, job_events = [], []
+    outputs: list[BatchOutput] = []
+    run = Monitor.from_job(job, spark).run(callback=outputs.append)
+    run.start()
+    for i, rows in enumerate(files):
+        if i:
+            drop(job_in, i, rows)
+        outputs.clear()
+        run.process_all_available()
+        job_answers.append(run.answers("bounded"))
+        job_events.append([e for out in outputs for e in out.events])
+    run.stop()
+
+    # the API on the user's own streaming DataFrame, restarted from its checkpoint after file 2
+    schema = spark.read.parquet(str(job_in)).schema
+    api_answers, api_events, dead, progress, got = [], [], [], [], []
+    answer_dir = tmp_path / "out" / "answers"
+    for part in (range(3), range(3, 5)):
+        mon = Monitor(spark, tmp_path / "api-ckpt", QUERIES, SOURCES, **SETTINGS)
+        reader = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
+        points = reader.parquet(str(api_in))
+        run = mon.start(
+            points,
+            {"series": "name", "ts": "event_time", "value": "v"},
+            answers=f"parquet:{answer_dir}",
+            events=lambda df, batch_id: got.extend(df.collect()),
+            dead_letters=lambda df, batch_id: dead.extend(df.collect()),
+        )
+        for i in part:
+            drop(api_in, i, files[i])
+            got.clear()  # events of this file
+            run.process_all_available()
+            api_answers.append(run.answers("bounded"))
+            api_events.append([event(e) for e in got])
+            progress.append(run.last_progress)
+        run.stop()
+
+    for api, job_run, want in zip(api_answers, job_answers, expected, strict=True):
+        assert api == job_run == want
+    assert api_events == job_events == expected_events
+    # every row accepted or a dead letter with its reason; the bad rows' reasons exact
+    assert sorted(d.reason for d in dead) == sorted(r for *_, r in BAD)
+    assert all(d.batch_id is not None and d.detail == "" for d in dead)
+    read = pd.read_parquet(answer_dir)
+    assert set(read.columns) >= {"part", "query", "value", "lo", "hi", "as_of_utc", "batch_id"}
+    last = read[read["batch_id"].astype(int) == read["batch_id"].astype(int).max()]
+    assert {r.query: (r.lo, r.hi) for r in last.itertuples()} == {
+        q: (a.lo, a.hi) for q, a in api_answers[-1].items()
+    }
+    assert all(p["batchId"] >= 0 and "acceptedRows" in p and "durationMs" in p for p in progress)
+    lines = (tmp_path / "api-ckpt" / "progress.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert sum(r["inputRows"] for r in records) == sum(len(f) for f in files)
+    assert sum(r["deadLetters"] for r in records) == len(BAD)
+
+
+def test_text_columns_with_a_source_column_equal_the_batch_runtime(spark, tmp_path):
+    """The path of a Kafka or socket input, tested on a JSON file source: text columns (bad
+    text among them), the source from a column; answers and events equal the batch runtime's
+    after each file, each bad row a dead letter with its reason."""
+    from tests.spark import test_runtime as rt
+
+    (tmp_path / "job.toml").write_text(rt.JOB, encoding="utf-8")
+    (tmp_path / "incoming").mkdir()
+    job = load_job(tmp_path / "job.toml")
+    files = rt.make_files(4, seed=11)
+    files[1] = files[1] + rt.BAD
+    files = [[{**r, "host": SERIES[r["metric"]]} if "metric" in r else r for r in f] for f in files]
+    expected, expected_events = rt.reference(files, tmp_path / "job.toml")
+    settings = {"registers": {"retention": "10s"}, "filters": {"period": "1s", "shrink": 0.1}}
+    mon = Monitor(spark, tmp_path / "ckpt", job.queries, **settings)
+    schema = "metric STRING, time STRING, v STRING, host STRING"
+    (tmp_path / "in").mkdir()
+    reader = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
+    lines = reader.json(str(tmp_path / "in"))
+    got, dead = [], []
+    run = mon.start(
+        lines,
+        {"series": "metric", "ts": "time", "value": "v", "source": "host"},
+        events=lambda df, batch_id: got.extend(event(e) for e in df.collect()),
+        dead_letters=lambda df, batch_id: dead.extend(df.collect()),
+    )
+    answers, events = [], []
+    try:
+        for i, rows in enumerate(files):
+            rt.drop(tmp_path / "in", f"part-{i:03d}.json", rows)
+            got.clear()
+            run.process_all_available()
+            answers.append(run.answers("bounded"))
+            events.append(list(got))
+    finally:
+        run.stop()
+    assert answers == expected and events == expected_events
+    assert sorted(d.reason for d in dead) == sorted(rt.REASONS)
+    assert sorted(d.raw_value for d in dead if d.reason != "bad_timestamp") == sorted(
+        r["v"] for r in rt.BAD if r["time"] != "yesterday"
+    )
+
+
+def test_a_rate_source_smoke(spark, tmp_path):
+    from pyspark.sql import functions as F
+
+    rate = spark.readStream.format("rate").option("rowsPerSecond", 30).load()
+    points = rate.select(
+        F.concat(F.lit("r"), (F.col("value") % 3).cast("string")).alias("name"),
+        "timestamp",
+        (F.col("value") % 7).alias("v"),
+    )
+    batches: list[int] = []
+    mon = Monitor(spark, tmp_path / "ckpt", "QUERY s AS SUM(r0, r1, r2) WITHIN 3", trigger="200ms")
+    run = mon.start(
+        points,
+        {"series": "name", "ts": "timestamp", "value": "v"},
+        answers=lambda df, batch_id: batches.append(df.count()),
+    )
+
+    def answered() -> bool:
+        answers = run.answers()
+        return len(answers) == 1 and math.isfinite(answers["hi"][0] - answers["lo"][0])
+
+    def applied() -> bool:
+        return run.query_log()["state"].tolist() == ["applied"]
+
+    try:
+        for done in (answered, applied):
+            deadline = time.monotonic() + 120
+            while not done() and time.monotonic() < deadline:
+                assert run.await_termination(0.5) is False  # still running
+            if done is answered:  # a watch query added live, as `tsmon query add` does
+                run.add_query("QUERY odd ON r* WHEN last > 5 EMIT series, last")
+    finally:
+        run.stop()
+    assert applied()
+    assert batches[-1] == 1 and set(batches) <= {0, 1}  # the answer of the batch, once known
+    answers = run.answers()
+    assert answers["query"].tolist() == ["s"] and answers["part"].tolist() == ["bounded"]
+    row = answers.iloc[0]
+    assert row.lo <= row.value <= row.hi and row.hi - row.lo <= 3 * (1 + 1e-9)
+    assert {"batchId", "numInputRows", "acceptedRows", "answers"} <= set(run.last_progress)
+
+
+@pytest.mark.parametrize(
+    ("make", "columns", "outputs", "settings", "expected"),
+    [
+        ("batch", None, {}, {}, "give a streaming DataFrame"),
+        ("rate", {"series": "name"}, {}, {}, "series is column 'name', which the DataFrame"),
+        ("rate", {"series": "value", "ts": "timestamp"}, {}, {}, "series column 'value' is bigint"),
+        ("named", {"tss": "timestamp"}, {}, {}, "unknown role 'tss'"),
+        ("named", {"ts": "dbl"}, {}, {}, "columns: ts column 'dbl' is double"),
+        ("named", {"value": "ts"}, {}, {}, "value column 'ts' is timestamp"),
+        ("named", None, {"events": "nowhere"}, {}, "events: give a function"),
+        ("named", None, {}, {"filters": {"shrink": 2}}, "[filters] shrink must be in [0, 1)"),
+        ("named", None, {}, {"trigger": 5}, "[job] trigger must be a duration"),
+    ],
+)
+def test_bad_mappings_and_settings_are_refused_in_one_line(
+    spark, tmp_path, make, columns, outputs, settings, expected
+):
+    from pyspark.sql import functions as F
+
+    rate = spark.readStream.format("rate").load()
+    df = {
+        "batch": spark.range(3),
+        "rate": rate,
+        "named": rate.select(
+            F.lit("r0").alias("series"),
+            F.col("timestamp").alias("ts"),
+            "value",
+            (F.col("value") * 0.5).alias("dbl"),
+        ),
+    }[make]
+    with pytest.raises(JobError) as e:
+        Monitor(spark, tmp_path / "ckpt", "QUERY s AS SUM(r0) WITHIN 1", **settings).start(
+            df, columns, **outputs
+        )
+    assert expected in str(e.value) and "\n" not in str(e.value)
+    assert not (tmp_path / "ckpt").exists() and not spark.streams.active  # nothing started
+
+
+def test_queries_of_a_monitor_are_checked_like_a_job_files(spark, tmp_path):
+    with pytest.raises(JobError, match=r"tsmon\.spark\.Monitor: queries: "):
+        Monitor(spark, tmp_path / "ckpt", "QUERY s AS SUM(a WITHIN")
+    mon = Monitor(spark, tmp_path / "ckpt", "QUERY s AS SUM(a.x) WITHIN 1")
+    assert JobQueries.of(mon.job).statements.registered[0].name == "s"
