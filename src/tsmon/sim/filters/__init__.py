@@ -6,7 +6,7 @@
 - :mod:`~tsmon.sim.filters.nab`: replay of real NAB series.
 - :mod:`~tsmon.sim.filters.baselines`: not filtering, uniform and optimized static widths (App. F),
   and a replay through fixed-width filters.
-- :mod:`~tsmon.sim.filters.floor`: the fewest messages any width policy could send (a floor
+- :mod:`~tsmon.sim.filters.hindsight`: the fewest messages any width policy could send (a floor
   under adaptive and static widths alike).
 """
 
