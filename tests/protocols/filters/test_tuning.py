@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tsmon.protocols.filters import FilterNetwork, Query
+from tsmon.protocols.filters.tuning import INTERVALS_PER_PERIOD
 from tsmon.sim.filters import grid_workload, run_static, uniform_static_widths
 from tsmon.sim.filters.runner import run_adaptive
 
@@ -32,10 +33,10 @@ def replay(w) -> FilterNetwork:
     return net
 
 
-def test_the_period_is_ten_sampling_intervals_and_reaches_every_source() -> None:
+def test_the_period_is_twenty_sampling_intervals_and_reaches_every_source() -> None:
     net = replay(walks(delta=0.5))  # narrow: nearly every point is sent
-    assert net.period_ms == net.coordinator.period_ms == 10 * FIVE_MIN
-    assert all(s.period_ms == 10 * FIVE_MIN for s in net.sources.values())
+    assert net.period_ms == net.coordinator.period_ms == INTERVALS_PER_PERIOD * FIVE_MIN
+    assert all(s.period_ms == INTERVALS_PER_PERIOD * FIVE_MIN for s in net.sources.values())
     # every source adapts, unless the safety net fell back to uniform static widths
     assert [s.adaptive for s in net.sources.values()] == [not net.coordinator.fallback] * 4
 
@@ -43,7 +44,9 @@ def test_the_period_is_ten_sampling_intervals_and_reaches_every_source() -> None
 def test_a_quiet_stream_gets_a_longer_period_so_growth_stays_a_small_share() -> None:
     net = replay(walks(delta=40.0))  # wide: few points are sent, growth would dominate
     period = net.coordinator.period_ms
-    assert period is not None and period > 10 * FIVE_MIN and period % FIVE_MIN == 0
+    assert (
+        period is not None and period > INTERVALS_PER_PERIOD * FIVE_MIN and period % FIVE_MIN == 0
+    )
 
 
 def test_chosen_period_keeps_every_answer_and_beats_ten_seconds_of_event_time() -> None:

@@ -6,6 +6,8 @@
 - :mod:`~tsmon.sim.filters.nab`: replay of real NAB series.
 - :mod:`~tsmon.sim.filters.baselines`: not filtering, uniform and optimized static widths (App. F),
   and a replay through fixed-width filters.
+- :mod:`~tsmon.sim.filters.hindsight`: what knowing the whole replay allows: static widths
+  from real message counts, and the fewest messages any width policy could send (a floor).
 """
 
 from tsmon.sim.filters.baselines import (
