@@ -205,17 +205,18 @@ class Register:
 
     def evict(self) -> None:
         """Drop points outside the retention policy that no window pins."""
+        if self._within_retention():
+            return
+        capacity, retention = self.config.capacity_points, self.config.retention_ms
+        last_ts = int(self._ts[self._hi - 1])  # not empty: it keeps every point
         keep_from = self.end
-        if self.config.capacity_points is not None:
-            keep_from = min(keep_from, self.end - self.config.capacity_points)
-        if self.config.retention_ms is not None and self.last_ts is not None:
-            cutoff = self.last_ts - self.config.retention_ms
-            keep_from = min(keep_from, int(self.search(cutoff, side="right")))
-        if self.config.capacity_points is None and self.config.retention_ms is None:
-            keep_from = self.start
-        if self.last_ts is not None:  # late points may still arrive within the lateness
-            horizon = self.last_ts - self.config.allowed_lateness_ms
-            keep_from = min(keep_from, int(self.search(horizon, side="left")))
+        if capacity is not None:
+            keep_from = min(keep_from, self.end - capacity)
+        if retention is not None:
+            keep_from = min(keep_from, int(self.search(last_ts - retention, side="right")))
+        # late points may still arrive within the lateness
+        horizon = last_ts - self.config.allowed_lateness_ms
+        keep_from = min(keep_from, int(self.search(horizon, side="left")))
         if self._pins:
             keep_from = min(keep_from, min(self._pins.values()))
         keep_from = max(keep_from, self.start)
@@ -224,6 +225,17 @@ class Register:
                 before_evict(self.start, keep_from)
             self.complete_from_ts = int(self._ts[keep_from - 1 - self._base]) + 1
             self._lo = keep_from - self._base
+
+    def _within_retention(self) -> bool:
+        """Whether the policy keeps every stored point (the common case, checked in O(1)):
+        a register keeps what either limit keeps."""
+        capacity, retention = self.config.capacity_points, self.config.retention_ms
+        if len(self) == 0 or (capacity is None and retention is None):
+            return True
+        if capacity is not None and len(self) <= capacity:
+            return True
+        oldest, newest = self._ts[self._lo], self._ts[self._hi - 1]
+        return retention is not None and bool(oldest > newest - retention)
 
     def _make_room(self, count: int) -> None:
         """Ensure ``count`` free slots after the head, compacting or doubling the array."""
