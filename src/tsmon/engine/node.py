@@ -26,14 +26,13 @@ import numpy as np
 import pandas as pd
 
 from tsmon import kinds
-from tsmon.engine.guard import any_rejected, split_rejected
+from tsmon.engine.guard import Point, any_rejected, split_rejected
 from tsmon.engine.settings import HostSettings
 from tsmon.kinds import NodePart, Points
 
 __all__ = ["SourceNode", "new_node", "parse_data"]
 
 Row = dict[str, Any]
-Point = tuple[str, int, float, int]
 
 
 class Columns(NamedTuple):
