@@ -12,13 +12,17 @@ measured on one more run (a wrapper around each part's ``begin``/``observe``/``a
 printed as µs per point, next to the rest (row parsing, the node's loop, the coordinator).
 
 ``--only-topk`` replaces the bounded queries by one top-k query (no series read by a bounded
-query: the filters must cost nothing). ``--profile`` prints the top of a cProfile run.
+query: the filters must cost nothing). ``--retention`` gives every node registers with that
+retention (what a Spark job's ``[registers]`` does) and prints the nodes' pickled size and their
+pickling and unpickling time per node (what the Spark host pays per touched node and batch).
+``--profile`` prints the top of a cProfile run.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import pickle
 import pstats
 import statistics
 from collections import defaultdict
@@ -28,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from tsmon.engine.batched import BatchedRuntime
+from tsmon.engine.settings import RegisterSettings
 
 Batch = list[tuple[str, str, int, float]]
 T0_MS = 1_704_067_200_000  # 2024-01-01T00:00:00Z
@@ -69,9 +74,11 @@ def make_queries(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
 
 def runtime(args: argparse.Namespace) -> BatchedRuntime:
     text, source_of = make_queries(args)
+    registers = None if args.retention is None else RegisterSettings(retention=args.retention)
     return BatchedRuntime(
-        args.period_ms, 0.05, args.seed, source_of=source_of, growth="capped", queries=text
-    )
+        args.period_ms, 0.05, args.seed, source_of=source_of, growth="capped", queries=text,
+        registers=registers,
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace, batches: list[Batch]) -> tuple[float, BatchedRuntime]:
@@ -86,6 +93,21 @@ def run(args: argparse.Namespace, batches: list[Batch]) -> tuple[float, BatchedR
     return sum(len(b) for b in batches[1:]) / seconds, rt
 
 
+class Timed:
+    """A part's hook that adds its CPU time to ``spent[name]`` while ``timing[0]``; a class,
+    not a closure, since the runtime pickles every node each batch."""
+
+    def __init__(self, name: str, hook: Any, spent: dict[str, float], timing: list[bool]) -> None:
+        self.name, self.hook, self.spent, self.timing = name, hook, spent, timing
+
+    def __call__(self, *a: Any) -> Any:
+        start = process_time()
+        out = self.hook(*a)
+        if self.timing[0]:
+            self.spent[self.name] += process_time() - start
+        return out
+
+
 def timed_parts(args: argparse.Namespace, batches: list[Batch]) -> tuple[dict[str, float], float]:
     """Seconds in each part's hooks, and in all, over the batches after the first."""
     rt = runtime(args)
@@ -93,21 +115,11 @@ def timed_parts(args: argparse.Namespace, batches: list[Batch]) -> tuple[dict[st
     timing = [False]
     original = rt.new_node
 
-    def wrap(name: str, hook: Any) -> Any:
-        def timed(*a: Any) -> Any:
-            start = process_time()
-            out = hook(*a)
-            if timing[0]:
-                spent[name] += process_time() - start
-            return out
-
-        return timed
-
     def new_node(key: str) -> Any:
         node = original(key)
         for name, part in getattr(node, "parts", {}).items():
             for hook in ("begin", "observe", "advance"):
-                setattr(part, hook, wrap(name, getattr(part, hook)))
+                setattr(part, hook, Timed(name, getattr(part, hook), spent, timing))
         return node
 
     rt.new_node = new_node
@@ -119,6 +131,23 @@ def timed_parts(args: argparse.Namespace, batches: list[Batch]) -> tuple[dict[st
         if i > 0:
             total += process_time() - start
     return dict(spent), total
+
+
+def state_size(rt: BatchedRuntime) -> None:
+    """Mean pickled size of a node after the run, and the CPU time to pickle and unpickle it."""
+    nodes = list(rt.nodes.values())
+    start = process_time()
+    blobs = [pickle.dumps(node, protocol=pickle.HIGHEST_PROTOCOL) for node in nodes]
+    dumped = process_time() - start
+    start = process_time()
+    for blob in blobs:
+        pickle.loads(blob)
+    loaded = process_time() - start
+    n = len(nodes)
+    print(
+        f"nodes after the run: {n:,}, pickled {sum(map(len, blobs)) / n / 1e3:.1f} KB each; "
+        f"pickle {1e6 * dumped / n:.0f} µs, unpickle {1e6 * loaded / n:.0f} µs per node"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -135,6 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--repeat", type=int, default=3, help="runs; the median is printed")
     ap.add_argument("--only-topk", action="store_true", help="one top-k query, no bounded ones")
+    ap.add_argument("--retention", help="give nodes registers with this retention, e.g. 1h")
     ap.add_argument("--profile", action="store_true", help="print the top of a cProfile run")
     ap.add_argument("--quick", action="store_true", help="100 sources, 3 batches (smoke run)")
     args = ap.parse_args(argv)
@@ -147,12 +177,15 @@ def main(argv: list[str] | None = None) -> None:
         f"workload: {args.sources:,} sources x {args.series_per_source} series, {len(batches)} "
         f"batches x {len(batches[0]):,} points, {kind}; timed: {timed:,} points (batches 1..)"
     )
-    rates = [run(args, batches)[0] for _ in range(args.repeat)]
+    runs = [run(args, batches) for _ in range(args.repeat)]
+    rates = [rate for rate, _ in runs]
     median = statistics.median(rates)
     print(
         f"BatchedRuntime: {median:,.0f} points/s = {1e6 / median:.2f} µs/point "
         f"(median of {len(rates)}: {', '.join(f'{r:,.0f}' for r in rates)})"
     )
+    if args.retention is not None:
+        state_size(runs[-1][1])
     spent, total = timed_parts(args, batches)
     for name, seconds in sorted(spent.items(), key=lambda x: -x[1]):
         print(f"  part {name:<10} {1e6 * seconds / timed:6.2f} µs/point")

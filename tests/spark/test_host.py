@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tsmon.engine.node import SourceNode
-from tsmon.engine.settings import HostSettings
+from tsmon.engine.settings import HostSettings, RegisterSettings
 from tsmon.spark.host import BucketsChanged, HostTester, ctrl_row, data_row, freeze_buckets
 from tsmon.spark.toy import RunningSum
 
@@ -155,11 +155,23 @@ points = st.lists(
 )
 
 
+def _watching_node(key: str) -> SourceNode:
+    """A source node with registers and a watch query over a window."""
+    queries = {"local": "QUERY up ON *.x WHEN avg(3 points) > 1"}
+    registers = RegisterSettings()
+    return SourceNode(key, HostSettings(1_000, 0.1, registers=registers, queries=queries))
+
+
 @settings(max_examples=40, deadline=None)
-@given(st.lists(points, min_size=1, max_size=3), st.integers(1, 3))
-def test_columnar_host_equals_the_dict_step_of_source_nodes(batches, buckets):
-    """The host's columnar step and ``SourceNode.step`` over dict rows give the same rows."""
-    t = HostTester(_source_node, buckets=buckets)
+@given(
+    st.lists(points, min_size=1, max_size=3),
+    st.integers(1, 3),
+    st.sampled_from([_source_node, _watching_node]),
+)
+def test_columnar_host_equals_the_dict_step_of_source_nodes(batches, buckets, new_node):
+    """The host's columnar step (nodes pickled between batches) and ``SourceNode.step`` over
+    dict rows (nodes never pickled) give the same rows."""
+    t = HostTester(new_node, buckets=buckets)
     reference: dict[str, SourceNode] = {}
     seq = 0
     for batch in batches:
@@ -172,7 +184,7 @@ def test_columnar_host_equals_the_dict_step_of_source_nodes(batches, buckets):
             got.setdefault(r["source"], []).append((r["kind"], json.loads(r["payload"])))
         want: dict[str, list] = {}
         for source in sorted({r["source"] for r in rows}):
-            node = reference.setdefault(source, _source_node(source))
+            node = reference.setdefault(source, new_node(source))
             mine = [
                 {k: r[k] for k in ("series", "ts", "value", "seq")}
                 for r in rows
@@ -216,6 +228,10 @@ def test_buckets_are_frozen_in_the_checkpoint():
     assert freeze_buckets(ckpt, 16, 32) == 16
     with pytest.raises(BucketsChanged, match=r"^buckets = 8, but the checkpoint .* with 16"):
         freeze_buckets(ckpt, 8, 16)
+    older = Path(tempfile.mkdtemp())  # nodes pickled with the registers' arrays (format 1)
+    (older / "host.json").write_text('{"buckets": 16}')
+    with pytest.raises(BucketsChanged, match="state format 1, this one reads 2"):
+        freeze_buckets(older, None, 16)
     old = Path(tempfile.mkdtemp())
     (old / "nodes" / "offsets").mkdir(parents=True)
     with pytest.raises(BucketsChanged, match="older tsmon"):

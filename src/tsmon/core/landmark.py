@@ -90,7 +90,7 @@ class LandmarkWindow:
         self._evicted = Summary(Moments(sums=np.zeros(5)))
         lost = register.complete_from_ts  # history evicted before this window existed
         self.complete_from_ts = lost if lost is not None and lost > spec.size else None
-        register.watch(id(self), self._fold_evicted)
+        register.watch(self, self._fold_evicted)
         self.populate(register.end if until is None else until)
 
     def fork(self, until: int) -> LandmarkWindow:
@@ -103,7 +103,7 @@ class LandmarkWindow:
 
     def close(self) -> None:
         """Stop following the register's evictions."""
-        self.register.unwatch(id(self))
+        self.register.unwatch(self)
 
     def _fold_evicted(self, p0: int, p1: int) -> None:
         lo = max(p0, int(self.register.search(self.spec.size, side="left")))

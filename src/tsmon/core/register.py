@@ -3,7 +3,12 @@
 The buffer is a ring whose live region is kept contiguous: points are written at the head and
 evicted at the tail; when the head reaches the end of the array, the live points move to the
 front (or the array doubles when more than half of it is live), so every append costs O(1)
-amortized and every window reads its points as a plain numpy slice, never a gather.
+amortized and every window reads its points as a plain numpy slice, never a gather. The array
+starts small and grows with the data.
+
+A register pickles compactly (a Spark host pickles every node each batch): only the live
+points, the values as raw bytes and the timestamps as their first value and a constant step,
+or as deltas in the narrowest unsigned type that holds them.
 
 Positions are absolute: the n-th point ever stored has position n for as long as it is retained,
 whatever the buffer does underneath. A late insert shifts the positions after it by one; the
@@ -26,7 +31,8 @@ import numpy as np
 
 from tsmon.core.moments import MAX_ABS_VALUE, value_in_range
 
-_INITIAL_CAPACITY = 256
+_INITIAL_CAPACITY = 8
+_DELTA_TYPES = (np.uint8, np.uint16, np.uint32)  # narrowest first
 
 
 class DuplicatePolicy(str, Enum):
@@ -99,8 +105,9 @@ class Register:
         self._lo = 0  # array index of the oldest live point
         self._hi = 0  # array index one past the newest live point
         self._base = 0  # absolute position of array index 0
-        self._pins: dict[int, int] = {}
-        self._watchers: dict[int, Callable[[int, int], None]] = {}
+        # keyed by the owner itself (not its id(), which pickling changes)
+        self._pins: dict[object, int] = {}
+        self._watchers: dict[object, Callable[[int, int], None]] = {}
         self.complete_from_ts: int | None = None  # None: nothing was ever evicted
         self.first_ts: int | None = None  # the series' first point, evicted or not
 
@@ -179,36 +186,37 @@ class Register:
         self._values[pos - self._base] = value
 
     # -- retention -----------------------------------------------------------------------------
-    def pin(self, owner: int, pos: int) -> None:
-        """Keep every point at or after ``pos`` for ``owner`` (a window's id)."""
+    def pin(self, owner: object, pos: int) -> None:
+        """Keep every point at or after ``pos`` for ``owner`` (a window)."""
         self._pins[owner] = pos
 
-    def unpin(self, owner: int) -> None:
+    def unpin(self, owner: object) -> None:
         """Forget ``owner``'s pin."""
         self._pins.pop(owner, None)
 
-    def watch(self, owner: int, before_evict: Callable[[int, int], None]) -> None:
+    def watch(self, owner: object, before_evict: Callable[[int, int], None]) -> None:
         """Call ``before_evict(p0, p1)`` with each range of positions about to be evicted
         (a landmark window folds them into its summary of older history)."""
         self._watchers[owner] = before_evict
 
-    def unwatch(self, owner: int) -> None:
+    def unwatch(self, owner: object) -> None:
         """Forget ``owner``'s eviction callback."""
         self._watchers.pop(owner, None)
 
     def evict(self) -> None:
         """Drop points outside the retention policy that no window pins."""
+        if self._within_retention():
+            return
+        capacity, retention = self.config.capacity_points, self.config.retention_ms
+        last_ts = int(self._ts[self._hi - 1])  # not empty: it keeps every point
         keep_from = self.end
-        if self.config.capacity_points is not None:
-            keep_from = min(keep_from, self.end - self.config.capacity_points)
-        if self.config.retention_ms is not None and self.last_ts is not None:
-            cutoff = self.last_ts - self.config.retention_ms
-            keep_from = min(keep_from, int(self.search(cutoff, side="right")))
-        if self.config.capacity_points is None and self.config.retention_ms is None:
-            keep_from = self.start
-        if self.last_ts is not None:  # late points may still arrive within the lateness
-            horizon = self.last_ts - self.config.allowed_lateness_ms
-            keep_from = min(keep_from, int(self.search(horizon, side="left")))
+        if capacity is not None:
+            keep_from = min(keep_from, self.end - capacity)
+        if retention is not None:
+            keep_from = min(keep_from, int(self.search(last_ts - retention, side="right")))
+        # late points may still arrive within the lateness
+        horizon = last_ts - self.config.allowed_lateness_ms
+        keep_from = min(keep_from, int(self.search(horizon, side="left")))
         if self._pins:
             keep_from = min(keep_from, min(self._pins.values()))
         keep_from = max(keep_from, self.start)
@@ -217,6 +225,17 @@ class Register:
                 before_evict(self.start, keep_from)
             self.complete_from_ts = int(self._ts[keep_from - 1 - self._base]) + 1
             self._lo = keep_from - self._base
+
+    def _within_retention(self) -> bool:
+        """Whether the policy keeps every stored point (the common case, checked in O(1)):
+        a register keeps what either limit keeps."""
+        capacity, retention = self.config.capacity_points, self.config.retention_ms
+        if len(self) == 0 or (capacity is None and retention is None):
+            return True
+        if capacity is not None and len(self) <= capacity:
+            return True
+        oldest, newest = self._ts[self._lo], self._ts[self._hi - 1]
+        return retention is not None and bool(oldest > newest - retention)
 
     def _make_room(self, count: int) -> None:
         """Ensure ``count`` free slots after the head, compacting or doubling the array."""
@@ -236,6 +255,49 @@ class Register:
         self._ts, self._values = new_ts, new_values
         self._base += self._lo
         self._lo, self._hi = 0, live
+
+    # -- pickling ------------------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, object]:
+        """The live points only: values as bytes, timestamps encoded (:func:`_encode_ts`)."""
+        state = self.__dict__.copy()
+        state["_ts"] = _encode_ts(self._ts[self._lo : self._hi])
+        state["_values"] = self._values[self._lo : self._hi].tobytes()
+        state["_base"], state["_lo"], state["_hi"] = self.start, 0, len(self)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        ts = _decode_ts(state["_ts"])  # type: ignore[arg-type]
+        capacity = max(_INITIAL_CAPACITY, 2 * len(ts))  # room for the next appends
+        self.__dict__.update(state)
+        self._ts = np.empty(capacity, dtype=np.int64)
+        self._values = np.empty(capacity, dtype=np.float64)
+        self._ts[: len(ts)] = ts
+        self._values[: len(ts)] = np.frombuffer(state["_values"], dtype=np.float64)  # type: ignore[call-overload]
+
+
+def _encode_ts(ts: np.ndarray) -> tuple[int, int, int] | tuple[int, str, bytes]:
+    """Strictly increasing timestamps as ``(first, step, n)`` when evenly spaced, else as
+    ``(first, dtype, deltas)`` in the narrowest unsigned type that holds every delta."""
+    if len(ts) == 0:
+        return (0, 0, 0)
+    deltas = np.diff(ts)
+    if len(deltas) == 0 or (deltas == deltas[0]).all():
+        return (int(ts[0]), int(deltas[0]) if len(deltas) else 0, len(ts))
+    top = int(deltas.max())
+    kind = next((t for t in _DELTA_TYPES if top <= np.iinfo(t).max), np.int64)
+    return (int(ts[0]), np.dtype(kind).str, deltas.astype(kind).tobytes())
+
+
+def _decode_ts(code: tuple[int, int, int] | tuple[int, str, bytes]) -> np.ndarray:
+    first, how, rest = code
+    if isinstance(how, int):  # evenly spaced: (first, step, n)
+        return first + how * np.arange(rest, dtype=np.int64)  # type: ignore[operator]
+    deltas = np.frombuffer(rest, dtype=how).astype(np.int64)  # type: ignore[arg-type]
+    out = np.empty(len(deltas) + 1, dtype=np.int64)
+    out[0] = first
+    np.cumsum(deltas, out=out[1:])
+    out[1:] += first
+    return out
 
 
 def _check_values(values: np.ndarray) -> None:

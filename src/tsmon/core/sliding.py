@@ -130,11 +130,11 @@ class SlidingWindow:
         return queues
 
     def _pin(self) -> None:
-        self.register.pin(id(self), self.start)
+        self.register.pin(self, self.start)
 
     def close(self) -> None:
         """Release the register points this window pinned."""
-        self.register.unpin(id(self))
+        self.register.unpin(self)
 
     # -- online advance ------------------------------------------------------------------------
     def advance(self, p0: int, p1: int, wanted: Iterable[str]) -> WindowView:

@@ -23,19 +23,39 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+import pandas as pd
 
 from tsmon import kinds
 from tsmon.engine.deadletters import Reason
-from tsmon.engine.guard import any_rejected, dead_row, split_rejected
+from tsmon.engine.guard import Point, any_rejected, dead_row, split_rejected
 from tsmon.engine.settings import HostSettings
 from tsmon.kinds import NodePart, Points
 
 __all__ = ["SourceNode", "new_node", "parse_data"]
 
 Row = dict[str, Any]
+
+
+class Columns(NamedTuple):
+    """A step's valid points in ``(ts, seq)`` order, as columns."""
+
+    series: list[str]
+    ts: np.ndarray  # int64 ms, valid instants (tsmon.engine.guard)
+    value: np.ndarray  # float64
+
+    @classmethod
+    def of(cls, points: Sequence[Point]) -> Columns:
+        return cls(
+            [p[0] for p in points],
+            np.array([p[1] for p in points], dtype=np.int64),
+            np.array([p[2] for p in points], dtype=np.float64),
+        )
+
+
+_BEFORE_ALL = np.iinfo(np.int64).min  # older than every valid instant
 
 
 def _is_int(x: object) -> bool:
@@ -129,7 +149,7 @@ class SourceNode:
         """
         items = self._parse_control(control)
         points, dead = split_rejected(parse_data(data, self.source), clock_ms, self.max_future_ms)
-        return self._step(items, points, dead)
+        return self._step(items, Columns.of(points), dead)
 
     def step_columns(
         self,
@@ -169,15 +189,15 @@ class SourceNode:
                 f"source {self.source!r}: values must be finite; reject them before the source "
                 "node (dead letters)"
             )
-        points = list(zip(series, ts.tolist(), value.tolist(), seq.tolist(), strict=True))
-        dead: list[Row] = []
-        if any_rejected(ts, value, clock_ms, self.max_future_ms) or "" in series:
-            points, dead = split_rejected(points, clock_ms, self.max_future_ms)
-        return self._step(items, points, dead)
+        names = series.tolist() if isinstance(series, np.ndarray) else list(series)
+        if not (any_rejected(ts, value, clock_ms, self.max_future_ms) or "" in names):
+            columns = Columns(names, ts.astype(np.int64), value.astype(np.float64))
+            return self._step(items, columns, [])
+        points = list(zip(names, ts.tolist(), value.tolist(), seq.tolist(), strict=True))
+        kept, dead = split_rejected(points, clock_ms, self.max_future_ms)
+        return self._step(items, Columns.of(kept), dead)
 
-    def _step(
-        self, items: dict[str, list], points: list[tuple[str, int, float, int]], dead: list[Row]
-    ) -> list[Row]:
+    def _step(self, items: dict[str, list], points: Columns, dead: list[Row]) -> list[Row]:
         rows: list[Row] = []
         for name, part in self.parts.items():
             rows += part.control(items.get(name, []))
@@ -193,7 +213,7 @@ class SourceNode:
                 f"time of source {self.source!r} must not go back: "
                 f"at {self.now_ms} ms, got {now_ms} ms"
             )
-        return self._run([], int(now_ms))
+        return self._run(Columns.of([]), int(now_ms))
 
     def _parse_control(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, list]:
         items: dict[str, list[tuple[int, Any]]] = {}
@@ -213,13 +233,11 @@ class SourceNode:
             items.setdefault(name, []).append((int(row["seq"]), parsed))
         return items
 
-    def _run(
-        self, points: list[tuple[str, int, float, int]], until_ms: int | None, rejected: int = 0
-    ) -> list[Row]:
+    def _run(self, points: Columns, until_ms: int | None, rejected: int = 0) -> list[Row]:
         """Apply ``points`` (``rejected`` more were dead rows before them)."""
         rows: list[Row] = []
         if self.now_ms is None:
-            start = points[0][1] if points else until_ms
+            start = int(points.ts[0]) if len(points.ts) else until_ms
             if start is None:  # no time yet to apply control at: parts hold it
                 return [*self._outputs(), self._heartbeat(rejected, 0, 0, 0, [])]
             self.now_ms = start
@@ -228,13 +246,13 @@ class SourceNode:
         batch, new = self._apply(points)
         if until_ms is not None:
             self.now_ms = max(self.now_ms, until_ms)
-        if points:
+        if len(points.ts):
             for part in self.parts.values():
                 rows += part.observe(batch)
         for part in self.parts.values():
             rows += part.advance(self.now_ms)
         applied = int(batch.applied.sum())
-        stale = len(points) - applied
+        stale = len(points.ts) - applied
         self.points += applied
         self.stale += stale
         outputs = self._outputs()
@@ -243,7 +261,7 @@ class SourceNode:
         else:
             late = 0
             outputs += self._too_late(batch)
-        received = len(points) + rejected
+        received = len(points.ts) + rejected
         return [*rows, *outputs, self._heartbeat(received, applied + late, applied, stale, new)]
 
     def _too_late(self, batch: Points) -> list[Row]:
@@ -264,31 +282,41 @@ class SourceNode:
             if not kept
         ]
 
-    def _apply(self, points: list[tuple[str, int, float, int]]) -> tuple[Points, list[str]]:
-        """Which points apply (in order), and the node's time at each."""
+    def _apply(self, points: Columns) -> tuple[Points, list[str]]:
+        """Which points apply (in order), and the node's time at each, vectorized over series
+        codes. The points are in ts order, so before point ``i`` its series' newest is
+        ``max(stored newest, ts of the series' previous point in the batch)``: a point applies
+        when not older (keep_last; under keep_first, when newer), and the node's time at it is
+        ``max(node's time before the batch, ts)``."""
         assert self.now_ms is not None
-        applied = np.zeros(len(points), dtype=bool)
-        at_ms = np.zeros(len(points), dtype=np.int64)
-        new: set[str] = set()
-        for i, (series, ts, _, _) in enumerate(points):
-            newest = self.newest_ts.get(series)
-            if newest is None:
-                new.add(series)
-            elif ts < newest or (ts == newest and self.keep_first):
-                continue  # older than the series' current value, or a kept-out duplicate
-            if ts < self.now_ms:
-                self.clamped += 1  # late across batches: the value holds from the node's time
-            self.now_ms = max(self.now_ms, ts)
-            self.newest_ts[series] = ts
-            applied[i], at_ms[i] = True, self.now_ms
-        batch = Points(
-            [p[0] for p in points],
-            np.array([p[1] for p in points], dtype=np.int64),
-            np.array([p[2] for p in points], dtype=float),
-            applied,
-            at_ms,
-        )
-        return batch, sorted(new)
+        series, ts, value = points
+        applied = np.zeros(len(ts), dtype=bool)
+        at_ms = np.zeros(len(ts), dtype=np.int64)
+        new: list[str] = []
+        if len(ts):
+            codes, names = pd.factorize(np.asarray(series, dtype=object), sort=False)
+            stored = [self.newest_ts.get(name) for name in names]
+            new = sorted(name for name, t in zip(names, stored, strict=True) if t is None)
+            newest = np.array([_BEFORE_ALL if t is None else t for t in stored], dtype=np.int64)
+            before = newest[codes]
+            if self.keep_first:  # a repeated timestamp keeps the first value
+                order = np.argsort(codes, kind="stable")
+                same = np.zeros(len(ts), dtype=bool)
+                same[order[1:]] = codes[order[1:]] == codes[order[:-1]]
+                previous = np.full(len(ts), _BEFORE_ALL, dtype=np.int64)
+                previous[order[1:]] = ts[order[:-1]]
+                before = np.maximum(before, np.where(same, previous, _BEFORE_ALL))
+                applied = ts > before
+            else:
+                applied = ts >= before
+            start = self.now_ms
+            at_ms = np.where(applied, np.maximum(ts, start), 0)
+            self.clamped += int((applied & (ts < start)).sum())  # late across batches
+            if applied.any():
+                self.now_ms = max(start, int(ts[applied].max()))
+            np.maximum.at(newest, codes, ts)  # non-applied points are not newer than it
+            self.newest_ts.update(zip(names, newest.tolist(), strict=True))
+        return Points(series, ts, value, applied, at_ms), new
 
     def _outputs(self) -> list[Row]:
         return [row for part in self.parts.values() for row in part.outputs()]

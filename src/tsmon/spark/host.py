@@ -59,6 +59,7 @@ __all__ = [
     "BUCKETS_PER_PARTITION",
     "OUTPUT_DDL",
     "PASS",
+    "STATE_FORMAT",
     "STATE_SCHEMA",
     "BucketHost",
     "BucketsChanged",
@@ -91,6 +92,10 @@ STATE_SCHEMA = StructType([StructField("nodes", BinaryType(), True)])
 """A bucket's state: the pickled ``{source: pickled node}`` map."""
 
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
+
+STATE_FORMAT = 2
+"""Version of the pickled nodes, kept in ``host.json``: 2 has compact registers
+(:mod:`tsmon.core.register`); a checkpoint of another version cannot be resumed."""
 
 
 class Node(Protocol):
@@ -331,12 +336,20 @@ def freeze_buckets(checkpoint: Path, wanted: int | None, default: int) -> int:
     """The bucket count of the checkpoint in directory ``checkpoint`` (``host.json``).
 
     A new checkpoint takes ``wanted`` (or ``default``) and records it; a checkpoint that has
-    one keeps it, and raises :class:`BucketsChanged` if ``wanted`` differs. A checkpoint of
-    a node query without ``host.json`` was written by the older host and cannot be resumed.
+    one keeps it, and raises :class:`BucketsChanged` if ``wanted`` differs, or if its nodes
+    were pickled in another :data:`STATE_FORMAT`. A checkpoint of a node query without
+    ``host.json`` was written by the older host and cannot be resumed.
     """
     meta = checkpoint / "host.json"
     if meta.exists():
-        frozen = int(json.loads(meta.read_text(encoding="utf-8"))["buckets"])
+        found = json.loads(meta.read_text(encoding="utf-8"))
+        if found.get("state", 1) != STATE_FORMAT:
+            raise BucketsChanged(
+                f"the checkpoint {checkpoint} holds node state of an older tsmon (state format "
+                f"{found.get('state', 1)}, this one reads {STATE_FORMAT}) and cannot be "
+                "resumed: use a new checkpoint directory"
+            )
+        frozen = int(found["buckets"])
         if wanted is not None and wanted != frozen:
             raise BucketsChanged(
                 f"buckets = {wanted}, but the checkpoint {checkpoint} was started with "
@@ -351,7 +364,11 @@ def freeze_buckets(checkpoint: Path, wanted: int | None, default: int) -> int:
         )
     buckets = default if wanted is None else wanted
     checkpoint.mkdir(parents=True, exist_ok=True)
-    record = {"buckets": buckets, "bucket": "pmod(xxhash64(source), buckets)"}
+    record = {
+        "buckets": buckets,
+        "bucket": "pmod(xxhash64(source), buckets)",
+        "state": STATE_FORMAT,
+    }
     atomic_write(meta, json.dumps(record, sort_keys=True) + "\n")
     return buckets
 

@@ -99,10 +99,15 @@ class LocalQueries:
                 query = compile_query(statement)
                 (self._store().add if op == "add" else self._store().replace)(query)
 
-    def ingest(self, series: Sequence[str], ts: Sequence[int], values: Sequence[float]) -> None:
+    def ingest(
+        self,
+        series: Sequence[str],
+        ts: Sequence[int] | np.ndarray,
+        values: Sequence[float] | np.ndarray,
+    ) -> None:
         """Store points (in the order given) and run the watch queries they trigger."""
         if len(series) and self.store is not None:
-            self.store.ingest(self.store.read(list(series), list(ts), list(values)))
+            self.store.ingest(self.store.read(series, ts, values))
 
     def summarize(self, series: Sequence[str], values: Sequence[float]) -> None:
         """Feed in-order points (in arrival order) to the summaries of their series."""
@@ -169,7 +174,7 @@ class LocalNode(NodePart):
         return []
 
     def observe(self, points: Points) -> list[Row]:
-        self.local.ingest(points.series, points.ts.tolist(), points.value.tolist())
+        self.local.ingest(points.series, points.ts, points.value)
         series, _, values, _ = points.in_order
         self.local.summarize(series, values)
         return []
