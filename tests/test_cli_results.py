@@ -26,6 +26,7 @@ queries = '''
 QUERY s AS SUM(a.x, b.x) WITHIN 2
 QUERY spikes ON nab.* WHEN abs(last - mean(1h before)) > 3 * stddev(1h before)
 QUERY ghost ON host*.cpu WHEN last > 0
+QUERY top AS TOP 2 OF aws.* BY cpu WITHIN 1
 '''
 [job]
 checkpoint = "ckpt"
@@ -83,10 +84,12 @@ def test_a_query_matching_nothing_says_so_and_again_when_it_starts(job) -> None:
     assert "query 'spikes' now matches 'nab.cpu'" in out
     assert out.index("'spikes' waits") < out.index("'spikes' now matches")
     assert "query 'ghost' waits: no series matches host*.cpu" in out
+    # every kind says it: a top-k query over objects that never come
+    assert "query 'top' waits: no series matches aws.*.cpu (series now: 'a.x', 'b.x')" in out
     progress = [json.loads(line) for line in (root / "ckpt" / "progress.jsonl").open()]
-    assert progress[0]["unmatchedQueries"].keys() == {"spikes", "ghost"}
+    assert progress[0]["unmatchedQueries"].keys() == {"spikes", "ghost", "top"}
     assert progress[1]["startedMatching"] == {"spikes": "now matches 'nab.cpu'"}
-    assert list(progress[-1]["unmatchedQueries"]) == ["ghost"]  # in every record, until then
+    assert sorted(progress[-1]["unmatchedQueries"]) == ["ghost", "top"]  # every record
     # readable times: wall clock, and the watermark's instant beside its ms
     last = progress[-1]
     assert last["wallClockUtc"].endswith("Z") and "T" in last["wallClockUtc"]
@@ -182,6 +185,7 @@ def test_query_list_shows_the_queries_running_with_their_state(job) -> None:
     rows = {line.split("│")[1].strip(): line for line in listed.stdout.splitlines() if "│" in line}
     assert "running" in rows["s"] and "running" in rows["spikes"]
     assert "waits: no series matches host*.cpu" in flat(listed.stdout)
+    assert "waits: no series matches aws.*.cpu" in flat(listed.stdout)
 
 
 @pytest.mark.slow
@@ -197,5 +201,13 @@ def test_query_add_says_at_once_that_a_query_will_wait(job, tmp_path: Path) -> N
     )
     fine = tsmon("query", "add", "--job", str(checkpoint), "QUERY warm ON nab.*")
     assert fine.returncode == 0 and "note:" not in fine.stdout
+    busy = "QUERY busy AS TOP 1 OF db* BY io WITHIN 1"
+    top = tsmon("query", "add", "--job", str(checkpoint), busy)
+    assert "note: it will wait: no series matches db*.io" in flat(top.stdout)
+    taken = tsmon("query", "add", "--job", str(checkpoint), "QUERY Warm ON nab.*")
+    assert taken.returncode == 0  # submitted: only the job decides, but it says what it will
+    assert "note: the job would reject it as things stand: query 'Warm' exists" in flat(
+        taken.stdout
+    )
     listed = flat(tsmon("query", "list", "--job", str(checkpoint)).stdout)
     assert "QUERY cold ON host*.mem │ pending" in listed

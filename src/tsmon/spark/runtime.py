@@ -304,11 +304,12 @@ class JobRunner:
             if name not in self._dropped_shown:
                 print(f"tsmon: query {name!r} dropped: {reason}")
                 self._dropped_shown.add(name)
-        for name, why in progress_of_parts.get("unmatchedQueries", {}).items():
+        waiting = node.waiting
+        for name, why in waiting.notes.items():
             if name not in self._waiting_shown:  # once, and again after it matched
                 print(f"tsmon: query {name!r} waits: {why}")
                 self._waiting_shown.add(name)
-        for name, what in progress_of_parts.get("startedMatching", {}).items():
+        for name, what in waiting.started.items():
             print(f"tsmon: query {name!r} {what}")
             self._waiting_shown.discard(name)
         # the channel numbers rows itself, keeping the coordinator's order
