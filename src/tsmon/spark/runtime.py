@@ -294,9 +294,10 @@ class JobRunner:
 
         node, control, outcomes, quarantine = self.coordinator.step(batch_id, rows, prepare)
         self.commands.record(batch_id, outcomes)
-        for outcome in outcomes:
-            if not outcome["ok"]:
-                print(f"tsmon: query command {outcome['id']} rejected: {outcome['detail']}")
+        for outcome in outcomes:  # each change as it is applied (or why it is not)
+            state = "applied" if outcome["ok"] else "rejected"
+            command = f"{outcome['op']} command {outcome['id']}"
+            print(f"tsmon: batch {batch_id} {state} {command}: {outcome['detail']}")
         progress_of_parts: dict[str, Any] = {}
         for part in node.parts.values():
             progress_of_parts.update(part.progress())
