@@ -133,6 +133,12 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     demo.add_argument("--in-process", action="store_true", help="run without Spark (the Monitor)")
     demo.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show Spark's own messages (JVM warnings, log lines, Python workers) on the console "
+        "instead of writing them to a log file",
+    )
+    demo.add_argument(
         "--hours",
         type=_positive_finite_float("pass the event time to generate in hours, e.g. --hours 24"),
         default=24.0,

@@ -324,7 +324,7 @@ def _demo(args: argparse.Namespace) -> int:
     from tsmon.demos.spark import DemoSettings, run_spark_demo
 
     settings = DemoSettings(hosts=args.hosts or 200, ticks=args.ticks, master=args.master)
-    return run_spark_demo(Console(highlight=False), settings, args.dir)
+    return run_spark_demo(Console(highlight=False), settings, args.dir, args.verbose)
 
 
 def _progress() -> Progress:
