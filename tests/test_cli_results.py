@@ -71,6 +71,17 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.Comp
     return root, run
 
 
+def exact_pixels(png: Path) -> int:
+    """Pixels of a PNG in the colour plots give exact values (EXACT_COLOR)."""
+    from matplotlib.image import imread
+
+    from tsmon.cli.results import EXACT_COLOR
+
+    rgb = imread(png)[..., :3]
+    want = [int(EXACT_COLOR[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    return int((abs(rgb - want) < 0.02).all(axis=-1).sum())
+
+
 def flat(text: str) -> str:
     return " ".join(text.split())
 
@@ -172,6 +183,20 @@ def test_plot_writes_a_png_of_an_answer_over_time(job, tmp_path: Path) -> None:
     run = tsmon("plot", "--job", str(root / "job.toml"), "--query", "s", "--out", str(png))
     assert run.returncode == 0, run.stdout + run.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5_000
+    # the exact SUM(a.x, b.x) from the input files (1 + 2 from the first points on) beside
+    # the bounds, inside them whenever both series have a point
+    frame = pd.concat(pd.read_parquet(p) for p in sorted((root / "out" / "answers").iterdir()))
+    known = int((frame[frame["query"] == "s"]["as_of_ms"] >= 0).sum())
+    assert known > 0
+    said = f"inside the bounds in {known} of {known} answers"
+    assert said in flat(run.stdout), run.stdout
+    band_only = tmp_path / "band.png"
+    out_dir = tsmon("plot", "--job", str(root / "out"), "--query", "s", "--out", str(band_only))
+    assert out_dir.returncode == 0 and "exact values" not in out_dir.stdout
+    # a marker at each answer the job recorded as exact (no width), the line only with inputs
+    mine = frame[frame["query"] == "s"]
+    assert (exact_pixels(band_only) > 0) == bool((mine["lo"] == mine["hi"]).any())
+    assert exact_pixels(png) - exact_pixels(band_only) > 500  # a line across the plot
     missing = tsmon("plot", "--job", str(root / "job.toml"), "--query", "nope")
     assert missing.returncode == 2 and "no answers of query 'nope'" in missing.stdout
 
