@@ -177,3 +177,46 @@ def wait_for_end_of_replay(checkpoint: Path, timeout: float = 300.0) -> None:
             return
         time.sleep(0.5)
     raise AssertionError("the replay did not end")
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_fleet_generator_job(examples: Path) -> None:
+    from tsmon.streams.fleet import STREAM_START_MS, FleetStream
+
+    job = examples / "fleet" / "job.toml"
+    run = tsmon("run", str(job), "--once", timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    fleet = FleetStream(10, 15, 300_000, STREAM_START_MS, 7)
+    values = fleet.values(0, 144)
+    ts = fleet.ts(0, 144)
+    column = {name: i for i, name in enumerate(fleet.series())}
+    out = examples / "fleet" / "out"
+    # top-k: the final set is the exact top 3 by requests over the hour before the newest point
+    topk = pd.concat(pd.read_parquet(p) for p in sorted((out / "topk").glob("*.parquet")))
+    final = topk[topk["query"] == "busiest"].iloc[-1]
+    assert final["settled"]
+    for after in (ts[-1] - 3_600_000, ts[-1] - 3_600_000 - 1):  # either end of the window
+        sums = {
+            f"host{h:03d}": values[ts > after, column[f"host{h:03d}.requests"]].sum()
+            for h in range(10)
+        }
+        assert json.loads(final["members"]) == sorted(sorted(sums, key=sums.get)[-3:])
+    # bounded: every answer holds the exact average latency at its time
+    answers = pd.concat(pd.read_parquet(p) for p in sorted((out / "answers").glob("*.parquet")))
+    latency = [column[f"host{h:03d}.latency_ms"] for h in range(10)]
+    checked = 0
+    for a in answers[answers["query"] == "fleet_latency"].itertuples():
+        if np.isnan(a.value):
+            continue
+        exact = values[np.searchsorted(ts, a.as_of_ms, side="right") - 1, latency].mean()
+        assert a.lo - 1e-9 <= exact <= a.hi + 1e-9
+        checked += 1
+    assert checked > 0
+    # standing: each evaluation is the exact average CPU of the three at its time
+    standing = pd.concat(pd.read_parquet(p) for p in sorted((out / "standing").glob("*.parquet")))
+    trio = [column[f"host00{h}.cpu"] for h in range(3)]
+    for a in standing[standing["query"] == "cpu_trio"].itertuples():
+        exact = values[np.searchsorted(ts, a.ts_ms, side="right") - 1, trio].mean()
+        assert a.value == pytest.approx(exact, abs=1e-9)
+    assert len(standing) > 0
