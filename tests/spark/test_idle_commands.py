@@ -137,3 +137,6 @@ def test_commands_on_an_idle_job_are_applied_in_the_next_batch(tmp_path: Path) -
     text = (tmp_path / "console.txt").read_text()
     assert "tsmon: batch" in text and "applied add command" in text, text[-3000:]
     assert "applied alter command" in text
+    # Spark's own start-up lines are in the checkpoint's spark.log, not on the console
+    assert "Setting default log level" not in text
+    assert "Setting default log level" in (tmp_path / "ckpt" / "spark.log").read_text()

@@ -35,6 +35,7 @@ def _run(args: argparse.Namespace) -> int:
     from tsmon.http import serve
     from tsmon.spark.job import load_job
     from tsmon.spark.runtime import JobRunner
+    from tsmon.spark.session import jvm_output
 
     job = load_job(args.job)
     http = job.http
@@ -45,7 +46,13 @@ def _run(args: argparse.Namespace) -> int:
         console.print(f"HTTP API, /metrics and the dashboard on {service.url}/ (docs/http.md)")
     try:
         console.print(f"tsmon run {job.name}: starting Spark ({job.master}) ...")
-        runner = JobRunner(job)
+        log = None if args.verbose else job.checkpoint / "spark.log"
+        if log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+        with jvm_output(log):  # Spark's own messages: to the log, unless --verbose
+            runner = JobRunner(job)
+        if log is not None:
+            console.print(f"Spark's own messages go to {log} (--verbose shows them here)")
         service.subscribe(runner.sinks)
         signalled, wake = threading.Event(), threading.Event()
 
