@@ -138,7 +138,7 @@ class CoordinatorNode:
     def progress(self) -> dict[str, Any]:
         """What the hub adds to a batch's progress: the idle sources and their newest times,
         ``unmatchedQueries`` (every query of any kind that waits for its series: name -> why)
-        and ``startedMatching`` (name -> the first series it reads, in the step its note went
+        and ``startedMatching`` (name -> the series it now reads, in the step its note went
         away)."""
         return {
             "idleSources": {s: self.source_now[s] for s in self.idle_sources()},
