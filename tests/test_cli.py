@@ -526,3 +526,32 @@ def test_run_refuses_a_bad_job_file_before_starting_spark(tmp_path: Path) -> Non
     assert run.returncode == 2
     assert "error:" in run.stdout and "[input] kind must be one of" in run.stdout
     assert "Traceback" not in run.stdout + run.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.parametrize("verbose", [False, True], ids=["quiet", "verbose"])
+def test_spark_demo_shows_its_progress_and_spark_only_when_verbose(
+    tmp_path: Path, verbose: bool
+) -> None:
+    """2 hosts x 15 metrics over 24 steps: 2 data batches of 12 steps; each says how far the
+    run has got. Spark's own start-up lines go to <dir>/spark.log unless --verbose."""
+    args = ["demo", "--hosts", "2", "--ticks", "24", "--dir", str(tmp_path)]
+    run = tsmon(*args, *(["--verbose"] if verbose else []), timeout=900)
+    assert run.returncode == 0, run.stdout + run.stderr
+    out = " ".join(run.stdout.split())
+    for n, points, at in ((1, 360, "00:55:00Z"), (2, 720, "01:55:00Z")):
+        line = (
+            f"progress: data batch {n} of 2, {points} of 720 points ({points * 100 // 720}%), "
+            f"event time reached 2024-01-01T{at} (tick {12 * n} of 24)"
+        )
+        assert line in out, out[-3000:]
+    assert "points seen 720" in out
+    spark_says = "Setting default log level"
+    log = tmp_path / "spark.log"
+    if verbose:
+        assert spark_says in run.stderr and not log.exists()
+    else:
+        assert spark_says not in run.stdout + run.stderr, run.stderr[-3000:]
+        assert run.stderr == "", run.stderr[-3000:]
+        assert spark_says in log.read_text() and f"go to {log}" in out

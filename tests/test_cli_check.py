@@ -9,7 +9,6 @@ from tests.test_cli import NAB, tsmon
 from tsmon.cli.check import check_text
 from tsmon.engine.hub import CoordinatorNode
 from tsmon.engine.settings import HostSettings
-from tsmon.kinds import kind_of
 from tsmon.query import parse_query
 
 BAD = """# dashboard queries
@@ -67,18 +66,17 @@ def test_replay_says_which_queries_match_no_series(tmp_path: Path) -> None:
 
 def test_adding_a_query_that_matches_nothing_says_it_waits() -> None:
     hub = CoordinatorNode(HostSettings(1_000, 0.1))
-    statement = parse_query("QUERY spikes ON nab.* WHEN last > 1")
-    outcome = kind_of(statement).add(hub, statement, None)
+    outcome = hub.add(parse_query("QUERY spikes ON nab.* WHEN last > 1"))
     assert outcome == (
         "added watch query 'spikes' at every source node; it waits: no series matches nab.* "
         "(no series yet)"
     )
     bounded = parse_query("QUERY avg AS AVG(aws.*) WITHIN 1")
-    assert (
-        kind_of(bounded)
-        .add(hub, bounded, None)
-        .endswith("as they appear, within 1; it waits: no series matches aws.* (no series yet)")
+    assert hub.add(bounded).endswith(
+        "as they appear, within 1; it waits: no series matches aws.* (no series yet)"
     )
-    hub.declare({"nab.cpu": "A"})
+    hub.declare({"nab.cpu": "A"})  # a series the job places at a source that sent nothing yet
     again = parse_query("QUERY again ON nab.* WHEN last > 1")
-    assert kind_of(again).add(hub, again, None).endswith("at every source node")
+    assert hub.add(again).endswith(
+        "at every source node; it waits: for source 'A', which has sent nothing yet"
+    )

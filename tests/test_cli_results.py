@@ -26,6 +26,7 @@ queries = '''
 QUERY s AS SUM(a.x, b.x) WITHIN 2
 QUERY spikes ON nab.* WHEN abs(last - mean(1h before)) > 3 * stddev(1h before)
 QUERY ghost ON host*.cpu WHEN last > 0
+QUERY top AS TOP 2 OF aws.* BY cpu WITHIN 1
 '''
 [job]
 checkpoint = "ckpt"
@@ -70,6 +71,17 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.Comp
     return root, run
 
 
+def exact_pixels(png: Path) -> int:
+    """Pixels of a PNG in the colour plots give exact values (EXACT_COLOR)."""
+    from matplotlib.image import imread
+
+    from tsmon.cli.results import EXACT_COLOR
+
+    rgb = imread(png)[..., :3]
+    want = [int(EXACT_COLOR[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    return int((abs(rgb - want) < 0.02).all(axis=-1).sum())
+
+
 def flat(text: str) -> str:
     return " ".join(text.split())
 
@@ -83,10 +95,12 @@ def test_a_query_matching_nothing_says_so_and_again_when_it_starts(job) -> None:
     assert "query 'spikes' now matches 'nab.cpu'" in out
     assert out.index("'spikes' waits") < out.index("'spikes' now matches")
     assert "query 'ghost' waits: no series matches host*.cpu" in out
+    # every kind says it: a top-k query over objects that never come
+    assert "query 'top' waits: no series matches aws.*.cpu (series now: 'a.x', 'b.x')" in out
     progress = [json.loads(line) for line in (root / "ckpt" / "progress.jsonl").open()]
-    assert progress[0]["unmatchedQueries"].keys() == {"spikes", "ghost"}
+    assert progress[0]["unmatchedQueries"].keys() == {"spikes", "ghost", "top"}
     assert progress[1]["startedMatching"] == {"spikes": "now matches 'nab.cpu'"}
-    assert list(progress[-1]["unmatchedQueries"]) == ["ghost"]  # in every record, until then
+    assert sorted(progress[-1]["unmatchedQueries"]) == ["ghost", "top"]  # every record
     # readable times: wall clock, and the watermark's instant beside its ms
     last = progress[-1]
     assert last["wallClockUtc"].endswith("Z") and "T" in last["wallClockUtc"]
@@ -169,6 +183,20 @@ def test_plot_writes_a_png_of_an_answer_over_time(job, tmp_path: Path) -> None:
     run = tsmon("plot", "--job", str(root / "job.toml"), "--query", "s", "--out", str(png))
     assert run.returncode == 0, run.stdout + run.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5_000
+    # the exact SUM(a.x, b.x) from the input files (1 + 2 from the first points on) beside
+    # the bounds, inside them whenever both series have a point
+    frame = pd.concat(pd.read_parquet(p) for p in sorted((root / "out" / "answers").iterdir()))
+    known = int((frame[frame["query"] == "s"]["as_of_ms"] >= 0).sum())
+    assert known > 0
+    said = f"inside the bounds in {known} of {known} answers"
+    assert said in flat(run.stdout), run.stdout
+    band_only = tmp_path / "band.png"
+    out_dir = tsmon("plot", "--job", str(root / "out"), "--query", "s", "--out", str(band_only))
+    assert out_dir.returncode == 0 and "exact values" not in out_dir.stdout
+    # a marker at each answer the job recorded as exact (no width), the line only with inputs
+    mine = frame[frame["query"] == "s"]
+    assert (exact_pixels(band_only) > 0) == bool((mine["lo"] == mine["hi"]).any())
+    assert exact_pixels(png) - exact_pixels(band_only) > 500  # a line across the plot
     missing = tsmon("plot", "--job", str(root / "job.toml"), "--query", "nope")
     assert missing.returncode == 2 and "no answers of query 'nope'" in missing.stdout
 
@@ -182,6 +210,7 @@ def test_query_list_shows_the_queries_running_with_their_state(job) -> None:
     rows = {line.split("│")[1].strip(): line for line in listed.stdout.splitlines() if "│" in line}
     assert "running" in rows["s"] and "running" in rows["spikes"]
     assert "waits: no series matches host*.cpu" in flat(listed.stdout)
+    assert "waits: no series matches aws.*.cpu" in flat(listed.stdout)
 
 
 @pytest.mark.slow
@@ -197,5 +226,13 @@ def test_query_add_says_at_once_that_a_query_will_wait(job, tmp_path: Path) -> N
     )
     fine = tsmon("query", "add", "--job", str(checkpoint), "QUERY warm ON nab.*")
     assert fine.returncode == 0 and "note:" not in fine.stdout
+    busy = "QUERY busy AS TOP 1 OF db* BY io WITHIN 1"
+    top = tsmon("query", "add", "--job", str(checkpoint), busy)
+    assert "note: it will wait: no series matches db*.io" in flat(top.stdout)
+    taken = tsmon("query", "add", "--job", str(checkpoint), "QUERY Warm ON nab.*")
+    assert taken.returncode == 0  # submitted: only the job decides, but it says what it will
+    assert "note: the job would reject it as things stand: query 'Warm' exists" in flat(
+        taken.stdout
+    )
     listed = flat(tsmon("query", "list", "--job", str(checkpoint)).stdout)
     assert "QUERY cold ON host*.mem │ pending" in listed

@@ -77,7 +77,7 @@ def test_answers_over_the_other_sources_advance_every_batch_once_one_is_idle() -
         assert four.as_of_ms == t + 750 - 1
         assert four.lo - 1e-9 <= truth([0, 1, 2, 3], four.as_of_ms, 10**15) <= four.hi + 1e-9
         assert progress["waitingOn"] == {}
-    assert rt.coordinator.progress() == {"idleSources": {}}
+    assert rt.coordinator.progress()["idleSources"] == {}
     # the coordinator's state stops growing once n3 is idle: the queue of the held-back
     # updates goes out in the first idle batch, and the size stays flat after it
     assert max(sizes[idle_from:]) == sizes[idle_from]

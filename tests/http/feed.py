@@ -16,6 +16,7 @@ QUERIES = """
 QUERY total AS SUM(a.x, b.x) WITHIN 1
 QUERY top AS TOP 1 OF * BY x WITHIN 0
 QUERY hot ON *.x WHEN last > 2 EMIT series, last
+QUERY ghost ON zz*.x WHEN last > 0
 """
 SOURCE_OF = {"a.x": "a", "b.x": "b"}
 
@@ -54,6 +55,7 @@ def batches(n: int, seed: int = 1) -> list[BatchOutput]:
             "driverMs": 1.5,
             "messages": {"streamed": rt.counts.messages.streamed, "batches": b + 1},
             "queries": {n: p.names() for n, p in rt.coordinator.parts.items() if p.names()},
+            "unmatchedQueries": rt.coordinator.progress()["unmatchedQueries"],
         }
         events = [e["payload"] for e in rt.events()]
         out.append(BatchOutput(b, events, rejected, progress, answers))

@@ -204,6 +204,7 @@ def test_list_shows_the_running_queries_and_the_commands(log):
     c.post("/queries", json={"text": "QUERY d AS SUM(a.x, b.x) WITHIN 0.5"})
     body = c.get("/queries").json()
     assert body["running"] == outs[-1].progress["queries"]
+    assert body["waiting"] == {"ghost": "no series matches zz*.x (series now: 'a.x', 'b.x')"}
     assert [(s["op"], s["state"]) for s in body["commands"]] == [("add", "pending")]
     assert body["commands"] == json.loads(json.dumps(log.states()))
 

@@ -158,12 +158,15 @@ def test_apply_reports_each_outcome_and_rejections_change_nothing() -> None:
         False,
     ]
     detail = [o["detail"] for o in outcomes]
-    assert detail[0] == "added 'd': SUM of 2 series within 0.5"
+    waits = "; it waits: for source 'a', which has sent nothing yet"  # no row has come yet
+    assert detail[0] == "added 'd': SUM of 2 series within 0.5" + waits
     assert "query 'D' exists (as 'd')" in detail[1]
-    assert detail[2] == "added 'g': SUM over the series matching a.* as they appear, within 1"
+    assert detail[2] == (
+        "added 'g': SUM over the series matching a.* as they appear, within 1" + waits
+    )
     assert "not a valid statement: line 1:20" in detail[3]
     assert detail[4] == detail[5] == "no query 'nope'; registered: ['d', 'g']"
-    assert detail[6] == "altered 'd' to within 0.25 immediately"
+    assert detail[6] == "altered 'd' to within 0.25 immediately" + waits
     assert "unknown op 'rename'" in detail[7]
     assert detail[8] == "unreadable command file: Expecting value"
     assert coord.names() == ["d", "g"]

@@ -101,6 +101,12 @@ def _duration(text: str) -> str:
     return text
 
 
+VERBOSE_HELP = (
+    "show Spark's own messages (JVM warnings, log lines, Python workers) on the console instead "
+    "of writing them to spark.log"
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tsmon", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -132,6 +138,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--dir", type=Path, help="keep the checkpoint and Parquet output here")
     demo.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     demo.add_argument("--in-process", action="store_true", help="run without Spark (the Monitor)")
+    demo.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     demo.add_argument(
         "--hours",
         type=_positive_finite_float("pass the event time to generate in hours, e.g. --hours 24"),
@@ -157,6 +164,7 @@ def _parser() -> argparse.ArgumentParser:
         help="serve the HTTP API, /metrics and the dashboard here, e.g. 127.0.0.1:8080 "
         "(overrides [http] listen; docs/http.md)",
     )
+    run.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     run.set_defaults(run=_run)
 
     cluster = sub.add_parser(

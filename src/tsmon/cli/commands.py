@@ -35,6 +35,7 @@ def _run(args: argparse.Namespace) -> int:
     from tsmon.http import serve
     from tsmon.spark.api import Monitor
     from tsmon.spark.job import load_job
+    from tsmon.spark.session import jvm_output
 
     job = load_job(args.job)
     http = job.http
@@ -45,7 +46,13 @@ def _run(args: argparse.Namespace) -> int:
         console.print(f"HTTP API, /metrics and the dashboard on {service.url}/ (docs/http.md)")
     try:
         console.print(f"tsmon run {job.name}: starting Spark ({job.master}) ...")
-        runner = Monitor.from_job(job).run()  # the PySpark API over the job's [input]
+        log = None if args.verbose else job.checkpoint / "spark.log"
+        if log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+        with jvm_output(log):  # Spark's own messages: to the log, unless --verbose
+            runner = Monitor.from_job(job).run()  # the PySpark API over the job's [input]
+        if log is not None:
+            console.print(f"Spark's own messages go to {log} (--verbose shows them here)")
         service.subscribe(runner.sinks)
         signalled, wake = threading.Event(), threading.Event()
 
@@ -123,30 +130,36 @@ def _query_submit(args: argparse.Namespace) -> int:
     from tsmon.spark.commands import CommandLog, job_directory
 
     directory = job_directory(args.job)
-    command_id = CommandLog(directory).submit(args.op, args.text)
+    log = CommandLog(directory)
+    command_id = log.submit(args.op, args.text)
     console.print(
         f"submitted {args.op} as {command_id}; the job applies it at its next batch",
         soft_wrap=True,
     )
-    if args.op != "remove":
+    if args.op in ("add", "alter"):
         snapshot = _latest_snapshot(directory)
-        why = None if snapshot is None else _waits(args.text, snapshot[1].known_series())
-        if why is not None:
-            console.print(f"note: it will wait: {why}", soft_wrap=True)
+        note = None if snapshot is None else _foresee(snapshot[1], log, command_id)
+        if note is not None:
+            console.print(f"note: {note}", soft_wrap=True)
     return 0
 
 
-def _waits(text: str, series: list[str]) -> str | None:
-    """Why the watch or summary query of ``text`` would match no series of ``series``."""
-    from tsmon.kinds.local.coordinator import patterns_of
-    from tsmon.kinds.local.node import LOCAL_KINDS
-    from tsmon.query import parse_query
-    from tsmon.query.patterns import no_match
+def _foresee(node: Any, log: Any, command_id: str) -> str | None:
+    """What becomes of command ``command_id`` if the job's newest snapshot ``node`` (a copy:
+    nothing is written) takes the pending commands: why it would be rejected, or why its
+    query would wait for its series (:meth:`~tsmon.engine.hub.CoordinatorNode.why_waiting`)."""
+    from tsmon.spark.commands import apply, check
 
-    statement = parse_query(text)
-    if not isinstance(statement, LOCAL_KINDS):
+    pending = log.pending()
+    outcome = apply(node, pending, lambda series: {})
+    mine = next((o for o in outcome if o["id"] == command_id), None)
+    if mine is None:
         return None
-    return no_match(patterns_of(statement), series)
+    if not mine["ok"]:
+        return f"the job would reject it as things stand: {mine['detail']}"
+    command = next(c for c in pending if c.id == command_id)
+    why = node.why_waiting(node.registered_name(check(command.op, command.text).name))
+    return None if why is None else f"it will wait: {why}"
 
 
 def _latest_snapshot(directory: Path) -> tuple[int, Any] | None:
@@ -194,10 +207,9 @@ def _running_table(directory: Path) -> Table | str:
     table = Table(title=f"queries running after batch {batch}")
     for column in ("query", "part", "state"):
         table.add_column(column)
+    waiting = node.waiting.notes
     for name, part in node.parts.items():
-        progress = part.progress()
-        waiting = progress.get("unmatchedQueries", {})
-        dropped = progress.get("droppedQueries", {})
+        dropped = part.progress().get("droppedQueries", {})
         for query in part.names():
             state = "running"
             if query in waiting:
@@ -319,7 +331,7 @@ def _demo(args: argparse.Namespace) -> int:
     from tsmon.demos.spark import DemoSettings, run_spark_demo
 
     settings = DemoSettings(hosts=args.hosts or 200, ticks=args.ticks, master=args.master)
-    return run_spark_demo(Console(highlight=False), settings, args.dir)
+    return run_spark_demo(Console(highlight=False), settings, args.dir, args.verbose)
 
 
 def _progress() -> Progress:

@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from rich.console import Console
 from rich.table import Table
@@ -36,6 +37,8 @@ SHOWN = {
     "events": (("events", "ts_ms"),),
     "dead-letters": (("dead_letters", "ts"),),
 }
+#: The colour of exact values in plots (the recomputed line, and answers with no width).
+EXACT_COLOR = "#d62728"
 #: The answer sinks with a value and a band to plot: (directory, time, value, low, high).
 PLOTTED = (
     ("answers", "as_of_ms", "value", "lo", "hi"),
@@ -175,6 +178,14 @@ def run_plot(args: argparse.Namespace, console: Console) -> int:
         figure, axes = plt.subplots(figsize=(10, 4))
         axes.fill_between(x, lo, hi, step="post", alpha=0.3, label="bounds")
         axes.plot(x, y, drawstyle="steps-post", label="answer")
+        exact = lo.to_numpy() == hi.to_numpy()  # answers the job recorded as exact
+        if exact.any():
+            axes.scatter(x[exact], y[exact], color=EXACT_COLOR, zorder=3, label="exact answer")
+        if directory == "answers":
+            line = _exact_line(args.job, args.query, frame[when].to_numpy(), lo, hi)
+            if line is not None:
+                axes.plot(x, line[0], drawstyle="steps-post", color=EXACT_COLOR, label=line[1])
+                console.print(line[2])
         axes.set_title(f"{args.query} ({directory})")
         axes.set_xlabel("event time (UTC)" if when is not None else "batch")
         axes.legend()
@@ -190,6 +201,34 @@ def run_plot(args: argparse.Namespace, console: Console) -> int:
         f"no answers of query {args.query!r} in {out} (bounded, standing or summary answers); "
         "check the name with tsmon show answers"
     )
+
+
+def _exact_line(
+    job: Path, query: str, times: Any, lo: pd.Series, hi: pd.Series
+) -> tuple[Any, str, str] | None:
+    """The exact values of bounded query ``query`` at ``times`` recomputed from the input files
+    of job file ``job`` (:mod:`tsmon.cli.oracle`), its legend and what the console says about
+    them; None when ``job`` is a directory, reads no files or has no snapshot of the query."""
+    if not job.is_file():
+        return None
+    from tsmon.cli.commands import _latest_snapshot
+    from tsmon.cli.oracle import bounded_query, exact_over_time, input_points
+    from tsmon.spark.job import load_job
+
+    spec = load_job(job)
+    snapshot = _latest_snapshot(spec.checkpoint)
+    definition = None if snapshot is None else bounded_query(snapshot[1], query)
+    points = None if definition is None else input_points(spec.input)
+    if points is None:
+        return None
+    exact = exact_over_time(definition, points, times)
+    known = ~np.isnan(exact)
+    inside = known & (lo.to_numpy() - 1e-9 <= exact) & (exact <= hi.to_numpy() + 1e-9)
+    said = (
+        f"exact values recomputed from the input files in {spec.input.path}: inside the "
+        f"bounds in {int(inside.sum())} of {int(known.sum())} answers"
+    )
+    return exact, "exact (from the input files)", said
 
 
 def add_parsers(sub: argparse._SubParsersAction, console: Console) -> None:

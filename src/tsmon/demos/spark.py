@@ -17,6 +17,7 @@ points seen, the rows that reached the coordinator, the control rows and the sav
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 from collections import Counter
@@ -30,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tsmon.core.timestamps import format_instant_ms
 from tsmon.core.units import format_value, parse_duration_ms
 from tsmon.protocols.filters import Answer
 from tsmon.spark.commands import CommandLog
@@ -119,18 +121,27 @@ def demo_job(settings: DemoSettings, directory: Path) -> Job:
 
 @dataclass
 class _Live:
-    """Submits the live changes as the ticks go by, and keeps what the summary needs."""
+    """Submits the live changes as the ticks go by, keeps what the summary needs and says how
+    far the run has got (:meth:`headline`)."""
 
     log: CommandLog
-    total: int
+    settings: DemoSettings
+    start_ms: int  # the generator's first tick
     points: int = 0
+    data_batches: int = 0
     events: Counter[str] = field(default_factory=Counter)
     samples: list[Mapping[str, Any]] = field(default_factory=list)
     submitted: int = 0
     last: BatchOutput | None = None
 
+    @property
+    def total(self) -> int:
+        return self.settings.points
+
     def __call__(self, out: BatchOutput) -> None:
-        self.points += int(out.progress.get("numInputRows", 0))
+        points = int(out.progress.get("numInputRows", 0))
+        self.points += points
+        self.data_batches += points > 0
         for e in out.events:
             self.events[e["query"]] += 1
             if self.events[e["query"]] <= 2 and len(self.samples) < 10:
@@ -144,11 +155,36 @@ class _Live:
             self.submitted += 1
         self.last = out
 
+    def headline(self, out: BatchOutput) -> str:
+        """``progress: data batch 3 of 24, 25,920 of 864,000 points (3%), event time reached
+        2024-01-01T02:55:00Z (tick 36 of 288)``; a batch without points (control only) says
+        so."""
+        s = self.settings
+        planned = max(-(-s.ticks // s.ticks_per_batch), self.data_batches)
+        ticks = self.points // s.series
+        line = (
+            f"progress: data batch {self.data_batches} of {planned}, "
+            f"{self.points:,} of {s.points:,} points ({100 * self.points / s.points:.0f}%)"
+        )
+        if ticks:
+            reached = self.start_ms + (ticks - 1) * parse_duration_ms(s.step)
+            line += f", event time reached {format_instant_ms(reached)} (tick {ticks} of {s.ticks})"
+        if not out.progress.get("numInputRows"):
+            line += "; no new points in this batch (control only)"
+        return line
 
-def run_spark_demo(console: Console, settings: DemoSettings, directory: Path | None = None) -> int:
+
+def run_spark_demo(
+    console: Console,
+    settings: DemoSettings,
+    directory: Path | None = None,
+    verbose: bool = False,
+) -> int:
     """Run the demo; returns the exit status. ``directory`` keeps the checkpoint and the
-    Parquet output (a temporary directory otherwise)."""
+    Parquet output (a temporary directory otherwise). Spark's own output (the JVM's warnings
+    and log lines, the Python workers') goes to :func:`spark_log`, unless ``verbose``."""
     from tsmon.spark.runtime import JobRunner
+    from tsmon.spark.session import spark_session
 
     with tempfile.TemporaryDirectory(prefix="tsmon-demo-") as tmp:
         where = Path(directory) if directory is not None else Path(tmp)
@@ -166,9 +202,15 @@ def run_spark_demo(console: Console, settings: DemoSettings, directory: Path | N
             soft_wrap=True,
         )
         started = time.perf_counter()
-        live = _Live(CommandLog(job.checkpoint), settings.points)
-        runner = JobRunner(job, callback=live)
+        live = _Live(CommandLog(job.checkpoint), settings, job.input.start_ms)
+        log = None if verbose else spark_log(directory)
+        spark = spark_session(job.master, job.name, dict(job.spark_conf), log=log)
+        runner = JobRunner(job, spark=spark, callback=live)
+        if runner.sinks.console is not None:
+            runner.sinks.console.headline = live.headline
         console.print(f"Spark up in {time.perf_counter() - started:.1f} s; streaming ...")
+        if log is not None:
+            console.print(f"Spark's own messages go to {log} (--verbose shows them here)")
         began = time.perf_counter()
         runner.start()
         try:
@@ -180,6 +222,15 @@ def run_spark_demo(console: Console, settings: DemoSettings, directory: Path | N
         elapsed = time.perf_counter() - began
         _summary(console, job, settings, live, runner, elapsed)
     return 0
+
+
+def spark_log(directory: Path | None) -> Path:
+    """Where the demo's Spark writes its own output: ``<directory>/spark.log``, or a file in
+    the temp directory named after this process (kept after the demo, unlike its temporary
+    checkpoint)."""
+    if directory is not None:
+        return Path(directory) / "spark.log"
+    return Path(tempfile.gettempdir()) / f"tsmon-demo-{os.getpid()}-spark.log"
 
 
 def _control_pending(live: _Live) -> bool:
@@ -274,8 +325,10 @@ def _deferred_table(last: BatchOutput, job: Job, s: DemoSettings) -> Table:
         table.add_column(name, justify="left" if name == "query" else "right")
     for name, weights in STANDING.items():
         a = last.answers.get("standing", {}).get(name)
-        if a is None:
-            table.add_row(Text(name), "-", "-", "-", "no value yet", "-")
+        missing = sorted(set(weights) - column.keys())  # a fleet of fewer hosts
+        if a is None or missing:
+            why = f"{missing[0]} is not in this fleet" if missing else "no value yet"
+            table.add_row(Text(name), "-", "-", "-", why, "-")
             continue
         tick = (a.ts_ms - spec.start_ms) // spec.step_ms
         exact = sum(w * float(values[tick, column[n]]) for n, w in weights.items())

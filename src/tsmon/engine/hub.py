@@ -18,6 +18,7 @@ from typing import Any
 
 from tsmon import kinds
 from tsmon.engine.settings import HostSettings
+from tsmon.engine.waiting import Groups, Waiting, why_waiting
 from tsmon.kinds import CoordinatorPart
 from tsmon.protocols.filters.messages import MessageCounts
 from tsmon.query import query_key
@@ -82,6 +83,8 @@ class CoordinatorNode:
         self.counts = BatchCounts()
         self._seen: dict[str, str] = {}  # series -> source, as the current batch shows it
         self._pinned: set[str] = set()  # series that must come from one source, this batch
+        self.waiting = Waiting()  # queries whose series have sent nothing yet, and why
+        self._revision = 0  # query changes so far (the waiting notes depend on them)
 
     # ----------------------------------------------------------------- where things are
 
@@ -133,8 +136,15 @@ class CoordinatorNode:
         return min(active) if active else None
 
     def progress(self) -> dict[str, Any]:
-        """What the hub adds to a batch's progress: the idle sources and their newest times."""
-        return {"idleSources": {s: self.source_now[s] for s in self.idle_sources()}}
+        """What the hub adds to a batch's progress: the idle sources and their newest times,
+        ``unmatchedQueries`` (every query of any kind that waits for its series: name -> why)
+        and ``startedMatching`` (name -> the series it now reads, in the step its note went
+        away)."""
+        return {
+            "idleSources": {s: self.source_now[s] for s in self.idle_sources()},
+            "unmatchedQueries": dict(self.waiting.notes),
+            "startedMatching": dict(self.waiting.started),
+        }
 
     def pinned_series(self) -> set[str]:
         """Series that must come from one source."""
@@ -176,6 +186,24 @@ class CoordinatorNode:
                 return known
         raise KeyError(f"no query {name!r}; registered: {sorted(self.names())!r}")
 
+    def reads(self) -> dict[str, Groups]:
+        """The series patterns every query reads, by name (:mod:`tsmon.engine.waiting`)."""
+        return {n: g for p in self.parts.values() for n, g in p.reads().items()}
+
+    def why_waiting(self, name: str) -> str | None:
+        """Why query ``name`` has no answer yet as of now (None: its series have sent points,
+        or it reads none)."""
+        groups = self.reads().get(name)
+        if groups is None:
+            return None
+        return why_waiting(
+            groups, self.known_series(), self.learned.keys(), self.declared, self.sources
+        )
+
+    def _waits(self, name: str) -> str:
+        why = self.why_waiting(name)
+        return "" if why is None else f"; it waits: {why}"
+
     def _owner(self, name: str) -> CoordinatorPart:
         for part in self.parts.values():
             if name in part.names():
@@ -188,23 +216,29 @@ class CoordinatorNode:
         kind = kinds.kind_of(statement)
         if not kind.defines(statement):
             raise ValueError(f"{type(statement).__name__} changes a registered query: use alter")
-        return kind.add(self, statement, source_of)
+        what = kind.add(self, statement, source_of)
+        self._revision += 1
+        return what + self._waits(statement.name)
 
     def alter(self, statement: Any) -> str:
         """Apply an alter statement (or a watch query redefined in place)."""
         kind = kinds.alter_kind(statement)
         assert kind.alter is not None
-        return kind.alter(self, statement)
+        what = kind.alter(self, statement)
+        self._revision += 1
+        return what + self._waits(self.registered_name(statement.name))
 
     def alter_precision(self, name: str, delta: float, *, now: bool = False) -> None:
         """``ALTER QUERY name WITHIN delta [IMMEDIATELY]`` for a query of any kind."""
         name = self.registered_name(name)
         self._owner(name).alter_precision(self, name, delta, now)
+        self._revision += 1
 
     def remove_query(self, name: str) -> None:
         """Unregister query ``name`` (any kind; names ignore case)."""
         name = self.registered_name(name)
         self._owner(name).remove(self, name)
+        self._revision += 1
 
     def answers(self, kind: str = "bounded") -> Mapping[str, Any]:
         """The newest answer of every query of ``kind`` (a kind's or a part's name: bounded,
@@ -251,6 +285,8 @@ class CoordinatorNode:
         self.counts.rows_in += len(outputs)
         self.counts.heartbeats += len(heartbeats)
         self.counts.batches += 1
+        key = (len(self.learned), len(self.declared), len(self.sources), self._revision)
+        self.waiting.step(self, key)
         self.last_batch_id, self.last_control = int(batch_id), control
         return _copied(control)
 

@@ -4,7 +4,8 @@
 ``GET /``                              the dashboard (static HTML + JS, ``static/``)
 ``GET /healthz``                       ``{"status": "starting"|"running", "batch", ...}``
 ``GET /queries``                       the queries running now (by part, as of the last batch)
-                                       and every command with its state (``tsmon query list``)
+                                       and those that wait for their series (name -> why)
+                                       and every command with its state
 ``POST /queries``                      ``{"text": "QUERY ...", "op": "add"|"alter"}`` (or the
                                        statement as a text/plain body: ``add``); ``?wait=S``
 ``DELETE /queries/{name}``             remove a query; ``?wait=S``
@@ -71,9 +72,11 @@ def make_app(
         return JSONResponse(body)
 
     async def list_queries(request: Request) -> Response:
-        running = live.last_progress().get("queries", {})
+        progress = live.last_progress()
+        running = progress.get("queries", {})
+        waiting = progress.get("unmatchedQueries", {})
         states = await anyio.to_thread.run_sync(commands.states)
-        return JSONResponse({"running": running, "commands": states})
+        return JSONResponse({"running": running, "waiting": waiting, "commands": states})
 
     async def post_query(request: Request) -> Response:
         raw = (await request.body()).decode("utf-8", errors="replace")

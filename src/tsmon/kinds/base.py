@@ -138,6 +138,13 @@ class CoordinatorPart:
         """Series that must come from one source (a bounded filter has one home)."""
         return set()
 
+    def reads(self) -> dict[str, tuple[tuple[str, ...], ...]]:
+        """The series patterns each query reads, by name, as groups: the query has no answer
+        until every group matches a series that sent a point (a watch query's ``ON`` list is
+        one group, each term of an aggregate one). The hub says why a query waits from these
+        (:mod:`tsmon.engine.waiting`); queries that read no series are left out."""
+        return {}
+
     def heartbeat(self, source: str, payload: Mapping[str, Any]) -> None:
         """A node's heartbeat (its extra fields)."""
 

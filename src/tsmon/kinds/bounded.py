@@ -54,7 +54,7 @@ from tsmon.protocols.filters.messages import (
 from tsmon.protocols.filters.queries import Query, check_delta
 from tsmon.protocols.filters.source import SourceFilter
 from tsmon.query import AggregateDef, AlterPrecision, format_terms, resolve_aggregate
-from tsmon.query.patterns import is_glob, no_match, series_matches
+from tsmon.query.patterns import is_glob, series_matches
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from tsmon.engine.hub import CoordinatorNode
@@ -182,6 +182,14 @@ class BoundedCoordinator(CoordinatorPart):
 
     def pinned_series(self) -> set[str]:
         return {o for q in self.planned().values() for o in q.objects}
+
+    def reads(self) -> dict[str, tuple[tuple[str, ...], ...]]:
+        """Each series of a query, or each term's glob of a query over globs (dropped ones
+        are left out: they say why in ``droppedQueries``)."""
+        out = {name: tuple((o,) for o in q.objects) for name, q in self.planned().items()}
+        for name, statement in self.globbed.items():
+            out[name] = tuple((t.series,) for t in statement.terms)
+        return out
 
     def add_query(
         self, hub: CoordinatorNode, query: Query, source_of: Mapping[str, str] | None = None
@@ -358,11 +366,9 @@ def _add(hub: CoordinatorNode, statement: AggregateDef, source_of: Any) -> str:
     globs = [t.series for t in statement.terms if is_glob(t.series)]
     if globs:
         part.add_glob_query(hub, statement)
-        why = no_match(globs, hub.known_series())
         return (
             f"added {statement.name!r}: {statement.aggregate.upper()} over the series matching "
             f"{', '.join(globs)} as they appear, within {statement.delta:g}"
-            + ("" if why is None else f"; it waits: {why}")
         )
     names = [t.series for t in statement.terms]
     query = to_query(resolve_aggregate(statement, names))

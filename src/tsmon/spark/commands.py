@@ -9,7 +9,9 @@ into ``DIR/commands/`` (``DIR`` is the job's checkpoint directory)::
     DIR/commands/applied/outcomes-<N>.json                  what became of each of them
 
 Files are written under a hidden temp name and renamed with :func:`os.replace`, so a reader
-never sees half a file; names sort in submission order. At the start of batch ``N`` the driver
+never sees half a file; names sort in submission order. Submitting also wakes the job
+(:func:`tsmon.spark.control.wake`), so a job with no new input runs a batch for the command at
+its next trigger. At the start of batch ``N`` the driver
 calls :meth:`CommandLog.take`, applies the result to its coordinator with :func:`apply` and
 keeps the outcomes with :meth:`CommandLog.record`. ``take`` is idempotent: the first call for
 batch ``N`` records the pending commands in ``applied/batch-<N>.json``; a replay of batch ``N``
@@ -48,6 +50,7 @@ from typing import Any
 from tsmon.engine.hub import CoordinatorNode
 from tsmon.kinds import alter_kind, kind_of
 from tsmon.query import QuerySyntaxError, parse_queries
+from tsmon.spark.control import wake
 from tsmon.spark.files import atomic_write
 
 __all__ = ["OPS", "Command", "CommandError", "CommandLog", "apply", "check", "job_directory"]
@@ -215,6 +218,7 @@ class CommandLog:
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory) / "commands"
         self.applied_dir = self.directory / "applied"
+        self.control_dir = Path(directory) / "control"  # the job's control channel
 
     # -- the CLI side ---------------------------------------------------------------------------
     def submit(self, op: str, text: str) -> str:
@@ -227,6 +231,7 @@ class CommandLog:
         command_id = f"cmd-{stamp}-{os.getpid():07d}-{next(_counter):06d}"
         command = Command(command_id, op, text.strip())
         _atomic_json(self.directory / f"{command_id}.json", command.to_dict())
+        wake(self.control_dir, command_id)  # a batch at the next trigger, input or not
         return command_id
 
     def commands(self) -> list[Command]:

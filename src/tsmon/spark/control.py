@@ -18,6 +18,14 @@ Files are written under a hidden temp name (the file source skips names starting
 and renamed with :func:`os.replace`, so the stream never sees a partial file. Rewriting a
 batch (a replay after a failure) with the same content is a no-op; with different content it
 is an error, because the nodes may already have applied the first version.
+
+**Wake files.** Spark runs a micro-batch only when a source has new input, and commands
+(:mod:`tsmon.spark.commands`) are taken by the driver at the start of a batch: on a job whose
+input is idle a command would wait for the next input file. So submitting a command also drops
+an empty ``wake-<command id>.json`` here (:func:`wake`): a new file of the control stream, so
+the next trigger runs a batch (with no rows from it) that takes the command; the control that
+batch writes makes the next one, which brings the change to the nodes. Wake files are deleted
+like control files once their batch is committed.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from tsmon.spark.files import atomic_write
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["CONTROL_DDL", "SEQ_STRIDE", "ControlChannel", "ControlConflictError"]
+__all__ = ["CONTROL_DDL", "SEQ_STRIDE", "ControlChannel", "ControlConflictError", "wake"]
 
 SEQ_STRIDE = 1 << 32
 """Control ``seq`` = ``batch_id * SEQ_STRIDE + index``: orders control rows across files."""
@@ -142,3 +150,23 @@ class ControlChannel:
         if max_files_per_trigger is not None:
             reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
         return reader.json(str(self.directory))
+
+
+def wake(directory: str | os.PathLike[str], name: str) -> bool:
+    """Make the job whose control channel is ``directory`` run a batch at its next trigger,
+    even with no input (an empty ``wake-<name>.json``, see the module's notes); False, and
+    nothing written, when the directory does not exist (the job has not started: its first
+    batch comes anyway).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> wake(d, "cmd-1"), [p.name for p in d.iterdir()], wake(d / "nope", "cmd-1")
+    (True, ['wake-cmd-1.json'], False)
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        return False
+    atomic_write(directory / f"wake-{name}.json", b"")
+    return True

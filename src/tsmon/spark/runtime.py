@@ -236,9 +236,10 @@ class JobRunner:
 
         node, control, outcomes, quarantine = self.coordinator.step(batch_id, rows, prepare)
         self.commands.record(batch_id, outcomes)
-        for outcome in outcomes:
-            if not outcome["ok"]:
-                print(f"tsmon: query command {outcome['id']} rejected: {outcome['detail']}")
+        for outcome in outcomes:  # each change as it is applied (or why it is not)
+            state = "applied" if outcome["ok"] else "rejected"
+            command = f"{outcome['op']} command {outcome['id']}"
+            print(f"tsmon: batch {batch_id} {state} {command}: {outcome['detail']}")
         progress_of_parts: dict[str, Any] = {}
         for part in node.parts.values():
             progress_of_parts.update(part.progress())
@@ -246,11 +247,12 @@ class JobRunner:
             if name not in self._dropped_shown:
                 print(f"tsmon: query {name!r} dropped: {reason}")
                 self._dropped_shown.add(name)
-        for name, why in progress_of_parts.get("unmatchedQueries", {}).items():
+        waiting = node.waiting
+        for name, why in waiting.notes.items():
             if name not in self._waiting_shown:  # once, and again after it matched
                 print(f"tsmon: query {name!r} waits: {why}")
                 self._waiting_shown.add(name)
-        for name, what in progress_of_parts.get("startedMatching", {}).items():
+        for name, what in waiting.started.items():
             print(f"tsmon: query {name!r} {what}")
             self._waiting_shown.discard(name)
         # the channel numbers rows itself, keeping the coordinator's order

@@ -15,7 +15,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from tsmon.spark.files import atomic_write
@@ -29,6 +30,7 @@ __all__ = [
     "ROCKSDB_PROVIDER",
     "JavaError",
     "check_java",
+    "jvm_output",
     "spark_session",
 ]
 
@@ -128,10 +130,41 @@ def _quiet_log4j2_file() -> str:
     return path
 
 
+@contextmanager
+def jvm_output(path: str | os.PathLike[str] | None) -> Iterator[None]:
+    """A JVM started in this block writes its stdout and stderr to ``path`` (appended), and so
+    do the Python workers it starts; this process's own output is put back when the block
+    ends. ``None``: no change (Spark writes to this process's console).
+
+    Spark prints to the console from outside Python: the JVM's start-up warnings, its log
+    lines (errors, and the stack traces of listeners at shutdown) and the workers' output go
+    to the file descriptors the JVM inherited, so they are redirected at the descriptors.
+    """
+    if path is None:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    log = os.open(os.fspath(path), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (log, *saved):
+            os.close(fd)
+
+
 def spark_session(
     master: str = "local[2]",
     app_name: str = "tsmon",
     conf: Mapping[str, str] | None = None,
+    log: str | os.PathLike[str] | None = None,
 ) -> SparkSession:
     """Get or create a SparkSession configured for tsmon.
 
@@ -156,7 +189,8 @@ def spark_session(
       file in the temp dir, unless ``conf`` sets ``spark.driver.extraJavaOptions``).
 
     Settings only apply to a new session: if one is already running in this process, it is
-    returned as is (Spark's ``getOrCreate``), apart from the log level.
+    returned as is (Spark's ``getOrCreate``), apart from the log level. ``log``: a new JVM
+    writes its own output there, not to the console (:func:`jvm_output`).
 
     Raises :class:`JavaError` with one clear sentence when Java is missing or older than 17.
     A local session starts in about 5-9 s on 2 cores.
@@ -198,6 +232,7 @@ def spark_session(
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    with jvm_output(log):
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session

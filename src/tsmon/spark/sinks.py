@@ -216,6 +216,8 @@ class ConsoleView:
         self.recent: deque[Mapping[str, Any]] = deque(maxlen=events_shown)
         self.events = 0
         self.live: Live | None = None
+        #: ``headline(output)``: a line shown first for each batch (how far a run has got)
+        self.headline: Callable[[BatchOutput], str] | None = None
 
     def start(self) -> None:
         """Start redrawing in place, if the console is a terminal."""
@@ -236,6 +238,8 @@ class ConsoleView:
         if self.live is not None:
             self.live.update(self.render(out), refresh=True)
             return
+        if self.headline is not None:
+            self.console.print(self.headline(out), markup=False)
         p = out.progress
         self.console.print(
             f"batch {out.batch_id}: {p.get('numInputRows', 0)} points, "
@@ -276,7 +280,8 @@ class ConsoleView:
         if p.get("previousBatchDurationMs") is not None:
             line += f" · previous batch {p['previousBatchDurationMs']} ms"
         waiting = [Text(f"{name} waits: {why}") for name, why in _waiting(p).items()]
-        return Group(*parts, events, Text(line), *waiting)
+        head = [] if self.headline is None else [Text(self.headline(out))]
+        return Group(*head, *parts, events, Text(line), *waiting)
 
 
 def _waiting(progress: Mapping[str, Any]) -> dict[str, str]:

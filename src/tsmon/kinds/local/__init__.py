@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from tsmon.core.units import format_value
 from tsmon.engine.summaries import SummaryAnswer
 from tsmon.kinds.base import Part, QueryKind
-from tsmon.kinds.local.coordinator import LocalCoordinator, patterns_of
+from tsmon.kinds.local.coordinator import LocalCoordinator
 from tsmon.kinds.local.node import LocalNode
 from tsmon.query import (
     ApproxDef,
@@ -54,7 +54,6 @@ from tsmon.query import (
     format_points,
     format_wavelet_call,
 )
-from tsmon.query.patterns import no_match
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from tsmon.engine.hub import CoordinatorNode
@@ -62,27 +61,19 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 __all__ = ["PART", "SUMMARY", "WATCH", "LocalCoordinator", "LocalNode"]
 
 
-def _waits(hub: CoordinatorNode, statement: Any) -> str:
-    """``; it waits: no series matches ...`` when no series the job knows matches it."""
-    why = no_match(patterns_of(statement), hub.known_series())
-    return "" if why is None else f"; it waits: {why}"
-
-
 def _add_watch(hub: CoordinatorNode, statement: QueryDef, source_of: Any) -> str:
     hub.part("local").add(hub, statement.text)
-    return f"added watch query {statement.name!r} at every source node{_waits(hub, statement)}"
+    return f"added watch query {statement.name!r} at every source node"
 
 
 def _alter_watch(hub: CoordinatorNode, statement: QueryDef) -> str:
     hub.part("local").alter(statement.text)
-    where = f"at every source node{_waits(hub, statement)}"
-    return f"redefined watch query {statement.name!r} {where}"
+    return f"redefined watch query {statement.name!r} at every source node"
 
 
 def _add_summary(hub: CoordinatorNode, statement: Any, source_of: Any) -> str:
     hub.part("local").add(hub, statement.text)
-    where = f"at the source node of {statement.series!r}{_waits(hub, statement)}"
-    return f"added summary query {statement.name!r} {where}"
+    return f"added summary query {statement.name!r} at the source node of {statement.series!r}"
 
 
 def _describe_watch(statement: QueryDef) -> tuple[str, str, str]:

@@ -1,7 +1,6 @@
 """The local part at the coordinator: the log of watch- and summary-query changes
 (:class:`WatchLog`), each sent once to every source, the summary queries' newest answers, and
-which of its queries no series matches yet (:class:`Waiting`: said at registration, in every
-progress record, and again when a series appears that starts one)."""
+the series patterns of each query (what the hub's notes of waiting queries read)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ from tsmon.engine.summaries import SummaryAnswer
 from tsmon.kinds.base import CoordinatorPart
 from tsmon.kinds.local.node import local_statements
 from tsmon.query import QueryDef, query_key
-from tsmon.query.patterns import no_match, series_matches
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from tsmon.engine.hub import CoordinatorNode
@@ -114,58 +112,6 @@ def patterns_of(statement: Any) -> tuple[str, ...]:
     return statement.triggers if isinstance(statement, QueryDef) else (statement.series,)
 
 
-@dataclass
-class Waiting:
-    """Local queries that no series the coordinator knows matches yet.
-
-    Examples
-    --------
-    >>> waiting = Waiting()
-    >>> waiting.add("QUERY spikes ON nab.* WHEN last > 1")
-    >>> waiting.step(["aws.cpu"]), waiting.notes()
-    ({}, {'spikes': "no series matches nab.* (series now: 'aws.cpu')"})
-    >>> waiting.step(["aws.cpu", "nab.cpu"]), waiting.notes()
-    ({'spikes': "now matches 'nab.cpu'"}, {})
-    """
-
-    patterns: dict[str, tuple[str, ...]] = field(default_factory=dict)  # name -> patterns
-    _notes: dict[str, str] = field(default_factory=dict)
-    _looked_at: int = -1  # how many series the last step saw (-1: a query changed since)
-
-    def add(self, text: str) -> None:
-        """Wait for the queries of ``text`` (new, or redefined with new patterns)."""
-        for statement in local_statements(text):
-            self.forget(statement.name)
-            self.patterns[statement.name] = patterns_of(statement)
-        self._looked_at = -1
-
-    def forget(self, name: str) -> None:
-        for known in [n for n in self.patterns if query_key(n) == query_key(name)]:
-            del self.patterns[known]
-            self._notes.pop(known, None)
-
-    def step(self, series: Iterable[str]) -> dict[str, str]:
-        """Look at the series known now: the queries that start matching, each with the first
-        series it matches; the others keep waiting, with the reason (:meth:`notes`)."""
-        names = sorted(series)
-        if len(names) == self._looked_at:  # series are only ever added: nothing new to match
-            return {}
-        self._looked_at = len(names)
-        started = {}
-        for name, patterns in list(self.patterns.items()):
-            first = next((s for s in names if series_matches(s, patterns)), None)
-            if first is None:
-                self._notes[name] = no_match(patterns, names) or ""
-            else:
-                started[name] = f"now matches {first!r}"
-                self.forget(name)
-        return started
-
-    def notes(self) -> dict[str, str]:
-        """The queries still waiting: name -> why."""
-        return dict(self._notes)
-
-
 class LocalCoordinator(CoordinatorPart):
     """The log of watch- and summary-query changes and the summary queries' newest answers."""
 
@@ -175,9 +121,8 @@ class LocalCoordinator(CoordinatorPart):
         self.watch = WatchLog(settings.text("local"))
         self.summaries: dict[str, SummaryAnswer] = {}  # summary queries' newest answers
         self.summaries_arrived: list[SummaryAnswer] = []  # those that came in the last step
-        self.waiting = Waiting()  # queries no series matches yet
-        self.waiting.add(settings.text("local"))
-        self.started: dict[str, str] = {}  # queries that started matching in the last step
+        self.patterns: dict[str, tuple[str, ...]] = {}  # query -> the series it runs on
+        self._read(settings.text("local"))
 
     def parse_row(self, hub: CoordinatorNode, row: Mapping[str, Any], where: str) -> Any:
         payload = row["payload"]
@@ -202,13 +147,20 @@ class LocalCoordinator(CoordinatorPart):
             self.summaries_arrived.append(answer)
 
     def control(self, hub: CoordinatorNode) -> dict[str, list[Row]]:
-        self.started = self.waiting.step(hub.known_series())
         return self.watch.control_for(hub.sources)
 
-    def progress(self) -> dict[str, Any]:
-        """``unmatchedQueries`` (name -> why) and ``startedMatching`` (name -> the first series
-        it matches, in the batch where one appeared)."""
-        return {"unmatchedQueries": self.waiting.notes(), "startedMatching": dict(self.started)}
+    def _read(self, text: str) -> None:
+        """Note the series patterns of the queries of ``text`` (new or redefined)."""
+        for statement in local_statements(text):
+            self._forget(statement.name)
+            self.patterns[statement.name] = patterns_of(statement)
+
+    def _forget(self, name: str) -> None:
+        for known in [n for n in self.patterns if query_key(n) == query_key(name)]:
+            del self.patterns[known]
+
+    def reads(self) -> dict[str, tuple[tuple[str, ...], ...]]:
+        return {name: (patterns,) for name, patterns in self.patterns.items()}
 
     def names(self) -> list[str]:
         return self.watch.names()
@@ -216,18 +168,18 @@ class LocalCoordinator(CoordinatorPart):
     def add(self, hub: CoordinatorNode, text: str) -> list[str]:
         """Register watch or summary queries at every source node, from the next control on."""
         names = self.watch.add(text, taken=hub.names())
-        self.waiting.add(text)
+        self._read(text)
         return names
 
     def alter(self, text: str) -> list[str]:
         """Redefine watch queries at every source node (windows still needed are kept)."""
         names = self.watch.alter(text)
-        self.waiting.add(text)
+        self._read(text)
         return names
 
     def remove(self, hub: CoordinatorNode, name: str) -> None:
         self.watch.remove(name)
-        self.waiting.forget(name)
+        self._forget(name)
 
     def alter_precision(self, hub: CoordinatorNode, name: str, delta: float, now: bool) -> None:
         raise ValueError(f"{name!r} is a watch query: redefine it (QUERY {name} ON ...)")

@@ -78,6 +78,7 @@ class StandingCoordinator(StandingRegistry):
         self.counters: dict[int, Counters] = {}  # by partition, as last reported
         self.estimations: dict[str, int] = {}  # by source
         self.skipped: dict[str, int] = {}  # by source
+        self.series_of: dict[str, tuple[str, ...]] = {}  # query -> the series it reads
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -104,6 +105,7 @@ class StandingCoordinator(StandingRegistry):
         ids = {self._stream(s): w for s, w in weights.items()}
         query = standing_query(statement, ids, landmark_ms=0)  # SINCE START: set at its tick
         self.statements[query_key(statement.name)] = statement
+        self.series_of[statement.name] = tuple(weights)
         for s in weights:
             if s not in self._tracked:
                 self._tracked.add(s)
@@ -114,6 +116,7 @@ class StandingCoordinator(StandingRegistry):
         self.live.add(part)
 
     def _drop(self, statement: StandingDef) -> None:
+        self.series_of.pop(statement.name, None)
         part = partition_of(statement.name, self.settings.partitions)
         self.ops.setdefault(part, []).append(
             {"type": "standing", "op": "remove", "name": statement.name}
@@ -228,6 +231,12 @@ class StandingPart(CoordinatorPart):
 
     def names(self) -> list[str]:
         return self.standing.names()
+
+    def reads(self) -> dict[str, tuple[tuple[str, ...], ...]]:
+        """Each series of each query (globs were expanded when it was added)."""
+        return {
+            name: tuple((s,) for s in series) for name, series in self.standing.series_of.items()
+        }
 
     def remove(self, hub: CoordinatorNode, name: str) -> None:
         self.standing.remove(name)

@@ -305,6 +305,13 @@ class TopKPart(CoordinatorPart):
     def names(self) -> list[str]:
         return self.topk.names()
 
+    def reads(self) -> dict[str, tuple[tuple[str, ...], ...]]:
+        """Each query's series ``<object>.<metric>``, ``object`` matching its pattern."""
+        return {
+            r.statement.name: ((f"{r.statement.objects}.{r.statement.metric}",),)
+            for r in self.topk.running.values()
+        }
+
     def remove(self, hub: CoordinatorNode, name: str) -> None:
         self.topk.remove(name)
 

@@ -1,0 +1,94 @@
+"""The exact answers of a job's bounded queries, recomputed from its input files: the line
+``tsmon plot`` draws beside the bounds the job recorded.
+
+A bounded answer as of ``t`` bounds the aggregate of its series' current values at ``t``: each
+series' newest point stamped at or before ``t``. A point that reached its node after a newer
+one of its series was stale and ignored by the job; this recomputation cannot know the order
+of arrival and takes every point, the last of equal stamps in file order. The job does not
+record the exact value (the coordinator never sees it: that is the point of the filters), but
+a job that reads files still has them: :func:`input_points` reads them as the job does (its
+format and column mapping; digits-only timestamps are epoch ms, others parsed as instants;
+unreadable rows left out, as they were dead letters), and :func:`exact_over_time` evaluates
+the query's definition, taken from the job's newest coordinator snapshot, at each answer's
+time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["bounded_query", "exact_over_time", "input_points"]
+
+_READERS = {
+    "csv": lambda p: pd.read_csv(p, dtype=str),
+    "json": lambda p: pd.read_json(p, lines=True, dtype=False),
+    "parquet": pd.read_parquet,
+}
+
+
+def input_points(spec: Any) -> pd.DataFrame | None:
+    """``series, ts, value`` of every readable input row of a ``files`` or ``replay`` input
+    (``spec``: the job's :class:`~tsmon.spark.job.InputSpec`); None for other inputs or when
+    the files are gone."""
+    if spec.kind not in ("files", "replay") or spec.path is None or spec.format not in _READERS:
+        return None
+    path = Path(spec.path)
+    files = [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []
+    frames = []
+    for file in files:
+        if file.is_file() and not file.name.startswith((".", "_")):
+            try:
+                frames.append(_READERS[spec.format](file).astype(str))
+            except (ValueError, OSError):  # a file the job could not read either
+                continue
+    if not frames:
+        return None
+    raw = pd.concat(frames, ignore_index=True)
+    cols = spec.columns
+    if "series" in cols and cols["series"] in raw:
+        series = raw[cols["series"]]
+    else:
+        series = pd.Series(spec.series, index=raw.index)
+    text = raw[cols["ts"]].str.strip()
+    digits = text.str.fullmatch(r"-?\d+")
+    ts = pd.to_numeric(text.where(digits), errors="coerce")
+    stamps = pd.to_datetime(text.where(~digits), utc=True, errors="coerce", format="mixed")
+    parsed = stamps.notna()
+    ts[parsed] = (stamps[parsed] - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(milliseconds=1)
+    value = pd.to_numeric(raw[cols["value"]], errors="coerce")
+    out = pd.DataFrame({"series": series, "ts": ts, "value": value})
+    out = out[np.isfinite(out["value"]) & out["ts"].notna() & out["series"].notna()]
+    return out.astype({"ts": "int64"}).reset_index(drop=True)
+
+
+def bounded_query(hub: Any, name: str) -> Any:
+    """The definition of bounded query ``name`` (names ignore case) at coordinator ``hub`` (a
+    job's snapshot), or None."""
+    planned = hub.part("bounded").planned()
+    return next((q for n, q in planned.items() if n.casefold() == name.casefold()), None)
+
+
+def exact_over_time(query: Any, points: pd.DataFrame, times: Sequence[int]) -> np.ndarray:
+    """The exact aggregate of ``query`` over its series' current values at each of ``times``
+    (NaN while one of them has no point yet)."""
+    current = {}
+    for series in query.objects:
+        mine = points[points["series"] == series].sort_values("ts", kind="stable")
+        ts, values = mine["ts"].to_numpy(), mine["value"].to_numpy(dtype=float)
+        at = np.searchsorted(ts, np.asarray(times), side="right") - 1
+        current[series] = (
+            np.where(at >= 0, values[np.maximum(at, 0)], np.nan)
+            if len(ts)
+            else (np.full(len(times), np.nan))
+        )
+    out = np.full(len(times), np.nan)
+    for i in range(len(times)):
+        values = {s: float(v[i]) for s, v in current.items()}
+        if not any(np.isnan(v) for v in values.values()):
+            out[i] = query.exact(values)
+    return out

@@ -1,0 +1,222 @@
+"""Every example in ``examples/`` run as a user runs it (real processes, the shipped NAB data),
+its outputs checked against oracles recomputed here.
+
+Each run works on a copy of ``examples/`` in ``<tmp>/repo/examples`` beside a link
+``<tmp>/shared`` to the shared data, so the examples' relative paths
+(``../shared/data/nab`` beside the repository) are used verbatim and their checkpoints and
+outputs stay out of the source tree."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.engine.test_before_windows import spikes_oracle
+from tests.test_cli import REPO, tsmon
+from tsmon.core.window_spec import WindowSpec
+
+SHARED = (REPO / ".." / "shared").resolve()
+NAB = SHARED / "data" / "nab" / "realAWSCloudwatch"
+BEFORE_1H = WindowSpec.time(3_600_000, before=True)
+
+
+@pytest.fixture
+def examples(tmp_path: Path) -> Path:
+    if not NAB.is_dir():
+        pytest.skip(f"NAB data not found at {NAB} (shared data checkout missing)")
+    shutil.copytree(REPO / "examples", tmp_path / "repo" / "examples")
+    (tmp_path / "shared").symlink_to(SHARED)
+    return tmp_path / "repo" / "examples"
+
+
+def nab(instance: str) -> tuple[np.ndarray, np.ndarray]:
+    frame = pd.read_csv(NAB / f"ec2_cpu_utilization_{instance}.csv")
+    ts = pd.to_datetime(frame["timestamp"], utc=True).astype("int64").to_numpy() // 1_000_000
+    return ts, frame["value"].to_numpy(dtype=np.float64)
+
+
+def events_of(out: Path, query: str) -> pd.DataFrame:
+    frames = [pd.read_parquet(p) for p in sorted((out / "events").glob("*.parquet"))]
+    events = pd.concat(frames) if frames else pd.DataFrame(columns=["query"])
+    return events[events["query"] == query]
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_nab_spikes_job(examples: Path) -> None:
+    job = examples / "nab_spikes" / "job.toml"
+    check = tsmon("check", str(examples / "nab_spikes" / "spikes.tsq"))
+    assert check.returncode == 0 and "3 statements OK" in check.stdout, check.stdout
+    run = tsmon("run", str(job), "--once", timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    out = " ".join(run.stdout.split())
+    assert "query 'hot_hosts' waits: no series matches host*.cpu (series now: 'nab.cpu')" in out
+    spikes = events_of(examples / "nab_spikes" / "out", "spikes")
+    expected, closest = spikes_oracle(*nab("5f5533"), BEFORE_1H)
+    assert closest > 1e-6 and len(expected) == 25
+    assert spikes["ts_ms"].tolist() == expected
+    shown = tsmon("show", "events", "--job", str(job), "--query", "spikes")
+    assert "events (25 rows)" in shown.stdout, shown.stdout
+    png = examples / "cpu_max.png"
+    plot = tsmon("plot", "--job", str(job), "--query", "cpu_max", "--out", str(png))
+    assert plot.returncode == 0, plot.stdout + plot.stderr
+    said = " ".join(plot.stdout.split())
+    inside = re.search(r"inside the bounds in (\d+) of (\d+) answers", said)
+    assert inside and inside.group(1) == inside.group(2) != "0", plot.stdout
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_monitor_script(examples: Path) -> None:
+    script = examples / "monitor_nab.py"
+    run = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=REPO, timeout=600
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    counts = dict(re.findall(r"spikes on (\S+): (\d+)", run.stdout))
+    for instance in ("24ae8d", "53ea38", "5f5533", "fe7f93"):
+        expected, _ = spikes_oracle(*nab(instance), BEFORE_1H)
+        assert int(counts[f"ec2.{instance}.cpu"]) == len(expected), instance
+    lo, hi, exact = map(
+        float, re.search(r"fleet: \S+ in \[(\S+), (\S+)\], exact (\S+)", run.stdout).groups()
+    )
+    series = {i: nab(i) for i in ("24ae8d", "53ea38", "5f5533", "fe7f93")}
+    last = np.mean([values[-1] for _, values in series.values()])
+    assert exact == pytest.approx(last, abs=1e-4) and lo - 1e-4 <= last <= hi + 1e-4
+    # the busiest over the hour before the newest point (both ends of the window agree)
+    now = max(ts[-1] for ts, _ in series.values())
+    for after in (now - 3_600_000, now - 3_600_000 - 1):
+        sums = {i: values[ts > after].sum() for i, (ts, values) in series.items()}
+        busiest = re.search(r"busiest: (\S+),", run.stdout)[1]
+        assert busiest == f"ec2.{max(sums, key=sums.get)}"
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_http_alerts_job(examples: Path) -> None:
+    directory = examples / "http_alerts"
+    port = int(re.search(r"127\.0\.0\.1:(\d+)/alerts", (directory / "job.toml").read_text())[1])
+    receiver = subprocess.Popen(
+        [sys.executable, str(directory / "receiver.py"), str(port)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    log = (directory / "job.log").open("w")
+    api = free_port()  # the job file's 8080, moved to a free port for the test
+    job = subprocess.Popen(
+        [sys.executable, "-m", "tsmon.cli", "run", str(directory / "job.toml"), "--http",
+         f"127.0.0.1:{api}"],
+        stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=dict(os.environ, COLUMNS="200"),
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{api}"
+    try:
+        assert receiver.stdout.readline().startswith("receiving alerts on")
+        alerts = []
+        while len(alerts) < 25:  # the 25 spikes of the recording, as they are replayed
+            line = receiver.stdout.readline()
+            assert line, "the receiver stopped"
+            alerts.append(line.split())
+        queries = json.loads(urllib.request.urlopen(f"{base}/queries", timeout=30).read())
+        assert queries["waiting"] == {
+            "hot_hosts": "no series matches host*.cpu (series now: 'nab.cpu')"
+        }
+        # a query added over HTTP on the job, idle once the replay is done
+        wait_for_end_of_replay(directory / "ckpt")
+        request = urllib.request.Request(
+            f"{base}/queries?wait=60",
+            data=b"QUERY low ON nab.* WHEN last < 1 SINCE -1h",
+            headers={"Content-Type": "text/plain"},
+            method="POST",
+        )
+        reply = json.loads(urllib.request.urlopen(request, timeout=90).read())
+        assert (reply["state"], reply["detail"]) == (
+            "applied",
+            "added watch query 'low' at every source node",
+        )
+    finally:
+        job.send_signal(signal.SIGINT)
+        job.wait(timeout=120)
+        receiver.send_signal(signal.SIGINT)
+        receiver.wait(timeout=30)
+        log.close()
+    expected, _ = spikes_oracle(*nab("5f5533"), BEFORE_1H)
+    times = [pd.Timestamp(t, unit="ms", tz="UTC") for t in expected]
+    assert [a[1:3] for a in alerts] == [["spikes", "nab.cpu"]] * 25
+    assert [pd.Timestamp(a[3]) for a in alerts] == times  # in order, each once
+    spikes = events_of(directory / "out", "spikes")
+    assert spikes["ts_ms"].tolist() == expected
+
+
+def wait_for_end_of_replay(checkpoint: Path, timeout: float = 300.0) -> None:
+    """Until every recorded row was read and the job wrote no control in its last batch."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lines = (checkpoint / "progress.jsonl").read_text().splitlines()
+        records = [json.loads(line) for line in lines]
+        if sum(r["numInputRows"] for r in records) == 4032 and records[-1]["controlRows"] == 0:
+            return
+        time.sleep(0.5)
+    raise AssertionError("the replay did not end")
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_fleet_generator_job(examples: Path) -> None:
+    from tsmon.streams.fleet import STREAM_START_MS, FleetStream
+
+    job = examples / "fleet" / "job.toml"
+    run = tsmon("run", str(job), "--once", timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    fleet = FleetStream(10, 15, 300_000, STREAM_START_MS, 7)
+    values = fleet.values(0, 144)
+    ts = fleet.ts(0, 144)
+    column = {name: i for i, name in enumerate(fleet.series())}
+    out = examples / "fleet" / "out"
+    # top-k: the final set is the exact top 3 by requests over the hour before the newest point
+    topk = pd.concat(pd.read_parquet(p) for p in sorted((out / "topk").glob("*.parquet")))
+    final = topk[topk["query"] == "busiest"].iloc[-1]
+    assert final["settled"]
+    for after in (ts[-1] - 3_600_000, ts[-1] - 3_600_000 - 1):  # either end of the window
+        sums = {
+            f"host{h:03d}": values[ts > after, column[f"host{h:03d}.requests"]].sum()
+            for h in range(10)
+        }
+        assert json.loads(final["members"]) == sorted(sorted(sums, key=sums.get)[-3:])
+    # bounded: every answer holds the exact average latency at its time
+    answers = pd.concat(pd.read_parquet(p) for p in sorted((out / "answers").glob("*.parquet")))
+    latency = [column[f"host{h:03d}.latency_ms"] for h in range(10)]
+    checked = 0
+    for a in answers[answers["query"] == "fleet_latency"].itertuples():
+        if np.isnan(a.value):
+            continue
+        exact = values[np.searchsorted(ts, a.as_of_ms, side="right") - 1, latency].mean()
+        assert a.lo - 1e-9 <= exact <= a.hi + 1e-9
+        checked += 1
+    assert checked > 0
+    # standing: each evaluation is the exact average CPU of the three at its time
+    standing = pd.concat(pd.read_parquet(p) for p in sorted((out / "standing").glob("*.parquet")))
+    trio = [column[f"host00{h}.cpu"] for h in range(3)]
+    for a in standing[standing["query"] == "cpu_trio"].itertuples():
+        exact = values[np.searchsorted(ts, a.ts_ms, side="right") - 1, trio].mean()
+        assert a.value == pytest.approx(exact, abs=1e-9)
+    assert len(standing) > 0
