@@ -170,10 +170,10 @@ class MonitorNode:
         (0 when both sets are empty: then any border meets Correctness Criteria 1-2).
 
         Fresh objects (seen while ``|T| < k``, not yet resolved) are left out of ``U − R``:
-        no constraint holds them below ``T`` here (with ``T`` empty there is none), so a
-        border above ``T'`` would make ``λ_t < 0`` (Lemma B.3 needs ``B_j ≤ V_tj + δ_tj``)
-        and break Invariant 2 at the coordinator. They get their own resolution: the node
-        asks for it again after this one's install."""
+        nothing holds them below ``T`` here (Lemma B.3 bounds ``B_j`` by the lowest member of
+        a full ``T``; with ``T`` empty there is none), so counting one could put ``B_N`` above
+        a member of ``T'``, make ``λ_t < 0`` and break Invariant 2 at the coordinator. They
+        get their own resolution: the node asks again after this one's install."""
         r = {*resolution, *self.fresh}
         popped: list[tuple[int, int, Obj]] = []
         best = self.default if self.phantom else None

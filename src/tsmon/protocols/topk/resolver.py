@@ -23,7 +23,9 @@ the same way: messages in, messages out.
 * **Offloads** (Appendix C) are never dropped: the node already cancelled its update by
   ``δ_ij += Δ``, so the coordinator must place ``−Δ`` somewhere to keep ``Σ_j δ_ij = 0``. It
   asks the other nodes how many constraints ``(O_i, N_j', −Δ)`` would break and shifts the
-  decrease to the one with the fewest (the phantom counts as more than any number).
+  decrease to the one with the fewest (the phantom counts as more than any number). An
+  offload still queued when a Phase 3 or gather reply of its node comes in is taken into that
+  reply instead (:meth:`Resolver._fold`).
 """
 
 from __future__ import annotations
