@@ -137,3 +137,27 @@ def test_fresh_object_elsewhere_stays_out_of_the_border() -> None:
             ("up", 2),  # node 2's reply: T' = {0}
         ],
     )
+
+
+def test_offload_folded_into_a_phase_3_reply_lowers_the_border() -> None:
+    """Appendix C during a Phase 3: node 1 offloads a decrease of object 0 (in ``T``), then
+    replies; read as not cancelled, its entry for object 0 is below the border it sent, which
+    must come down with it (``B_j ≤ V_tj + δ_tj``, Lemma B.3), or ``λ_0 < 0``."""
+    setup = dict(m=1, k=1, eps=0, bottom=True, theta=0, policy=Policy(1, True))
+    joins = [("join",)] * 5
+    replay(
+        setup,
+        [
+            *joins,
+            ("update", 1, 0, 0),
+            ("deliver_batch",),
+            ("settle",),
+            ("update", 1, 2, 0),
+            ("deliver_batch",),
+            ("settle",),
+            ("update", 2, 1, 1),
+            ("deliver_batch",),
+            ("update", 1, 0, 1),
+            ("settle",),
+        ],
+    )

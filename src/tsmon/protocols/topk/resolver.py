@@ -220,9 +220,11 @@ class Resolver:
         its reply, which shows each decrease cancelled (``δ_ij + Δ``) while ``−Δ`` is placed
         nowhere yet: reallocating from it would carry ``Σ_j δ_ij + δ_i0 = Δ`` into every new
         ``δ`` (Invariants 1 and 2, §3). The reply is read as if the decrease had not been
-        cancelled (``δ_ij``); the install then sets ``δ_ij`` from the true sum, which places
-        the decrease, and the offload (Appendix C) is done."""
+        cancelled (``δ_ij``), its border ``B_j`` too (the object is in ``T``, so
+        ``B_j ≤ V_ij + δ_ij``, §3.1); the install then sets ``δ_ij`` from the true sum, which
+        places the decrease, and the offload (Appendix C) is done."""
         values = {r.node: dict(r.values) for r in replies}
+        borders = {r.node: r.border for r in replies}
         kept: deque[ResolutionRequest | Offload] = deque()
         for m in self.queue:
             entries = values.get(m.node) if isinstance(m, Offload) else None
@@ -231,8 +233,13 @@ class Resolver:
                 continue
             v, d = entries[m.obj]
             entries[m.obj] = (v, d - m.delta)
+            border = borders[m.node]
+            if border is not None and m.obj in self.coordinator.top:
+                borders[m.node] = min(border, v + d - m.delta)
         self.queue = kept
-        return [dataclasses.replace(r, values=values[r.node]) for r in replies]
+        return [
+            dataclasses.replace(r, values=values[r.node], border=borders[r.node]) for r in replies
+        ]
 
     def _on_count(self, reply: CountReply) -> list[ToNode]:
         if self._phase != "count" or reply.node not in self._waiting:
