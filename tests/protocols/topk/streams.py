@@ -6,7 +6,7 @@ import random
 from collections import deque
 from collections.abc import Iterator
 
-from tsmon.protocols.topk.coordinator import PHANTOM
+from tsmon.protocols.topk.coordinator import PHANTOM, Coordinator
 from tsmon.protocols.topk.network import TopKNetwork, _Network
 
 
@@ -87,3 +87,14 @@ def check_invariants(net: TopKNetwork | _Network) -> None:
     if not outside:
         return
     assert lowest + c.eps >= max(outside)
+
+
+def check_invariant_2(c: Coordinator) -> None:
+    """Invariant 2 (§3) at the coordinator alone: ``δ_t0 + ε ≥ δ_s0`` for every ``O_t ∈ T`` and
+    every object ``O_s`` outside ``T`` it knows (top-k: the phantom ``d_0`` too)."""
+    if not c.top:
+        return
+    outside = [c.d0(s) for s in {*c.delta0, *c.known} - c.top]
+    if not c.bottom:
+        outside.append(c.d0(PHANTOM))
+    assert not outside or min(c.d0(t) for t in c.top) + c.eps >= max(outside)

@@ -167,8 +167,14 @@ class MonitorNode:
 
     def border(self, resolution: Iterable[Obj]) -> int:
         """``B_j = min(min_{O_t∈T} V_tj+δ_tj, max_{O_s∈U−R} V_sj+δ_sj)`` (§3.1), phantom in U−R
-        (0 when both sets are empty: then any border meets Correctness Criteria 1-2)."""
-        r = set(resolution)
+        (0 when both sets are empty: then any border meets Correctness Criteria 1-2).
+
+        Fresh objects (seen while ``|T| < k``, not yet resolved) are left out of ``U − R``:
+        nothing holds them below ``T`` here (Lemma B.3 bounds ``B_j`` by the lowest member of
+        a full ``T``; with ``T`` empty there is none), so counting one could put ``B_N`` above
+        a member of ``T'``, make ``λ_t < 0`` and break Invariant 2 at the coordinator. They
+        get their own resolution: the node asks again after this one's install."""
+        r = {*resolution, *self.fresh}
         popped: list[tuple[int, int, Obj]] = []
         best = self.default if self.phantom else None
         while True:
@@ -296,11 +302,11 @@ class MonitorNode:
         self.version += 1
         self.awaiting = False
         self.epoch = max(self.epoch, message.epoch)
+        late, self._late = self._late or set(), None
         if message.default is not None:
-            for o in self._late or ():  # unseen when the coordinator gathered: at d_j
+            for o in late:  # unseen when the coordinator gathered: at d_j
                 self.deltas[o] = message.default
             self.default = message.default
-        self._late = None
         for o, d in message.deltas.items():
             self.values.setdefault(o, 0)
             self.deltas[o] = d
@@ -310,8 +316,8 @@ class MonitorNode:
             for o in self.top:
                 self._ensure(o)
             self._rebuild()
-        else:
-            for o in message.deltas:
+        else:  # every δ_ij changed here, the late objects' too, is checked anew
+            for o in {*message.deltas, *late}:
                 self._push(o)
 
     def shift(self, message: Shift) -> None:

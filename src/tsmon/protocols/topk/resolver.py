@@ -23,7 +23,9 @@ the same way: messages in, messages out.
 * **Offloads** (Appendix C) are never dropped: the node already cancelled its update by
   ``δ_ij += Δ``, so the coordinator must place ``−Δ`` somewhere to keep ``Σ_j δ_ij = 0``. It
   asks the other nodes how many constraints ``(O_i, N_j', −Δ)`` would break and shifts the
-  decrease to the one with the fewest (the phantom counts as more than any number).
+  decrease to the one with the fewest (the phantom counts as more than any number). An
+  offload still queued when a Phase 3 or gather reply of its node comes in is taken into that
+  reply instead (:meth:`Resolver._fold`).
 """
 
 from __future__ import annotations
@@ -101,12 +103,15 @@ class Resolver:
         return self._gather()
 
     def add_node(self) -> list[ToNode]:
-        """Take in a new node (all partial values 0): it gets ``T`` in a first install."""
+        """Take in a new node (all partial values 0): it gets ``T`` in a first install, and
+        only it. An install to the others would end the wait of a node that already answered
+        a gather or full refresh still running: objects it saw since would keep the old
+        ``d_j`` where the coordinator assumes the new one (Invariant 1, §3)."""
         c = self.coordinator
         j = c.add_node()
         self.sent.append(0)
         self.holds.append(set())
-        return self._installs([Install(j, {}, top=c.top, epoch=c.epoch)])
+        return self._count([Install(j, {}, top=c.top, epoch=c.epoch)])
 
     def _gather(self) -> list[ToNode]:
         requests = self.coordinator.full_request()
@@ -129,8 +134,8 @@ class Resolver:
         return list(requests)
 
     def _installs(self, installs: list[Install]) -> list[ToNode]:
-        """Count the installs; when ``T`` changed, every node not in the resolution (one that
-        joined while it ran) gets ``T'`` too, or its requests would stay in an old epoch."""
+        """A resolution's installs; when ``T`` changed, every node not in the resolution (one
+        that joined while it ran) gets ``T'`` too, or its requests would stay in an old epoch."""
         c = self.coordinator
         if any(m.top is not None for m in installs):
             covered = {m.node for m in installs}
@@ -139,6 +144,11 @@ class Resolver:
                 for j in range(1, c.m + 1)
                 if j not in covered
             ]
+        return self._count(installs)
+
+    def _count(self, installs: list[Install]) -> list[ToNode]:
+        """Count the installs (bottom-k: each with every known object the node lacks)."""
+        c = self.coordinator
         if c.bottom:
             installs = self._with_known(installs)
         for m in installs:
@@ -198,10 +208,38 @@ class Resolver:
         if self._waiting:
             return []
         phase, self._phase = self._phase, None
-        replies = sorted(self._replies, key=lambda r: r.node)
+        replies = self._fold(sorted(self._replies, key=lambda r: r.node))
         c = self.coordinator
         out = self._installs(c.initialize(replies) if phase == "gather" else c.on_replies(replies))
         return out + self._drain()
+
+    def _fold(self, replies: list[ValueReply]) -> list[ValueReply]:
+        """Take the queued offloads of the nodes that replied into their replies.
+
+        A node offloads only while it awaits nothing, so its queued offloads were sent before
+        its reply, which shows each decrease cancelled (``δ_ij + Δ``) while ``−Δ`` is placed
+        nowhere yet: reallocating from it would carry ``Σ_j δ_ij + δ_i0 = Δ`` into every new
+        ``δ`` (Invariants 1 and 2, §3). The reply is read as if the decrease had not been
+        cancelled (``δ_ij``), its border ``B_j`` too (the object is in ``T``, so
+        ``B_j ≤ V_ij + δ_ij``, §3.1); the install then sets ``δ_ij`` from the true sum, which
+        places the decrease, and the offload (Appendix C) is done."""
+        values = {r.node: dict(r.values) for r in replies}
+        borders = {r.node: r.border for r in replies}
+        kept: deque[ResolutionRequest | Offload] = deque()
+        for m in self.queue:
+            entries = values.get(m.node) if isinstance(m, Offload) else None
+            if entries is None or m.obj not in entries:
+                kept.append(m)
+                continue
+            v, d = entries[m.obj]
+            entries[m.obj] = (v, d - m.delta)
+            border = borders[m.node]
+            if border is not None and m.obj in self.coordinator.top:
+                borders[m.node] = min(border, v + d - m.delta)
+        self.queue = kept
+        return [
+            dataclasses.replace(r, values=values[r.node], border=borders[r.node]) for r in replies
+        ]
 
     def _on_count(self, reply: CountReply) -> list[ToNode]:
         if self._phase != "count" or reply.node not in self._waiting:
