@@ -37,7 +37,8 @@ import numpy as np
 from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
 
 from tsmon.spark.filerows import arrow_rows, json_object, json_text, schema, text_columns
-from tsmon.spark.job import InputSpec, JobError
+from tsmon.spark.input_spec import InputSpec
+from tsmon.spark.job import JobError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import Column, DataFrame, SparkSession
