@@ -36,7 +36,6 @@ from tsmon.sim.filters.baselines import (
     OptimizationWarning,
     constraint_matrix,
     optimized_static_widths,
-    run_static,
     uniform_static_widths,
 )
 from tsmon.sim.filters.experiments import machine_line, parse_script_args, script_parser
@@ -44,6 +43,7 @@ from tsmon.sim.filters.hindsight import floor_messages, hindsight_static_widths,
 from tsmon.sim.filters.nab import nab_files, nab_workload
 from tsmon.sim.filters.oracle import exact_aggregates
 from tsmon.sim.filters.runner import run_adaptive
+from tsmon.sim.filters.static import run_static
 from tsmon.sim.filters.workload import Workload
 
 NAB = Path("/work/shared/data/nab")

@@ -28,8 +28,8 @@ from hypothesis import strategies as st
 
 from tests.spark.test_runtime import batch_reference
 from tsmon import Monitor
-from tsmon.spark.inputs import GeneratorReader, ReplayReader, read_recording
 from tsmon.spark.job import Job, JobError, load_job
+from tsmon.spark.pysources import GeneratorReader, ReplayReader, read_recording
 from tsmon.spark.runtime import REASONS, JobRunner
 from tsmon.streams.fleet import FleetStream
 

@@ -33,7 +33,7 @@ _READERS = {
 
 def input_points(spec: Any) -> pd.DataFrame | None:
     """``series, ts, value`` of every readable input row of a ``files`` or ``replay`` input
-    (``spec``: the job's :class:`~tsmon.spark.job.InputSpec`); None for other inputs or when
+    (``spec``: the job's :class:`~tsmon.spark.input_spec.InputSpec`); None for other inputs or when
     the files are gone."""
     if spec.kind not in ("files", "replay") or spec.path is None or spec.format not in _READERS:
         return None

@@ -31,7 +31,8 @@ from typing import Any
 
 import pandas as pd
 
-from tsmon.spark.job import InputSpec, Job, JobError, parse_job
+from tsmon.spark.input_spec import InputSpec
+from tsmon.spark.job import Job, JobError, parse_job
 from tsmon.spark.outputs import Output, Outputs, answers_frame, output
 from tsmon.spark.points import check_columns
 from tsmon.spark.runtime import JobRunner

@@ -14,8 +14,8 @@ with no per-row dicts. This module is the only glue:
   control rows (sorted by ``seq``) and the data (sorted by ``(ts, seq)``, vectorized);
 - :func:`freeze_buckets` keeps B in the checkpoint (``host.json``): a changed B would move
   sources to buckets that do not hold their nodes;
-- :class:`HostTester` runs the same :class:`BucketHost` with pyspark's own ``GroupState``,
-  without Spark, so the glue is unit-tested in milliseconds.
+- :class:`~tsmon.spark.host_tester.HostTester` runs the same :class:`BucketHost` with
+  pyspark's own ``GroupState``, without Spark, so the glue is unit-tested in milliseconds.
 
 Why this API (measured, ``docs/architecture.md``): the Row-based ``transformWithState``
 converts every value with an Arrow scalar ``as_py()`` and makes blocking JVM calls per key;
@@ -39,7 +39,6 @@ from __future__ import annotations
 import json
 import pickle
 import warnings
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -63,7 +62,6 @@ __all__ = [
     "STATE_SCHEMA",
     "BucketHost",
     "BucketsChanged",
-    "HostTester",
     "Node",
     "NodeFactory",
     "ctrl_row",
@@ -84,14 +82,14 @@ BUCKETS_PER_PARTITION = 8
 """Default buckets per shuffle partition: enough that hashing spreads them evenly over the
 partitions, few enough that the per-bucket pandas overhead (~1 ms) stays small."""
 
-_INPUT_COLUMNS = ("source", "kind", "series", "ts", "value", "seq", "payload")
+INPUT_COLUMNS = ("source", "kind", "series", "ts", "value", "seq", "payload")
 OUTPUT_DDL = "source STRING, kind STRING, payload STRING"
 """Schema of node output rows; ``payload`` is JSON."""
 
 STATE_SCHEMA = StructType([StructField("nodes", BinaryType(), True)])
 """A bucket's state: the pickled ``{source: pickled node}`` map."""
 
-_PROTOCOL = pickle.HIGHEST_PROTOCOL
+PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 STATE_FORMAT = 2
 """Version of the pickled nodes, kept in ``host.json``: 2 has compact registers
@@ -143,7 +141,7 @@ class BucketHost:
         nodes: dict[str, bytes] = pickle.loads(state.get[0]) if state.exists else {}
         out, touched = self.step(rows, nodes)
         if touched:
-            state.update((pickle.dumps(nodes, protocol=_PROTOCOL),))
+            state.update((pickle.dumps(nodes, protocol=PROTOCOL),))
         yield out
 
     def step(self, rows: pd.DataFrame, nodes: dict[str, bytes]) -> tuple[pd.DataFrame, bool]:
@@ -183,7 +181,7 @@ class BucketHost:
                 sources.append(source)
                 kinds.append(_kind(source, node, out))
                 payloads.append(_payload(source, out))
-            nodes[source] = pickle.dumps(node, protocol=_PROTOCOL)
+            nodes[source] = pickle.dumps(node, protocol=PROTOCOL)
         frame = pd.DataFrame({"source": sources, "kind": kinds, "payload": payloads})
         return frame, bool(control or data)
 
@@ -301,7 +299,7 @@ def node_stream(
 
     def shape(df: DataFrame, kind: str) -> DataFrame:
         cols = []
-        for name in _INPUT_COLUMNS:
+        for name in INPUT_COLUMNS:
             if name == "kind":
                 given = kind == "data" and "kind" in df.columns
                 cols.append((F.col("kind") if given else F.lit(kind)).alias("kind"))
@@ -377,87 +375,3 @@ def _require(df: DataFrame, columns: tuple[str, ...], name: str) -> None:
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise ValueError(f"{name} lacks columns {missing}; it has {df.columns}")
-
-
-class HostTester:
-    """Drive a :class:`BucketHost` bucket by bucket without Spark.
-
-    Each call groups the rows by bucket (``crc32(source) % buckets``: stable, but not Spark's
-    xxhash64, which only decides which sources share a state value), builds the frames
-    ``node_stream`` would (null ts/seq as 0), and calls the host with pyspark's own
-    ``GroupState``, the state round-tripped through pickle as on Spark. ``peek`` and ``seed``
-    read and write one source's node.
-
-    Examples
-    --------
-    >>> from tsmon.spark.toy import RunningSum
-    >>> t = HostTester(RunningSum)
-    >>> t.test([data_row("s1", "x", 2, 1.5, 0), ctrl_row("s1", 0, {"add": 1.0})])
-    [{'source': 's1', 'kind': 'sum', 'payload': '{"count": 1, "last_ts": 2, "total": 2.5}'}]
-    >>> t.peek("s1").total, t.peek("nobody")
-    (2.5, None)
-    """
-
-    def __init__(self, new_node: NodeFactory, buckets: int = 4) -> None:
-        self.host = BucketHost(new_node)
-        self.buckets = buckets
-        self.states: dict[int, bytes] = {}  # bucket -> the state value as Spark stores it
-
-    def bucket(self, source: str) -> int:
-        return zlib.crc32(source.encode()) % self.buckets
-
-    def test(self, rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """Process one micro-batch of input rows; return the output rows, bucket by bucket."""
-        by_bucket: dict[int, list[dict]] = {}
-        for row in rows:
-            full = {c: row.get(c) for c in _INPUT_COLUMNS}
-            for name in ("ts", "seq"):
-                if full[name] is None:
-                    if full["kind"] == "data":
-                        raise ValueError("a data row of the node stream has no ts or seq")
-                    full[name] = 0
-            by_bucket.setdefault(self.bucket(full["source"]), []).append(full)
-        out: list[dict[str, Any]] = []
-        for b in sorted(by_bucket):
-            frame = pd.DataFrame(by_bucket[b], columns=list(_INPUT_COLUMNS))
-            frame = frame.astype({"ts": np.int64, "seq": np.int64, "value": np.float64})
-            state = self._state(b)
-            for result in self.host((b,), iter([frame]), state):
-                out += result.to_dict("records")
-            if state.exists:  # as pyspark's worker sends it to the JVM
-                self.states[b] = pickle.dumps(state._value_schema.toInternal(state._value))
-        return out
-
-    def _state(self, b: int) -> GroupState:
-        from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
-
-        stored = self.states.get(b)
-        return GroupState(
-            optionalValue=None if stored is None else pickle.loads(stored),
-            batchProcessingTimeMs=0,
-            eventTimeWatermarkMs=-1,
-            timeoutConf=GroupStateTimeout.NoTimeout,
-            hasTimedOut=False,
-            watermarkPresent=False,
-            defined=stored is not None,
-            updated=False,
-            removed=False,
-            timeoutTimestamp=-1,
-            keyAsUnsafe=b"",
-            valueSchema=STATE_SCHEMA,
-        )
-
-    def _nodes(self, source: str) -> dict[str, bytes]:
-        stored = self.states.get(self.bucket(source))
-        return {} if stored is None else pickle.loads(pickle.loads(stored)[0])  # (nodes,)
-
-    def peek(self, source: str) -> Any:
-        """The node of ``source`` as stored (unpickled copy), or None if it has none yet."""
-        blob = self._nodes(source).get(source)
-        return None if blob is None else pickle.loads(blob)
-
-    def seed(self, source: str, node: Node) -> None:
-        """Store ``node`` as the node of ``source``, as if earlier batches had built it."""
-        nodes = self._nodes(source)
-        nodes[source] = pickle.dumps(node, protocol=_PROTOCOL)
-        self.states[self.bucket(source)] = pickle.dumps((pickle.dumps(nodes, protocol=_PROTOCOL),))

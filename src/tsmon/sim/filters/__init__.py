@@ -4,8 +4,8 @@
 - :mod:`~tsmon.sim.filters.walks`: random walks with random step sizes (§3.3, Figures 3, 4).
 - :mod:`~tsmon.sim.filters.traffic`: network-traffic-like packet rates (§5, Figures 7, 8).
 - :mod:`~tsmon.sim.filters.nab`: replay of real NAB series.
-- :mod:`~tsmon.sim.filters.baselines`: not filtering, uniform and optimized static widths (App. F),
-  and a replay through fixed-width filters.
+- :mod:`~tsmon.sim.filters.baselines`: not filtering, uniform and optimized static widths (App. F);
+  :mod:`~tsmon.sim.filters.static` a replay through fixed-width filters.
 - :mod:`~tsmon.sim.filters.hindsight`: what knowing the whole replay allows: static widths
   from real message counts, and the fewest messages any width policy could send (a floor).
 """
@@ -13,16 +13,14 @@
 from tsmon.sim.filters.baselines import (
     OptimizationWarning,
     OptimizedWidths,
-    StaticResult,
     constraint_matrix,
-    filter_scan,
     model_cost,
     no_filtering_cost,
     optimized_static_widths,
-    run_static,
     uniform_static_widths,
 )
 from tsmon.sim.filters.nab import NabReplay, nab_files, nab_workload
+from tsmon.sim.filters.static import StaticResult, filter_scan, run_static
 from tsmon.sim.filters.traffic import (
     FIG8_PARAMS,
     PREDICATE_PROBS,

@@ -27,10 +27,10 @@ from rich.console import Console
 from tsmon.sim.filters.baselines import (
     OptimizationWarning,
     optimized_static_widths,
-    run_static,
     uniform_static_widths,
 )
 from tsmon.sim.filters.runner import run_adaptive
+from tsmon.sim.filters.static import run_static
 from tsmon.sim.filters.workload import Workload
 
 T_ = TypeVar("T_")

@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from tsmon.protocols.filters.precision import initial_widths
-from tsmon.sim.filters.baselines import filter_scan
+from tsmon.sim.filters.static import filter_scan
 
 #: Multipliers tried per shared constraint by :func:`hindsight_static_widths` (besides 0).
 PRICES = 40
