@@ -220,3 +220,56 @@ def test_fleet_generator_job(examples: Path) -> None:
         exact = values[np.searchsorted(ts, a.ts_ms, side="right") - 1, trio].mean()
         assert a.value == pytest.approx(exact, abs=1e-9)
     assert len(standing) > 0
+
+
+#: The NAB files of examples/nab_csv_dir (its job file's comment), and the rows taken of each.
+CSV_DIR_FILES = ("ec2_cpu_utilization_24ae8d", "ec2_cpu_utilization_53ea38",
+                 "ec2_cpu_utilization_fe7f93", "rds_cpu_utilization_cc0c53")  # fmt: skip
+CSV_DIR_ROWS = 300
+
+
+def nab_file(stem: str, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    frame = pd.read_csv(NAB / f"{stem}.csv").head(rows)
+    ts = pd.to_datetime(frame["timestamp"], utc=True).astype("int64").to_numpy() // 1_000_000
+    return ts, frame["value"].to_numpy(dtype=np.float64)
+
+
+def run_csv_dir_job(directory: Path) -> None:
+    """Drop the NAB slices into the job's ``incoming/`` with ``drop.py``, run the job with
+    ``--once``, and check its spikes (exact, per series) and its bounded average (every known
+    answer holds the exact average of the EC2 series' latest values at its time)."""
+    files = [f"../shared/data/nab/realAWSCloudwatch/{stem}.csv" for stem in CSV_DIR_FILES]
+    drop = subprocess.run(
+        [sys.executable, str(directory.parent / "nab_csv_dir" / "drop.py"), "--rows",
+         str(CSV_DIR_ROWS), "--to", str(directory / "incoming"), *files],
+        capture_output=True, text=True, cwd=directory.parents[1], timeout=60,
+    )  # fmt: skip
+    assert drop.returncode == 0, drop.stdout + drop.stderr
+    assert len(list((directory / "incoming").glob("nab-*.csv"))) == 5  # 25 h in slices of 6 h
+    run = tsmon("run", str(directory / "job.toml"), "--once", timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    total = CSV_DIR_ROWS * len(CSV_DIR_FILES)
+    assert f"rows in ({total} accepted, 0 dead letters)" in " ".join(run.stdout.split())
+    series = {f"aws.{stem}": nab_file(stem, CSV_DIR_ROWS) for stem in CSV_DIR_FILES}
+    spikes = events_of(directory / "out", "spikes")
+    for name, (ts, values) in series.items():
+        expected, closest = spikes_oracle(ts, values, BEFORE_1H)
+        assert closest > 1e-6 and expected, name
+        assert spikes[spikes["series"] == name]["ts_ms"].tolist() == expected, name
+    assert len(spikes) == 54
+    out = directory / "out" / "answers"
+    answers = pd.concat(pd.read_parquet(p) for p in sorted(out.glob("*.parquet")))
+    known = answers[(answers["query"] == "ec2_cpu") & answers["value"].notna()]
+    ec2 = [s for name, s in series.items() if name.startswith("aws.ec2_")]
+    for a in known.itertuples():
+        exact = np.mean([v[np.searchsorted(t, a.as_of_ms, side="right") - 1] for t, v in ec2])
+        assert a.lo - 1e-9 <= exact <= a.hi + 1e-9 and a.hi - a.lo <= 2 + 1e-9, a
+    assert len(known) >= 4  # from the second file on (the first one's values set the filters)
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_nab_csv_dir_job(examples: Path) -> None:
+    check = tsmon("check", str(examples / "nab_csv_dir" / "aws.tsq"))
+    assert check.returncode == 0 and "2 statements OK" in check.stdout, check.stdout
+    run_csv_dir_job(examples / "nab_csv_dir")
