@@ -141,7 +141,7 @@ def test_http_alerts_job(examples: Path) -> None:
             "hot_hosts": "no series matches host*.cpu (series now: 'nab.cpu')"
         }
         # a query added over HTTP on the job, idle once the replay is done
-        wait_for_end_of_replay(directory / "ckpt")
+        wait_for_rows(directory / "ckpt", 4032)
         request = urllib.request.Request(
             f"{base}/queries?wait=60",
             data=b"QUERY low ON nab.* WHEN last < 1 SINCE -1h",
@@ -167,16 +167,16 @@ def test_http_alerts_job(examples: Path) -> None:
     assert spikes["ts_ms"].tolist() == expected
 
 
-def wait_for_end_of_replay(checkpoint: Path, timeout: float = 300.0) -> None:
-    """Until every recorded row was read and the job wrote no control in its last batch."""
+def wait_for_rows(checkpoint: Path, rows: int, timeout: float = 300.0) -> None:
+    """Until ``rows`` input rows were read and the job wrote no control in its last batch."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         lines = (checkpoint / "progress.jsonl").read_text().splitlines()
         records = [json.loads(line) for line in lines]
-        if sum(r["numInputRows"] for r in records) == 4032 and records[-1]["controlRows"] == 0:
+        if sum(r["numInputRows"] for r in records) == rows and records[-1]["controlRows"] == 0:
             return
         time.sleep(0.5)
-    raise AssertionError("the replay did not end")
+    raise AssertionError(f"the job did not read {rows} rows")
 
 
 @pytest.mark.slow
@@ -273,3 +273,57 @@ def test_nab_csv_dir_job(examples: Path) -> None:
     check = tsmon("check", str(examples / "nab_csv_dir" / "aws.tsq"))
     assert check.returncode == 0 and "2 statements OK" in check.stdout, check.stdout
     run_csv_dir_job(examples / "nab_csv_dir")
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_socket_jsonl_job(examples: Path) -> None:
+    directory = examples / "socket_jsonl"
+    job_file = directory / "job.toml"
+    port = free_port()  # the job file's 9999, moved to a free port for the test
+    text = job_file.read_text()
+    assert text.count("port = 9999\n") == 1
+    job_file.write_text(text.replace("port = 9999\n", f"port = {port}\n"))
+    stems = ("ec2_cpu_utilization_24ae8d", "ec2_cpu_utilization_fe7f93")
+    feeder = subprocess.Popen(
+        [sys.executable, str(directory / "feed.py"), "--port", str(port), "--rows", "300",
+         "--rate", "40", "--wait", "300",
+         *(f"../shared/data/nab/realAWSCloudwatch/{stem}.csv" for stem in stems)],
+        stdout=subprocess.PIPE, text=True, cwd=examples.parent,
+    )  # fmt: skip
+    log_path = directory / "job.log"
+    try:
+        assert feeder.stdout.readline() == f"serving 600 lines on 127.0.0.1:{port}\n"
+        with log_path.open("w") as log:
+            job = subprocess.Popen(
+                [sys.executable, "-m", "tsmon.cli", "run", str(job_file)],
+                stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=dict(os.environ, COLUMNS="200"),
+            )  # fmt: skip
+            try:
+                assert feeder.stdout.readline() == "sent 600 lines\n"
+                wait_for_rows(directory / "ckpt", 600)
+            finally:
+                job.send_signal(signal.SIGTERM)  # a socket job runs until stopped
+                assert job.wait(timeout=120) == 0
+        assert feeder.wait(timeout=30) == 0  # it ends when the job closes the connection
+    finally:
+        if feeder.poll() is None:
+            feeder.kill()
+    said = " ".join(log_path.read_text().split())
+    assert "interrupted: stopped" in said
+    assert re.search(r"done: \d+ batches, 600 rows in \(600 accepted, 0 dead letters\)", said)
+    series = {f"aws.{stem}": nab_file(stem, 300) for stem in stems}
+    spikes = events_of(directory / "out", "spikes")
+    for name, (ts, values) in series.items():
+        expected, closest = spikes_oracle(ts, values, BEFORE_1H)
+        assert closest > 1e-6 and expected, name
+        assert spikes[spikes["series"] == name]["ts_ms"].tolist() == expected, name
+    progress = [json.loads(line) for line in (directory / "ckpt" / "progress.jsonl").open()]
+    out = directory / "out" / "answers"
+    answers = pd.concat(pd.read_parquet(p) for p in sorted(out.glob("*.parquet")))
+    known = answers[(answers["query"] == "cpu_max") & answers["value"].notna()]
+    for a in known.itertuples():  # the highest latest value of the two at the answer's time
+        exact = max(v[np.searchsorted(t, a.as_of_ms, side="right") - 1] for t, v in series.values())
+        assert a.lo - 1e-9 <= exact <= a.hi + 1e-9 and a.hi - a.lo <= 2 + 1e-9, a
+    # known from the batch after the first points on (that one's values set the filters)
+    assert len(known) > 0 or sum(p["numInputRows"] > 0 for p in progress) < 2
