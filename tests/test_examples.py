@@ -327,3 +327,23 @@ def test_socket_jsonl_job(examples: Path) -> None:
         assert a.lo - 1e-9 <= exact <= a.hi + 1e-9 and a.hi - a.lo <= 2 + 1e-9, a
     # known from the batch after the first points on (that one's values set the filters)
     assert len(known) > 0 or sum(p["numInputRows"] > 0 for p in progress) < 2
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_standalone_job(examples: Path, tmp_path: Path) -> None:
+    from tests.spark.test_standalone import completed_apps, need_java
+    from tsmon.spark.standalone import StandaloneCluster
+
+    need_java()
+    directory = examples / "standalone"
+    job_file = directory / "job.toml"
+    text = job_file.read_text()
+    master = 'master = "spark://127.0.0.1:7077"'
+    assert text.count(master) == 1
+    with StandaloneCluster(tmp_path / "cluster", workers=1, cores=1, memory="1g") as cluster:
+        job_file.write_text(text.replace(master, f'master = "{cluster.url}"'))  # a free port
+        run_csv_dir_job(directory)  # the answers of examples/nab_csv_dir, on the cluster
+        apps = completed_apps(cluster)
+    assert [(app["name"], app["state"]) for app in apps] == [("nab-standalone", "FINISHED")]
+    assert list((tmp_path / "cluster" / "worker-0" / apps[0]["id"]).glob("*/stderr"))
