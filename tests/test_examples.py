@@ -141,7 +141,7 @@ def test_http_alerts_job(examples: Path) -> None:
             "hot_hosts": "no series matches host*.cpu (series now: 'nab.cpu')"
         }
         # a query added over HTTP on the job, idle once the replay is done
-        wait_for_end_of_replay(directory / "ckpt")
+        wait_for_rows(directory / "ckpt", 4032)
         request = urllib.request.Request(
             f"{base}/queries?wait=60",
             data=b"QUERY low ON nab.* WHEN last < 1 SINCE -1h",
@@ -167,16 +167,16 @@ def test_http_alerts_job(examples: Path) -> None:
     assert spikes["ts_ms"].tolist() == expected
 
 
-def wait_for_end_of_replay(checkpoint: Path, timeout: float = 300.0) -> None:
-    """Until every recorded row was read and the job wrote no control in its last batch."""
+def wait_for_rows(checkpoint: Path, rows: int, timeout: float = 300.0) -> None:
+    """Until ``rows`` input rows were read and the job wrote no control in its last batch."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         lines = (checkpoint / "progress.jsonl").read_text().splitlines()
         records = [json.loads(line) for line in lines]
-        if sum(r["numInputRows"] for r in records) == 4032 and records[-1]["controlRows"] == 0:
+        if sum(r["numInputRows"] for r in records) == rows and records[-1]["controlRows"] == 0:
             return
         time.sleep(0.5)
-    raise AssertionError("the replay did not end")
+    raise AssertionError(f"the job did not read {rows} rows")
 
 
 @pytest.mark.slow
@@ -220,3 +220,130 @@ def test_fleet_generator_job(examples: Path) -> None:
         exact = values[np.searchsorted(ts, a.ts_ms, side="right") - 1, trio].mean()
         assert a.value == pytest.approx(exact, abs=1e-9)
     assert len(standing) > 0
+
+
+#: The NAB files of examples/nab_csv_dir (its job file's comment), and the rows taken of each.
+CSV_DIR_FILES = ("ec2_cpu_utilization_24ae8d", "ec2_cpu_utilization_53ea38",
+                 "ec2_cpu_utilization_fe7f93", "rds_cpu_utilization_cc0c53")  # fmt: skip
+CSV_DIR_ROWS = 300
+
+
+def nab_file(stem: str, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    frame = pd.read_csv(NAB / f"{stem}.csv").head(rows)
+    ts = pd.to_datetime(frame["timestamp"], utc=True).astype("int64").to_numpy() // 1_000_000
+    return ts, frame["value"].to_numpy(dtype=np.float64)
+
+
+def run_csv_dir_job(directory: Path) -> None:
+    """Drop the NAB slices into the job's ``incoming/`` with ``drop.py``, run the job with
+    ``--once``, and check its spikes (exact, per series) and its bounded average (every known
+    answer holds the exact average of the EC2 series' latest values at its time)."""
+    files = [f"../shared/data/nab/realAWSCloudwatch/{stem}.csv" for stem in CSV_DIR_FILES]
+    drop = subprocess.run(
+        [sys.executable, str(directory.parent / "nab_csv_dir" / "drop.py"), "--rows",
+         str(CSV_DIR_ROWS), "--to", str(directory / "incoming"), *files],
+        capture_output=True, text=True, cwd=directory.parents[1], timeout=60,
+    )  # fmt: skip
+    assert drop.returncode == 0, drop.stdout + drop.stderr
+    assert len(list((directory / "incoming").glob("nab-*.csv"))) == 5  # 25 h in slices of 6 h
+    run = tsmon("run", str(directory / "job.toml"), "--once", timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    total = CSV_DIR_ROWS * len(CSV_DIR_FILES)
+    assert f"rows in ({total} accepted, 0 dead letters)" in " ".join(run.stdout.split())
+    series = {f"aws.{stem}": nab_file(stem, CSV_DIR_ROWS) for stem in CSV_DIR_FILES}
+    spikes = events_of(directory / "out", "spikes")
+    for name, (ts, values) in series.items():
+        expected, closest = spikes_oracle(ts, values, BEFORE_1H)
+        assert closest > 1e-6 and expected, name
+        assert spikes[spikes["series"] == name]["ts_ms"].tolist() == expected, name
+    assert len(spikes) == 54
+    out = directory / "out" / "answers"
+    answers = pd.concat(pd.read_parquet(p) for p in sorted(out.glob("*.parquet")))
+    known = answers[(answers["query"] == "ec2_cpu") & answers["value"].notna()]
+    ec2 = [s for name, s in series.items() if name.startswith("aws.ec2_")]
+    for a in known.itertuples():
+        exact = np.mean([v[np.searchsorted(t, a.as_of_ms, side="right") - 1] for t, v in ec2])
+        assert a.lo - 1e-9 <= exact <= a.hi + 1e-9 and a.hi - a.lo <= 2 + 1e-9, a
+    assert len(known) >= 4  # from the second file on (the first one's values set the filters)
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_nab_csv_dir_job(examples: Path) -> None:
+    check = tsmon("check", str(examples / "nab_csv_dir" / "aws.tsq"))
+    assert check.returncode == 0 and "2 statements OK" in check.stdout, check.stdout
+    run_csv_dir_job(examples / "nab_csv_dir")
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_socket_jsonl_job(examples: Path) -> None:
+    directory = examples / "socket_jsonl"
+    job_file = directory / "job.toml"
+    port = free_port()  # the job file's 9999, moved to a free port for the test
+    text = job_file.read_text()
+    assert text.count("port = 9999\n") == 1
+    job_file.write_text(text.replace("port = 9999\n", f"port = {port}\n"))
+    stems = ("ec2_cpu_utilization_24ae8d", "ec2_cpu_utilization_fe7f93")
+    feeder = subprocess.Popen(
+        [sys.executable, str(directory / "feed.py"), "--port", str(port), "--rows", "300",
+         "--rate", "40", "--wait", "300",
+         *(f"../shared/data/nab/realAWSCloudwatch/{stem}.csv" for stem in stems)],
+        stdout=subprocess.PIPE, text=True, cwd=examples.parent,
+    )  # fmt: skip
+    log_path = directory / "job.log"
+    try:
+        assert feeder.stdout.readline() == f"serving 600 lines on 127.0.0.1:{port}\n"
+        with log_path.open("w") as log:
+            job = subprocess.Popen(
+                [sys.executable, "-m", "tsmon.cli", "run", str(job_file)],
+                stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=dict(os.environ, COLUMNS="200"),
+            )  # fmt: skip
+            try:
+                assert feeder.stdout.readline() == "sent 600 lines\n"
+                wait_for_rows(directory / "ckpt", 600)
+            finally:
+                job.send_signal(signal.SIGTERM)  # a socket job runs until stopped
+                assert job.wait(timeout=120) == 0
+        assert feeder.wait(timeout=30) == 0  # it ends when the job closes the connection
+    finally:
+        if feeder.poll() is None:
+            feeder.kill()
+    said = " ".join(log_path.read_text().split())
+    assert "interrupted: stopped" in said
+    assert re.search(r"done: \d+ batches, 600 rows in \(600 accepted, 0 dead letters\)", said)
+    series = {f"aws.{stem}": nab_file(stem, 300) for stem in stems}
+    spikes = events_of(directory / "out", "spikes")
+    for name, (ts, values) in series.items():
+        expected, closest = spikes_oracle(ts, values, BEFORE_1H)
+        assert closest > 1e-6 and expected, name
+        assert spikes[spikes["series"] == name]["ts_ms"].tolist() == expected, name
+    progress = [json.loads(line) for line in (directory / "ckpt" / "progress.jsonl").open()]
+    out = directory / "out" / "answers"
+    answers = pd.concat(pd.read_parquet(p) for p in sorted(out.glob("*.parquet")))
+    known = answers[(answers["query"] == "cpu_max") & answers["value"].notna()]
+    for a in known.itertuples():  # the highest latest value of the two at the answer's time
+        exact = max(v[np.searchsorted(t, a.as_of_ms, side="right") - 1] for t, v in series.values())
+        assert a.lo - 1e-9 <= exact <= a.hi + 1e-9 and a.hi - a.lo <= 2 + 1e-9, a
+    # known from the batch after the first points on (that one's values set the filters)
+    assert len(known) > 0 or sum(p["numInputRows"] > 0 for p in progress) < 2
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_standalone_job(examples: Path, tmp_path: Path) -> None:
+    from tests.spark.test_standalone import completed_apps, need_java
+    from tsmon.spark.standalone import StandaloneCluster
+
+    need_java()
+    directory = examples / "standalone"
+    job_file = directory / "job.toml"
+    text = job_file.read_text()
+    master = 'master = "spark://127.0.0.1:7077"'
+    assert text.count(master) == 1
+    with StandaloneCluster(tmp_path / "cluster", workers=1, cores=1, memory="1g") as cluster:
+        job_file.write_text(text.replace(master, f'master = "{cluster.url}"'))  # a free port
+        run_csv_dir_job(directory)  # the answers of examples/nab_csv_dir, on the cluster
+        apps = completed_apps(cluster)
+    assert [(app["name"], app["state"]) for app in apps] == [("nab-standalone", "FINISHED")]
+    assert list((tmp_path / "cluster" / "worker-0" / apps[0]["id"]).glob("*/stderr"))
