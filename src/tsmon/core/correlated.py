@@ -234,6 +234,7 @@ class CorrelatedAggregate:
     --------
     COUNT{x > AVG(x)} on 3,000 multifractal values, 10 buckets, against two passes:
 
+    >>> from tsmon.sim.correlated import exact_correlated, multifractal, rmse
     >>> x = multifractal(3000, seed=1)
     >>> q = CorrelatedQuery("avg", "count")
     >>> exact = exact_correlated(q, x)
