@@ -331,12 +331,13 @@ def test_only_series_a_bounded_query_reads_have_filters() -> None:
     for t in range(0, 100, 10):  # a job with no bounded query: no filter anywhere
         rt.run_batch([("n0", "n0.a", t, 1.0 + t), ("n1", "n1.b", t, 2.0)])
     assert all(not node.part("bounded").filters for node in rt.nodes.values())
-    rt.add_query(Query.sum("q", ["n0.a"], 1.0))  # added later: its filter starts from the
-    rt.run_batch([("n1", "n1.b", 100, 2.0)])  # series' newest value, the reply to its shrink
-    rt.run_batch([("n0", "n0.a", 110, 50.0)])  # (§3.4), sent before the batch's point
-    sent = [r["payload"] for r in rt.last_outputs if r["kind"] == "msg"]
+    rt.add_query(Query.sum("q", ["n0.a"], 1.0))  # added later: its filter starts 1 ms before
+    rt.run_batch([("n1", "n1.b", 100, 2.0)])  # the node's time (90) from the series' value then,
+    rt.run_batch([("n0", "n0.a", 110, 50.0)])  # the reply to its shrink (§3.4), then observes
+    sent = [r["payload"] for r in rt.last_outputs if r["kind"] == "msg"]  # its value at 90
     assert [(m["value"], m["ts_ms"], m["forced"]) for m in sent] == [
-        (91.0, 90, True),
+        (81.0, 89, True),
+        (91.0, 90, False),
         (50.0, 110, False),
     ]
     assert list(rt.nodes["n0"].part("bounded").filters) == ["n0.a"]

@@ -65,10 +65,19 @@ __all__ = ["KIND", "PART", "BoundedCoordinator", "BoundedNode"]
 
 class BoundedNode(NodePart):
     """A :class:`SourceFilter` per series a bounded query reads, created at the series' first
-    width message (§3.4) with the series' current value: the node keeps the newest value of
-    every series, and no filter is stepped for a series no query reads. Width messages are
-    applied at the node's time before the batch's points, which each filter takes in bulk
-    (:meth:`SourceFilter.observe_many`); every filter is then moved to the node's time."""
+    width message (§3.4): the node keeps the newest value of every series, and no filter is
+    stepped for a series no query reads. Width messages are applied at the node's time before
+    the batch's points, which each filter takes in bulk (:meth:`SourceFilter.observe_many`);
+    every filter is then moved to the node's time.
+
+    A filter created after its series' points starts one millisecond before the node's time,
+    with the series' value then, when it had one (and the message is not from later), and
+    observes a value the series took at the node's time as a point: the coordinator's time
+    stays below the node's time (the module docstring), so a first update stamped at the
+    node's time would wait for the source's next instant, which a finished input never
+    brings, and the answer would stay unknown with every value at hand. Not earlier: the
+    coordinator may be at the node's time − 1 already, and the update would be late (§4).
+    """
 
     control_types = ("growth", "shrink")
 
@@ -78,6 +87,8 @@ class BoundedNode(NodePart):
         self.shrink = float(settings.shrink)
         self.filters: dict[str, SourceFilter] = {}
         self.last: dict[str, float] = {}  # series -> its newest value
+        # series without a filter -> (the node's time at its newest value, its value before)
+        self.since: dict[str, tuple[int, float | None]] = {}
         self.held: list[tuple[int, WidthMessage]] = []  # width messages not applied yet
 
     def parse_control(self, payload: Mapping[str, Any], where: str) -> WidthMessage:
@@ -89,11 +100,22 @@ class BoundedNode(NodePart):
             raise ValueError(f"{where}: control carries growth or shrink messages, got {message}")
         return message
 
-    def _filter(self, series: str) -> SourceFilter:
-        if series not in self.filters:
-            value = self.last.get(series)
-            self.filters[series] = SourceFilter(series, self.period_ms, self.shrink, value)
-        return self.filters[series]
+    def _start(self, message: WidthMessage, now_ms: int) -> list[StreamedUpdate]:
+        """The filter of ``message``'s series, created by it (see the class docstring)."""
+        name, before_now = message.object_id, now_ms - 1
+        at, value = self.since.pop(name, (now_ms, None))
+        if at < now_ms:  # its newest value is older than the node's time
+            value = self.last[name]
+        if value is None or message.ts_ms > before_now:
+            f = self.filters[name] = SourceFilter(
+                name, self.period_ms, self.shrink, self.last.get(name)
+            )
+            return f.apply(message, now_ms)
+        f = self.filters[name] = SourceFilter(name, self.period_ms, self.shrink, value)
+        out = f.apply(message, before_now)
+        if at == now_ms:  # the value it took at the node's time, as a point
+            out += f.observe(now_ms, self.last[name])
+        return out
 
     def control(self, items: Sequence[tuple[int, Any]]) -> list[Row]:
         self.held = sorted([*self.held, *items], key=lambda x: (x[0], x[1].seq))
@@ -103,18 +125,22 @@ class BoundedNode(NodePart):
         held, self.held = self.held, []
         out: list[StreamedUpdate] = []
         for _, message in held:
-            out += self._filter(message.object_id).apply(message, now_ms)
+            f = self.filters.get(message.object_id)
+            out += self._start(message, now_ms) if f is None else f.apply(message, now_ms)
         return _rows(out)
 
     def observe(self, points: Points) -> list[Row]:
         series, _, values, at_ms = points.in_order
-        self.last.update(zip(series, values, strict=True))
-        if not self.filters:
-            return []
         mine: dict[str, list[int]] = {}  # the points of each filtered series
         for i, name in enumerate(series):
             if name in self.filters:
                 mine.setdefault(name, []).append(i)
+                continue
+            if self.since.get(name, (None,))[0] != at_ms[i]:  # a new instant: the value before
+                self.since[name] = (at_ms[i], self.last.get(name))
+            self.last[name] = values[i]
+        for name, index in mine.items():
+            self.last[name] = values[index[-1]]
         sent: list[tuple[int, StreamedUpdate]] = []
         for name, index in mine.items():
             bulk = self.filters[name].observe_many(
