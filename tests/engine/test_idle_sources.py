@@ -81,8 +81,11 @@ def test_answers_over_the_other_sources_advance_every_batch_once_one_is_idle() -
     # the coordinator's state stops growing once n3 is idle: the queue of the held-back
     # updates goes out in the first idle batch, and the size stays flat after it
     assert max(sizes[idle_from:]) == sizes[idle_from]
-    idle = sizes[idle_from + 1 : RESUME]  # flat: within 5 % of its median, batch by batch
-    assert all(abs(size - np.median(idle)) < 0.05 * np.median(idle) for size in idle)
+    idle = sizes[idle_from + 1 : RESUME]
+    assert max(idle) < 0.9 * sizes[idle_from]  # the held-back queue went out and stays out
+    # flat: the batch-to-batch spread of the pickled state (5.5 % measured since filters
+    # created late start 1 ms before their node's time; 3.7 % before), no growth
+    assert max(idle) - min(idle) < 0.06 * min(idle)
 
 
 def test_without_an_idle_timeout_one_stopped_source_holds_every_answer_back() -> None:
