@@ -68,7 +68,7 @@ kind = "callback"
 """
 #: Bad rows of file 2: each a dead letter with this reason.
 BAD = [
-    ("a.x", 1_000_000, None, "not_numeric"),
+    ("a.x", 1_000_000, None, "missing"),
     ("b.x", 1_000_001, math.nan, "nan"),
     ("a.y", None, 1.0, "bad_timestamp"),
     (None, 1_000_002, 1.0, "bad_series"),

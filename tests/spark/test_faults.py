@@ -114,7 +114,7 @@ def bad_files(walk: Walk) -> list[tuple[str, bytes, list[tuple], dict[str, int],
     dead = {"malformed_line": 4, "bad_timestamp": 1, "not_numeric": 1}
     out.append(("malformed.csv", b"\n".join(lines) + b"\n", good, dead, 16))
     missing = [{"series": "a", "ts": 999_999_999 + i} for i in range(3)]  # no value column
-    out.append(("missing.csv", csv_text(["series", "ts"], missing), [], {"not_numeric": 3}, 3))
+    out.append(("missing.csv", csv_text(["series", "ts"], missing), [], {"missing": 3}, 3))
     good = walk.rows(10)  # and the job goes on
     as_dicts = [{"series": s, "ts": t, "value": v} for s, t, v in good]
     out.append(("after.csv", csv_text(["ts", "series", "value"], as_dicts), good, {}, 10))
@@ -280,7 +280,7 @@ def bad_parquet_files(walk: Walk) -> list[tuple[str, bytes, list[tuple], dict[st
     text = b"series,ts,value\na,1,2\n"  # a CSV file named .parquet
     out.append(("text.parquet", text, [], {"unreadable_file": 1}, 1))
     missing = pd.DataFrame({"series": ["a", "b", "a"], "ts": [999_999_999 + i for i in range(3)]})
-    out.append(("missing.parquet", parquet_bytes(missing), [], {"not_numeric": 3}, 3))
+    out.append(("missing.parquet", parquet_bytes(missing), [], {"missing": 3}, 3))
     good = walk.rows(10)  # and the job goes on
     out.append(
         (

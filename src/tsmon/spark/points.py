@@ -127,6 +127,7 @@ def point_rows(
         .when(series.isNull() | (series == ""), Reason.BAD_SERIES.value)
         .when(ts.isNull(), Reason.BAD_TIMESTAMP.value)
         .when(~ts.between(MIN_INSTANT_MS, MAX_INSTANT_MS), Reason.BAD_TIMESTAMP.value)
+        .when(raw_value.isNull(), Reason.MISSING.value)
         .when(value.isNull(), Reason.NOT_NUMERIC.value)
         .when(F.isnan(value), Reason.NAN.value)
         .when(F.abs(value) == float("inf"), Reason.INFINITE.value)
