@@ -73,3 +73,38 @@ def test_a_series_its_reporting_source_has_not_sent_is_named() -> None:
     }
     assert hub.why_waiting("b") == "for series 'z.x', which has sent no point yet"
     assert hub.why_waiting("nope") is None
+
+
+def test_the_monitor_says_why_for_every_kind() -> None:
+    """``Monitor.unmatched`` covers the per-point hosts (bounded, standing), the store (watch)
+    and the batch host (summary, top-k) alike, in the batch host's words, until the series
+    each query reads have sent points."""
+    from tsmon import Monitor
+
+    mon = Monitor(["a.x", "b.x", "c.x", "aws.*", "host*"])
+    mon.add_query(QUERIES.replace("WHEN last > 0", "WHEN last > 0 EMIT series"))
+    kinds_seen = {kinds.kind_of(s).name for s in parse_queries(QUERIES)}
+    assert kinds_seen == {k.name for k in kinds.KINDS}
+    now = "(series now: 'a.x', 'b.x', 'c.x')"
+    assert mon.unmatched() == {
+        "w": f"no series matches host*.cpu {now}",
+        "sm": "for series 'c.x', which has sent no point yet",
+        "b": "for series 'a.x', which has sent no point yet",
+        "t": f"no series matches aws.*.cpu {now}",
+        "st": "for series 'a.x', which has sent no point yet",
+    }
+    mon.ingest(["a.x"], [1_000], [1.0], clock_ms=0)
+    assert mon.unmatched() == {
+        "w": f"no series matches host*.cpu {now}",
+        "sm": "for series 'c.x', which has sent no point yet",
+        "b": "for series 'b.x', which has sent no point yet",
+        "t": f"no series matches aws.*.cpu {now}",
+        "st": "for series 'c.x', which has sent no point yet",
+    }
+    mon.ingest(["b.x", "c.x"], [1_000, 1_000], [2.0, 3.0], clock_ms=0)
+    assert set(mon.unmatched()) == {"w", "t"}
+    mon.ingest(["aws.i1.cpu", "host1.cpu"], [2_000, 2_000], [5.0, 1.0], clock_ms=0)
+    assert mon.unmatched() == {}
+    mon.remove_query("b")  # a removed query is gone from it, a new one judged at once
+    mon.add_query("QUERY b2 AS AVG(a.x, b.x) WITHIN 1")
+    assert mon.unmatched() == {}

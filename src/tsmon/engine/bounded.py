@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tsmon.engine.waiting import Groups
 from tsmon.protocols.filters import Answer, FilterNetwork, MessageCounts, Query
 from tsmon.query import AggregateDef, AlterPrecision, query_key
 from tsmon.query.aggregate import ResolvedAggregate, resolve_aggregate
@@ -194,6 +195,11 @@ class BoundedQueries:
         """Registered query names."""
         running = [] if self._net is None else list(self._net.coordinator.queries)
         return list(self._waiting) + running
+
+    def reads(self) -> dict[str, Groups]:
+        """Each series of each query (globs were expanded when it was added), for
+        :mod:`tsmon.engine.waiting`."""
+        return {name: tuple((o,) for o in self.query(name).objects) for name in self.names()}
 
     def query(self, name: str) -> Query:
         """The registered query ``name``."""

@@ -89,6 +89,12 @@ class InstantHost:
         self.readers.append(reader)
         self._read_ms[reader.name] = None
 
+    def waiting(self) -> dict[str, str]:
+        """The queries with no answer for want of points: name -> why."""
+        hub = self.runtime.coordinator
+        notes = {s.name: hub.why_waiting(s.name) for s in self.statements.values()}
+        return {name: why for name, why in notes.items() if why is not None}
+
     def answers(self, kind: str) -> Mapping[str, Any]:
         return self.runtime.answers(kind)
 

@@ -32,6 +32,7 @@ from tsmon.engine.settings import HostSettings
 from tsmon.engine.standing import StandingQueries, standing_settings
 from tsmon.engine.standing_settings import StandingSettings
 from tsmon.engine.store import SeriesStore, millis, register_config
+from tsmon.engine.waiting import why_waiting
 from tsmon.protocols.filters import MessageCounts
 from tsmon.query import compile_query, parse_queries, query_key
 
@@ -243,10 +244,20 @@ class Monitor:
             raise KeyError(f"no query named {name!r}; registered: {sorted(self.queries())}")
 
     def unmatched(self) -> dict[str, str]:
-        """The watch queries no stored series triggers yet: name -> why (their ``ON`` patterns
-        and some of the series there are). Asked after :meth:`add_query`, it says which new
-        queries wait for series; a query leaves it when a series it matches appears."""
-        return self._store.unmatched()
+        """The queries of every kind that wait for series: name -> why, in the words of
+        :mod:`tsmon.engine.waiting` (no series matches a watch query's ``ON`` patterns, or a
+        series an aggregate or top-k query reads has sent no point yet). Asked after
+        :meth:`add_query`, it says which new queries wait; a query leaves it once its series
+        have sent points."""
+        store = self._store
+        names = sorted(store.nodes)
+        seen = {s for s in names if store.newest(s) is not None}
+        notes = store.unmatched()
+        for name, groups in (self._bounded.reads() | self._standing.reads()).items():
+            why = why_waiting(groups, names, seen, {}, set())
+            if why is not None:
+                notes[name] = why
+        return notes | ({} if self._host is None else self._host.waiting())
 
     def queries(self) -> dict[str, str]:
         """The registered queries: name -> text."""

@@ -49,6 +49,7 @@ from tsmon.engine.standing_settings import (
     StandingSettings,
     standing_settings,
 )
+from tsmon.engine.waiting import Groups
 from tsmon.protocols.deferral import DeferralEngine, StandingQuery
 from tsmon.protocols.deferral.snapshot import Answer, Counters
 from tsmon.query import StandingDef, query_key
@@ -81,6 +82,7 @@ class StandingRegistry:
     def __init__(self) -> None:
         self.statements: dict[str, StandingDef] = {}  # by query key
         self.latest: dict[str, Answer] = {}  # by name: the last evaluation
+        self.series_of: dict[str, tuple[str, ...]] = {}  # by name: the series it reads
 
     def defines(self, name: str) -> bool:
         return query_key(name) in self.statements
@@ -109,7 +111,13 @@ class StandingRegistry:
     def remove(self, name: str) -> None:
         statement = self.statements.pop(query_key(name))
         self.latest.pop(statement.name, None)
+        self.series_of.pop(statement.name, None)
         self._drop(statement)
+
+    def reads(self) -> dict[str, Groups]:
+        """Each series of each query (globs were expanded when it was added), for
+        :mod:`tsmon.engine.waiting`."""
+        return {name: tuple((s,) for s in series) for name, series in self.series_of.items()}
 
     def answers(self) -> dict[str, Answer]:
         """The last evaluation of every query (queries not evaluated yet are left out)."""
@@ -152,8 +160,10 @@ class StandingQueries(StandingRegistry):
     def add(self, statement: StandingDef, series: Iterable[str]) -> None:
         """Register ``statement`` over the existing ``series`` (globs expanded now)."""
         check_window(statement)
-        weights = {self._stream(s): w for s, w in series_weights(statement, series).items()}
+        by_series = series_weights(statement, series)
+        weights = {self._stream(s): w for s, w in by_series.items()}
         self.statements[query_key(statement.name)] = statement
+        self.series_of[statement.name] = tuple(by_series)
         if statement.since_start and self._tick is None:  # its landmark is the first tick
             self._pending[statement.name] = standing_query(statement, weights, landmark_ms=0)
             return

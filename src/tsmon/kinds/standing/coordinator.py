@@ -78,7 +78,6 @@ class StandingCoordinator(StandingRegistry):
         self.counters: dict[int, Counters] = {}  # by partition, as last reported
         self.estimations: dict[str, int] = {}  # by source
         self.skipped: dict[str, int] = {}  # by source
-        self.series_of: dict[str, tuple[str, ...]] = {}  # query -> the series it reads
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -116,7 +115,6 @@ class StandingCoordinator(StandingRegistry):
         self.live.add(part)
 
     def _drop(self, statement: StandingDef) -> None:
-        self.series_of.pop(statement.name, None)
         part = partition_of(statement.name, self.settings.partitions)
         self.ops.setdefault(part, []).append(
             {"type": "standing", "op": "remove", "name": statement.name}
@@ -233,10 +231,7 @@ class StandingPart(CoordinatorPart):
         return self.standing.names()
 
     def reads(self) -> dict[str, tuple[tuple[str, ...], ...]]:
-        """Each series of each query (globs were expanded when it was added)."""
-        return {
-            name: tuple((s,) for s in series) for name, series in self.standing.series_of.items()
-        }
+        return self.standing.reads()
 
     def remove(self, hub: CoordinatorNode, name: str) -> None:
         self.standing.remove(name)
