@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tsmon.protocols.filters import Answer, FilterNetwork, MessageCounts, Query
+from tsmon.engine.filter_network import FilterNetwork
+from tsmon.protocols.filters import Answer, MessageCounts, Query
 from tsmon.query import AggregateDef, AlterPrecision, query_key
 from tsmon.query.aggregate import ResolvedAggregate, resolve_aggregate
 

@@ -25,8 +25,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from tests.protocols.topk.streams import Oracle, check_invariant_2, check_invariants
 from tsmon.protocols.topk.coordinator import Policy
 from tsmon.protocols.topk.messages import ToCoordinator, ToNode
-from tsmon.protocols.topk.network import _Network
 from tsmon.protocols.topk.node import MonitorNode
+from tsmon.sim.topk.network import _Network
 
 QUARTER_EVEN = Policy(Fraction(1, 4), False)
 
