@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tsmon.engine.transport import FixedDelay, Link, Loss
+from tsmon.engine.transport import Delay, FixedDelay, Link, Loss, no_delay
 from tsmon.protocols.topk.coordinator import Coordinator, Policy
 from tsmon.protocols.topk.messages import (
     MessageCounts,
@@ -38,11 +38,13 @@ class _Network:
         initial: Sequence[Mapping[Obj, int]] | None,
         bottom: bool,
         theta: int | None,
+        delay: Delay = no_delay,
+        loss: Loss | None = None,
     ) -> None:
         self.nodes = [MonitorNode(j, k, bottom, theta) for j in range(1, m + 1)]
         self.resolver = Resolver(Coordinator(m, k, eps, policy, bottom))
         self.counts = MessageCounts()
-        self.link: Link[ToNode | ToCoordinator] = Link(count=self._count)
+        self.link: Link[ToNode | ToCoordinator] = Link(delay, loss, self._count)
         if initial is not None:
             if len(initial) != m:
                 raise ValueError(f"initial needs one mapping per node ({m}), got {len(initial)}")
@@ -161,9 +163,8 @@ class DelayedNetwork(_Network):
         start: int = 0,
         loss: Loss | None = None,
     ) -> None:
-        super().__init__(m, k, eps, policy, initial, bottom, theta)
+        super().__init__(m, k, eps, policy, initial, bottom, theta, FixedDelay(delay), loss)
         self.delay = delay
-        self.link = Link(FixedDelay(delay), loss, self._count)
         self.now = start
         self.link.send(self.resolver.start(), self.now)
 
