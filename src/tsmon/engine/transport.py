@@ -12,9 +12,11 @@ messages in ``(due, priority, send order)`` order. Three transports come from it
 * **lossy**: a :data:`Loss` rule, e.g. :class:`SeededLoss` (each message dropped with
   probability ``p`` by one seeded generator, so a replay drops the same messages).
 
-The protocols assume reliable channels (Babcock & Olston 2003, Appendix A, footnote 2; the
-adaptive-filter and SWAT-ASR papers likewise): no paper defines their answers under loss, so
-the lossy transport is for experiments and tests of the transport itself.
+No paper defines answers under loss: top-k assumes reliable channels (Babcock & Olston 2003,
+Appendix A, footnote 2), SWAT-ASR reliable in-order links (Bulut & Singh 2003, §3), and the
+adaptive filters model delays (Olston, Jiang & Widom 2003, §4), not loss. So the lossy
+transport is for experiments and tests; the one reaction to loss in the code is a SWAT-ASR
+summary reader's, which raises at the gap a lost message leaves (:mod:`tsmon.engine.replicas`).
 
 Time is an argument (ms in the simulations, batch ids in :class:`Transport`): no clock, no I/O.
 
