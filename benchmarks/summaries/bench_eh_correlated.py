@@ -32,8 +32,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from tsmon.core.correlated import CorrelatedAggregate, CorrelatedQuery, FocusedHistogram
+from tsmon.core.correlated import CorrelatedAggregate, CorrelatedQuery
 from tsmon.core.exphist import BasicCounting, WindowSum, bucket_bound
+from tsmon.core.focused import FocusedHistogram
 from tsmon.sim.correlated import exact_correlated, multifractal, rmse
 
 OUT = Path(__file__).resolve().parent / "out"

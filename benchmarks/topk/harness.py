@@ -39,7 +39,8 @@ from typing import Any
 
 from workloads import Workload
 
-from tsmon.protocols.topk import CachingNetwork, MessageCounts, Policy, TopKNetwork
+from tsmon.protocols.topk import MessageCounts, Policy
+from tsmon.sim.topk import CachingNetwork, TopKNetwork
 
 IN, OUT, FREE = 1, -1, 0
 

@@ -44,8 +44,9 @@ from rich.table import Table
 from sortedcontainers import SortedList  # ships with hypothesis (dev dependency)
 from workloads import Workload, busiest_destination, popular_documents
 
-from tsmon.protocols.topk import MessageCounts, TopKNetwork
-from tsmon.protocols.topk.network import DelayedNetwork
+from tsmon.protocols.topk import MessageCounts
+from tsmon.sim.topk import TopKNetwork
+from tsmon.sim.topk.network import DelayedNetwork
 
 OUT = Path(__file__).resolve().parent / "out"
 LIVE = 3_000  # packets in the window stream's 15-minute window

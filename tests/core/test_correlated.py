@@ -20,7 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tsmon.core.correlated import CorrelatedAggregate, CorrelatedQuery, FocusedHistogram
+from tsmon.core.correlated import CorrelatedAggregate, CorrelatedQuery
+from tsmon.core.focused import FocusedHistogram
 from tsmon.sim.correlated import exact_correlated, multifractal, rmse
 
 QUERIES = [

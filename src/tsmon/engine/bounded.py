@@ -23,8 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tsmon.engine.filter_network import FilterNetwork
 from tsmon.engine.waiting import Groups
-from tsmon.protocols.filters import Answer, FilterNetwork, MessageCounts, Query
+from tsmon.protocols.filters import Answer, MessageCounts, Query
 from tsmon.query import AggregateDef, AlterPrecision, query_key
 from tsmon.query.aggregate import ResolvedAggregate, resolve_aggregate
 

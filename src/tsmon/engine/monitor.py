@@ -7,7 +7,8 @@ latency (:mod:`tsmon.engine.bounded`, :mod:`tsmon.engine.standing`); every other
 summaries, summary readers (SWAT-ASR), a kind added to :mod:`tsmon.kinds` — in the batch host
 the Spark job runs, with one source node and an instant transport
 (:class:`~tsmon.engine.embedded.InstantHost`): one :meth:`Monitor.ingest` call is one batch of
-the points its series received in order, followed by every round trip it causes.
+the points its series received in order, followed by every round trip it causes. Which host
+runs a statement, and how points reach the hosts: :mod:`tsmon.engine.hosts`.
 Query names are case-insensitive, as in query files.
 """
 
@@ -18,23 +19,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from tsmon import kinds
 from tsmon.core.window_spec import WindowSpec
-from tsmon.engine.bounded import BoundedQueries, FilterSettings
-from tsmon.engine.embedded import InstantHost
+from tsmon.engine.bounded import FilterSettings
 from tsmon.engine.events import Event
 from tsmon.engine.guard import future_limit
+from tsmon.engine.hosts import MonitorHosts
 from tsmon.engine.replicas import DEFAULT_PHASE_MS, SummaryReader
-from tsmon.engine.settings import HostSettings
-from tsmon.engine.standing import StandingQueries, standing_settings
+from tsmon.engine.standing import standing_settings
 from tsmon.engine.standing_settings import StandingSettings
 from tsmon.engine.store import SeriesStore, millis, register_config
-from tsmon.engine.waiting import why_waiting
 from tsmon.protocols.filters import MessageCounts
-from tsmon.query import compile_query, parse_queries, query_key
 
 
 @dataclass(frozen=True)
@@ -122,18 +118,12 @@ class Monitor:
         self._max_future_ms = millis("max_future", max_future)
         period = millis("filter_period", filter_period)  # None: chosen online
         filters = FilterSettings(period, float(filter_shrink), int(seed), filter_growth)
-        self._bounded = BoundedQueries(filters)
-        self._standing = StandingQueries(standing_settings(standing, standing_tick))
-        self._settings = HostSettings(  # no registers: watch queries stay in the store
-            filters.period_ms or 1_000,  # the host's filters stay idle: bounded runs above
-            filters.shrink,
-            filters.seed,
-            filters.growth,
-            standing=self._standing.settings,
-            replica_phase_ms=millis("replica_phase", replica_phase),  # type: ignore[arg-type]
-            max_future_ms=None,  # checked here, by ingest
+        self._hosts = MonitorHosts(
+            self._store,
+            filters,
+            standing_settings(standing, standing_tick),
+            millis("replica_phase", replica_phase),  # type: ignore[arg-type]
         )
-        self._host: InstantHost | None = None  # made when a query or reader first needs it
         for name in series:
             self.add_series(name)
 
@@ -168,31 +158,7 @@ class Monitor:
         ``QUERY q AS AVG(...) WITHIN δ`` statements register bounded aggregates over the series
         that exist now (globs are expanded once); their answers are in :meth:`answers`.
         """
-        statements = parse_queries(text)
-        by_kind: dict[str, list] = {}
-        for s in statements:
-            kind = kinds.kind_of(s)
-            if not kind.defines(s):
-                raise ValueError("ALTER QUERY changes a registered query; pass it to alter_query")
-            by_kind.setdefault(kind.name, []).append(s)
-        compiled = [compile_query(q) for q in by_kind.pop("watch", [])]
-        for name in [s.name for s in statements]:
-            if self._defines(name):
-                raise ValueError(
-                    f"query {name!r} already exists (names ignore case); use alter_query "
-                    "to change it or remove_query first"
-                )
-        store = self._store
-        self._bounded.register(by_kind.pop("bounded", []), store.nodes, store.newest, self.now_ms)
-        for statement in by_kind.pop("standing", []):
-            self._standing.add(statement, store.nodes)
-        for statement in by_kind.get("summary", []):
-            store.node(statement.series)  # a KeyError naming the series if it is unknown
-        for statement in (s for ss in by_kind.values() for s in ss):  # the batch host's kinds
-            self._hosted().add(statement, store.nodes)
-        for query in compiled:
-            store.add(query)
-        return [s.name for s in statements]
+        return self._hosts.add(text)
 
     def alter_query(self, text: str) -> list[str]:
         """Replace existing queries by the same names, in place: they keep their rank among
@@ -203,45 +169,11 @@ class Monitor:
         ``ALTER QUERY q TOP k`` a top-k query's k; a new ``QUERY q AS ...`` statement
         redefines a bounded aggregate.
         """
-        statements = parse_queries(text)
-        watch, redefined, precision, hosted = [], [], [], []
-        for s in statements:
-            kind = kinds.kind_of(s)
-            if kind.name == "watch":
-                watch.append(compile_query(s))
-            elif kind.defines(s) and kind.name == "bounded":
-                redefined.append(s)
-            elif kind.defines(s):
-                raise ValueError(f"query {s.name!r}: remove it and add it again to redefine it")
-            elif self._standing.defines(s.name):
-                self._standing.alter(s.name, s.delta, self._store.nodes)
-            elif self._host is not None and self._host.defines(s.name):
-                hosted.append(s)
-            else:
-                precision.append(s)
-        for query in watch:
-            if query_key(query.name) not in self._store.queries:
-                raise KeyError(f"no query named {query.name!r}; use add_query to create it")
-        store = self._store
-        self._bounded.change(redefined, precision, store.nodes, store.newest, self.now_ms)
-        for s in hosted:
-            self._hosted().alter(s)
-        for query in watch:
-            store.replace(query)
-        return [s.name for s in statements]
+        return self._hosts.alter(text)
 
     def remove_query(self, name: str) -> None:
         """Unregister a query and release the windows only it used."""
-        if self._bounded.defines(name):
-            self._bounded.unregister(name)
-        elif self._standing.defines(name):
-            self._standing.remove(name)
-        elif self._host is not None and self._host.defines(name):
-            self._host.remove(self._host.statements[query_key(name)].name)
-        elif query_key(name) in self._store.queries:
-            self._store.remove(name)
-        else:
-            raise KeyError(f"no query named {name!r}; registered: {sorted(self.queries())}")
+        self._hosts.remove(name)
 
     def unmatched(self) -> dict[str, str]:
         """The queries of every kind that wait for series: name -> why, in the words of
@@ -249,41 +181,21 @@ class Monitor:
         series an aggregate or top-k query reads has sent no point yet). Asked after
         :meth:`add_query`, it says which new queries wait; a query leaves it once its series
         have sent points."""
-        store = self._store
-        names = sorted(store.nodes)
-        seen = {s for s in names if store.newest(s) is not None}
-        notes = store.unmatched()
-        for name, groups in (self._bounded.reads() | self._standing.reads()).items():
-            why = why_waiting(groups, names, seen, {}, set())
-            if why is not None:
-                notes[name] = why
-        return notes | ({} if self._host is None else self._host.waiting())
+        return self._hosts.unmatched()
 
     def queries(self) -> dict[str, str]:
         """The registered queries: name -> text."""
-        texts = {q.name: q.text for q in self._store.queries.values()}
-        hosted = {} if self._host is None else self._host.texts()
-        return texts | self._bounded.texts() | self._standing.texts() | hosted
-
-    def _defines(self, name: str) -> bool:
-        return query_key(name) in {query_key(n) for n in self.queries()}
-
-    def _hosted(self) -> InstantHost:
-        if self._host is None:
-            self._host = InstantHost(self._settings)
-        return self._host
+        return self._hosts.texts()
 
     def follow(self, reader: SummaryReader) -> None:
         """Serve a summary reader (SWAT-ASR, Bulut & Singh §3) of a series of this monitor:
         its queued requests go out with each :meth:`ingest` (or :meth:`flush`), and the
         source's messages, the arrival count and the time come back to it at once."""
-        self._store.node(reader.key[0])
-        self._hosted().follow(reader)
+        self._hosts.follow(reader)
 
     def flush(self) -> None:
         """Deliver the followed readers' queued requests now, with no points."""
-        if self._host is not None:
-            self._host.step([])
+        self._hosts.flush()
 
     def answers(self, kind: str = "bounded") -> Mapping[str, Any]:
         """The newest answer of every query of ``kind``, by the batch runtimes' kind names:
@@ -300,21 +212,16 @@ class Monitor:
         * ``topk``: every ``TOP|BOTTOM k`` query's members, valid within its ε;
         * any other kind of :mod:`tsmon.kinds`, as its part answers.
         """
-        if kind == "bounded":
-            return self._bounded.answers()
-        if kind == "standing":
-            return self._standing.answers()
-        kinds.answers_part(kind)  # a ValueError naming the known kinds
-        return {} if self._host is None else self._host.answers(kind)
+        return self._hosts.answers(kind)
 
     def exact_answers(self) -> dict[str, float]:
         """The exact aggregate of every bounded query from the stored newest points."""
-        return self._bounded.exact(self._store.newest)
+        return self._hosts.bounded.exact(self._store.newest)
 
     def filter_messages(self) -> MessageCounts:
         """Messages the adaptive filters behind bounded aggregates sent, as if distributed
         (``stats()["bounded_points"]`` counts the points of the series they read)."""
-        return self._bounded.messages()
+        return self._hosts.bounded.messages()
 
     # -- ingest --------------------------------------------------------------------------------
     def ingest(
@@ -330,22 +237,7 @@ class Monitor:
         before_events, before_dead = store.events.emitted, store.dead.total()
         clock = int(time.time() * 1000) if clock_ms is None else clock_ms
         batch = store.read(series, ts, value, future_limit(clock, self._max_future_ms))
-        hosted = self._host is not None and self._host.active
-        in_order: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-
-        def accepted(name: str, seq: np.ndarray, t: np.ndarray, v: np.ndarray, new: bool) -> None:
-            self._bounded.stage(name, seq, t, v)
-            if new:
-                self._standing.stage(name, t, v)
-                if hosted:
-                    in_order.append((seq, np.full(len(seq), name, dtype=object), t, v))
-
-        store.ingest(batch, accepted)
-        self._bounded.flush()
-        self._standing.flush()
-        if hosted:
-            assert self._host is not None
-            self._host.step(_arrival_order(in_order))
+        self._hosts.ingest(batch)
         rejected = store.dead.total() - before_dead
         return IngestReport(
             batch.received,
@@ -392,21 +284,4 @@ class Monitor:
     def stats(self) -> dict[str, object]:
         """Counts: received = accepted + rejected; late inserts and replaced duplicates are
         among the accepted."""
-        hosted = {} if self._host is None else self._host.statements
-        summaries = [s for s in hosted.values() if kinds.kind_of(s).name == "summary"]
-        return self._store.stats() | {
-            "bounded_queries": len(self._bounded.names()),
-            "bounded_points": self._bounded.points,
-            "standing_queries": len(self._standing.names()),
-            "standing_evaluations": self._standing.counters.evaluations,
-            "summary_queries": len(summaries),
-        }
-
-
-def _arrival_order(chunks: list[tuple[np.ndarray, ...]]) -> list[tuple[str, int, float]]:
-    """The in-order points of every series as ``(series, ts, value)``, in arrival order."""
-    if not chunks:
-        return []
-    seq, names, ts, values = (np.concatenate(c) for c in zip(*chunks, strict=True))
-    order = np.argsort(seq, kind="stable")
-    return list(zip(names[order].tolist(), ts[order].tolist(), values[order].tolist(), strict=True))
+        return self._hosts.stats()

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
 from tests.protocols.filters.machines import History, QueryChanges
-from tsmon.protocols.filters import FilterNetwork, Query, StreamedUpdate
+from tsmon.engine.filter_network import FilterNetwork
+from tsmon.protocols.filters import Query, StreamedUpdate
 from tsmon.protocols.filters.messages import Message
 
 OBJECTS = [f"o{i}" for i in range(6)]

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tsmon.protocols.filters import FilterNetwork, Growth, Query, StreamedUpdate
+from tsmon.engine.filter_network import FilterNetwork
+from tsmon.protocols.filters import Growth, Query, StreamedUpdate
 from tsmon.protocols.filters.messages import Message
 
 KINDS = ["avg", "sum", "min", "max"]

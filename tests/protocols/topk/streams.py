@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import Iterator
 
 from tsmon.protocols.topk.coordinator import PHANTOM, Coordinator
-from tsmon.protocols.topk.network import TopKNetwork, _Network
+from tsmon.sim.topk.network import TopKNetwork, _Network
 
 
 def stream(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.protocols.topk.streams import Oracle, check_invariants, stream
-from tsmon.protocols.topk.caching import CachingNetwork
-from tsmon.protocols.topk.network import TopKNetwork
+from tsmon.sim.topk.caching import CachingNetwork
+from tsmon.sim.topk.network import TopKNetwork
 
 M, K, N, STEPS = 8, 4, 2000, 20_000
 

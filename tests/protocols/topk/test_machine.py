@@ -2,20 +2,20 @@
 across channels, node joins and query alters interleave freely.
 
 Every link between the coordinator and node ``N_j`` is a pair of FIFO channels (Appendix A's
-reliable channels); a rule delivers the head of any non-empty channel, so messages on different
-links overtake each other as they would under any delays, or hands the heads of every link to
-the coordinator at once (:meth:`Resolver.on_messages`, the micro-batch path). Invariants after
-every step: every message sent is either delivered and counted once (by kind, in
-``MessageCounts``) or still in its channel; Invariant 2 (``δ_t0 + ε ≥ δ_s0``) at the
-coordinator (but during an alter's gather); and whenever the network is quiet (nothing in
-flight or queued, no node awaiting), Invariant 1 (``Σ_j δ_ij = 0``) exactly, every local
-constraint, one ``T`` everywhere and ``T`` ε-valid against the exact sums. Once the updates
-stop, delivering everything makes the network quiet (Appendix A's convergence).
+reliable channels: an instant :class:`~tsmon.engine.transport.Link` each way); a rule delivers
+the head of any non-empty channel, so messages on different links overtake each other as they
+would under any delays, or hands the heads of every link to the coordinator at once
+(:meth:`Resolver.on_messages`, the micro-batch path). Invariants after every step: every message
+sent is counted once (by kind, in ``MessageCounts``, by its channel when sent) and either
+delivered or still in its channel; Invariant 2 (``δ_t0 + ε ≥ δ_s0``) at the coordinator (but
+during an alter's gather); and whenever the network is quiet (nothing in flight or queued, no
+node awaiting), Invariant 1 (``Σ_j δ_ij = 0``) exactly, every local constraint, one ``T``
+everywhere and ``T`` ε-valid against the exact sums. Once the updates stop, delivering
+everything makes the network quiet (Appendix A's convergence).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from fractions import Fraction
 
 from hypothesis import HealthCheck, settings
@@ -23,10 +23,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from tests.protocols.topk.streams import Oracle, check_invariant_2, check_invariants
+from tsmon.engine.transport import Link
 from tsmon.protocols.topk.coordinator import Policy
 from tsmon.protocols.topk.messages import ToCoordinator, ToNode
-from tsmon.protocols.topk.network import _Network
 from tsmon.protocols.topk.node import MonitorNode
+from tsmon.sim.topk.network import _Network
 
 QUARTER_EVEN = Policy(Fraction(1, 4), False)
 
@@ -37,48 +38,54 @@ class Channels(_Network):
     def __init__(self, m: int, k: int, eps: int, policy: Policy, bottom: bool, theta) -> None:
         super().__init__(m, k, eps, policy, None, bottom, theta)
         self.k, self.bottom, self.theta = k, bottom, theta
-        self.up: dict[int, deque[ToCoordinator]] = {j: deque() for j in range(1, m + 1)}
-        self.down: dict[int, deque[ToNode]] = {j: deque() for j in range(1, m + 1)}
-        self.sent = self.delivered = 0
+        self.up: dict[int, Link[ToCoordinator]] = {}
+        self.down: dict[int, Link[ToNode]] = {}
+        for j in range(1, m + 1):
+            self._open(j)
         self._to_nodes(self.resolver.start())
+
+    def _open(self, j: int) -> None:
+        self.up[j], self.down[j] = Link(count=self._count), Link(count=self._count)
 
     def _to_nodes(self, messages: list[ToNode]) -> None:
         for message in messages:
-            self.down[message.node].append(message)
-            self.sent += 1
+            self.down[message.node].send([message], 0)
 
     def _to_coordinator(self, message: ToCoordinator | None) -> None:
         if message is not None:
-            self.up[message.node].append(message)
-            self.sent += 1
+            self.up[message.node].send([message], 0)
+
+    def _channels(self) -> list[Link]:
+        return [*self.up.values(), *self.down.values()]
+
+    @property
+    def sent(self) -> int:
+        return sum(c.sent for c in self._channels())
+
+    @property
+    def delivered(self) -> int:
+        return sum(c.delivered for c in self._channels())
 
     def update(self, j: int, obj: int, delta: int) -> None:
         self._to_coordinator(self.nodes[j - 1].update(obj, delta))
 
     def deliver_down(self, j: int) -> None:
-        message = self.down[j].popleft()
-        self.delivered += 1
-        self.counts.add(message)
+        _, message = self.down[j].pop()
         self._to_coordinator(self.nodes[j - 1].on_message(message))
 
     def deliver_up(self, j: int) -> None:
-        message = self.up[j].popleft()
-        self.delivered += 1
-        self.counts.add(message)
+        _, message = self.up[j].pop()
         self._to_nodes(self.resolver.on_message(message))
 
     def deliver_batch(self) -> None:
         """The head of every link's up channel, to the coordinator at once."""
-        batch = [q.popleft() for q in self.up.values() if q]
-        self.delivered += len(batch)
-        for message in batch:
-            self.counts.add(message)
+        batch = [q.pop()[1] for q in self.up.values() if q]
         self._to_nodes(self.resolver.on_messages(batch))
 
     def join(self) -> None:
         j = len(self.nodes) + 1
         self.nodes.append(MonitorNode(j, self.k, self.bottom, self.theta))
-        self.up[j], self.down[j] = deque(), deque()
+        self._open(j)
         self._to_nodes(self.resolver.add_node())
 
     def alter(self, k: int, eps: int) -> None:
@@ -88,7 +95,7 @@ class Channels(_Network):
         self._to_nodes(self.resolver.restart(k, eps))
 
     def in_flight(self) -> int:
-        return sum(map(len, self.up.values())) + sum(map(len, self.down.values()))
+        return sum(map(len, self._channels()))
 
     @property
     def quiet(self) -> bool:
@@ -164,8 +171,7 @@ class TopKMachine(RuleBasedStateMachine):
     @invariant()
     def every_message_counted_once(self):
         net = self.net
-        assert net.counts.total == net.delivered
-        assert net.sent == net.delivered + net.in_flight()
+        assert net.counts.total == net.sent == net.delivered + net.in_flight()
 
     @invariant()
     def invariant_2_at_the_coordinator(self):

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.protocols.topk.streams import Oracle, check_invariants, stream
-from tsmon.protocols.topk.caching import CachingNetwork
 from tsmon.protocols.topk.coordinator import Policy
-from tsmon.protocols.topk.network import TopKNetwork
+from tsmon.sim.topk.caching import CachingNetwork
+from tsmon.sim.topk.network import TopKNetwork
 
 
 @st.composite

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tests.protocols.topk.streams import Oracle, check_invariants, stream
 from tsmon.protocols.topk.coordinator import Policy
 from tsmon.protocols.topk.messages import MessageCounts
-from tsmon.protocols.topk.network import DelayedNetwork, TopKNetwork
+from tsmon.sim.topk.network import DelayedNetwork, TopKNetwork
 
 POLICIES = [Policy.paper(), Policy(0, False), Policy(1, True), Policy(None, True)]
 
@@ -122,7 +122,7 @@ def test_message_counts_do_not_depend_on_the_hash_seed() -> None:
     program = """
 import random
 from collections import deque
-from tsmon.protocols.topk import TopKNetwork
+from tsmon.sim.topk import TopKNetwork
 rng = random.Random(7); net = TopKNetwork(3, 2, 0); live = deque()
 for _ in range(1500):
     u = (rng.randint(1, 3), f"o{rng.randint(0, 9)}", 1); net.update(*u); live.append(u)

@@ -7,8 +7,8 @@ import warnings
 import numpy as np
 import pytest
 
+from tsmon.engine.filter_network import FilterNetwork
 from tsmon.protocols.filters.aggregation import aggregate_sources, all_pairs
-from tsmon.protocols.filters.network import FilterNetwork
 from tsmon.protocols.filters.queries import Query
 from tsmon.sim.filters import constraint_matrix, fig8_workload, optimized_static_widths
 from tsmon.sim.filters.beyond import (

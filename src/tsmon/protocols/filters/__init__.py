@@ -8,7 +8,6 @@ reallocates width every period ``T`` (shrink by ``S``, grow by burden score).
 from tsmon.protocols.filters.bounds import BoundCache
 from tsmon.protocols.filters.coordinator import Answer, Coordinator
 from tsmon.protocols.filters.messages import Growth, MessageCounts, Shrink, StreamedUpdate
-from tsmon.protocols.filters.network import FilterNetwork
 from tsmon.protocols.filters.precision import (
     burden_scores,
     burden_targets,
@@ -25,7 +24,6 @@ __all__ = [
     "Answer",
     "BoundCache",
     "Coordinator",
-    "FilterNetwork",
     "Growth",
     "MessageCounts",
     "Query",

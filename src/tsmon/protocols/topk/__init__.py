@@ -2,10 +2,10 @@
 
 Monitor nodes keep partial values ``V_ij`` and adjustment factors ``δ_ij`` and check local
 constraints against the top-k set ``T``; the coordinator resolves violations in up to three
-phases and reallocates leeway by Algorithm 3.1. Pure code: zero latency, every message counted.
+phases and reallocates leeway by Algorithm 3.1. Pure code: no clock, no I/O; the simulated
+networks that run it are in :mod:`tsmon.sim.topk`.
 """
 
-from tsmon.protocols.topk.caching import CachingNetwork
 from tsmon.protocols.topk.coordinator import PHANTOM, Coordinator, Policy, apportion, reallocate
 from tsmon.protocols.topk.messages import (
     CacheUpdate,
@@ -15,20 +15,17 @@ from tsmon.protocols.topk.messages import (
     ValueReply,
     ValueRequest,
 )
-from tsmon.protocols.topk.network import TopKNetwork
 from tsmon.protocols.topk.node import MonitorNode
 
 __all__ = [
     "PHANTOM",
     "CacheUpdate",
-    "CachingNetwork",
     "Coordinator",
     "Install",
     "MessageCounts",
     "MonitorNode",
     "Policy",
     "ResolutionRequest",
-    "TopKNetwork",
     "ValueReply",
     "ValueRequest",
     "apportion",

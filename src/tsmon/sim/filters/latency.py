@@ -64,7 +64,7 @@ class LanLatency:
         return np.ceil(d).astype(np.int64)
 
     def __call__(self, message: Message | None, sent_ms: int) -> int:
-        """Delay of one message (the :data:`tsmon.protocols.filters.network.Delay` signature)."""
+        """Delay of one message (the :data:`tsmon.engine.transport.Delay` signature)."""
         return int(self.sample(1)[0])
 
 

@@ -1,18 +1,19 @@
 """Simulated trees of sites for SWAT-ASR and its baselines, every message counted (§3-§5).
 
-The source is site 0 at the root; ``parents`` maps each client to its parent. Delivery has zero
-latency: a handler's messages are delivered (FIFO) before the call returns, so between calls no
-message is in flight. :class:`AsrNetwork` counts one message per link a SWAT-ASR message
-crosses (they only travel between adjacent sites). :class:`ItemNetwork` runs a baseline (§4)
+The source is site 0 at the root; ``parents`` maps each client to its parent. Messages travel
+over an instant :class:`~tsmon.engine.transport.Link`, which counts them: a handler's messages
+are delivered (FIFO) before the call returns, so between calls no message is in flight.
+:class:`AsrNetwork` counts one message per link a SWAT-ASR message crosses (they only travel
+between adjacent sites). :class:`ItemNetwork` runs a baseline (§4)
 between each client and the source: a message counts once per link of the path between them
 (``total``) and once end to end (``end_to_end``).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Mapping, Sequence
 
+from tsmon.engine.transport import Link
 from tsmon.protocols.replication.client import ClientSite
 from tsmon.protocols.replication.directory import AsrSite, Reaction
 from tsmon.protocols.replication.invariants import check_replication
@@ -22,10 +23,6 @@ from tsmon.protocols.replication.policies import WidthPolicy
 from tsmon.protocols.replication.source import SourceSite
 
 __all__ = ["AsrNetwork", "ItemNetwork", "binary_tree", "depths"]
-
-
-def _one_hop(m: Message) -> int:
-    return 1
 
 
 def binary_tree(clients: int) -> dict[int, int]:
@@ -60,7 +57,63 @@ def depths(parents: Mapping[int, int]) -> dict[int, int]:
     return out
 
 
-class AsrNetwork:
+class _Tree:
+    """A root site 0 and client sites joined by an instant link; ``counts`` takes each
+    handler's messages at once."""
+
+    root: SourceSite | ItemServer
+    clients: Mapping[int, ClientSite] | Mapping[int, ItemClient]
+
+    def __init__(self, parents: Mapping[int, int]) -> None:
+        self.parents = dict(parents)
+        self.depth = depths(self.parents)
+        self.counts = MessageCounts()
+        self.link: Link[Message] = Link(count=self._count)
+
+    @property
+    def count(self) -> int:
+        """Values arrived at the root."""
+        return self.root.count
+
+    def site(self, s: int) -> AsrSite | ItemServer | ItemClient:
+        return self.root if s == self.root.site else self.clients[s]
+
+    def arrive(self, x: float, now_ms: int) -> None:
+        """A value arrives at the source."""
+        self._pump(self.root.on_value(x, now_ms), now_ms)
+
+    def query(
+        self,
+        client: int,
+        positions: Sequence[int],
+        weights: Sequence[float],
+        delta: float,
+        now_ms: int,
+    ) -> Answer:
+        """``client`` poses ``(positions, weights, delta)``; returns the answer it gets."""
+        r = self.clients[client].query(positions, weights, delta, self.count, now_ms)
+        answers = self._pump(r, now_ms)
+        assert len(answers) == 1 and answers[0].qid[0] == client, answers
+        return answers[0]
+
+    def _count(self, messages: Sequence[Message]) -> None:
+        self.counts.add_all(messages, self._hops)
+
+    def _hops(self, m: Message) -> int:
+        return 1
+
+    def _pump(self, reaction: Reaction, now_ms: int) -> list[Answer]:
+        answers = list(reaction.answers)
+        self.link.send(reaction.messages, now_ms)
+        while self.link:
+            m = self.link.pop()[1]
+            r = self.site(m.receiver).on_message(m, now_ms)  # type: ignore[attr-defined]
+            self.link.send(r.messages, now_ms)
+            answers.extend(r.answers)
+        return answers
+
+
+class AsrNetwork(_Tree):
     """SWAT-ASR on a tree: a :class:`SourceSite` at 0 and a :class:`ClientSite` per client.
 
     Examples
@@ -80,48 +133,10 @@ class AsrNetwork:
     def __init__(
         self, parents: Mapping[int, int], window: int, k: int = 1, slack: float | None = None
     ) -> None:
-        self.parents = dict(parents)
-        self.depth = depths(self.parents)
-        self.source = SourceSite(window, k, slack=slack)
+        super().__init__(parents)
+        self.source = self.root = SourceSite(window, k, slack=slack)
         self.clients = {c: ClientSite(c, p, slack) for c, p in sorted(self.parents.items())}
-        self.counts = MessageCounts()
         self._bottom_up = sorted(self.clients, key=lambda c: (-self.depth[c], c))
-
-    def site(self, s: int) -> AsrSite:
-        return self.source if s == self.source.site else self.clients[s]
-
-    @property
-    def count(self) -> int:
-        return self.source.count
-
-    def _pump(self, reaction: Reaction, now_ms: int) -> list[Answer]:
-        queue, answers = deque(reaction.messages), list(reaction.answers)
-        self.counts.add_all(reaction.messages, _one_hop)
-        while queue:
-            m = queue.popleft()
-            r = self.site(m.receiver).on_message(m, now_ms)  # type: ignore[attr-defined]
-            self.counts.add_all(r.messages, _one_hop)
-            queue.extend(r.messages)
-            answers.extend(r.answers)
-        return answers
-
-    def arrive(self, x: float, now_ms: int) -> None:
-        """A value arrives at the source."""
-        self._pump(self.source.on_value(x, now_ms), now_ms)
-
-    def query(
-        self,
-        client: int,
-        positions: Sequence[int],
-        weights: Sequence[float],
-        delta: float,
-        now_ms: int,
-    ) -> Answer:
-        """``client`` poses ``(positions, weights, delta)``; returns the answer it gets."""
-        r = self.clients[client].query(positions, weights, delta, self.count, now_ms)
-        answers = self._pump(r, now_ms)
-        assert len(answers) == 1 and answers[0].qid[0] == client, answers
-        return answers[0]
 
     def end_phase(self, now_ms: int) -> None:
         """Fig. 8(b) at every site, deepest first (a contraction reaches the parent before its
@@ -139,7 +154,7 @@ class AsrNetwork:
         return {c: len(site.directory) for c, site in self.clients.items()}
 
 
-class ItemNetwork:
+class ItemNetwork(_Tree):
     """A §4 baseline: :class:`ItemClient` per client against one :class:`ItemServer`.
 
     Examples
@@ -155,50 +170,12 @@ class ItemNetwork:
     """
 
     def __init__(self, parents: Mapping[int, int], window: int, policy: WidthPolicy) -> None:
-        self.parents = dict(parents)
-        self.depth = depths(self.parents)
-        self.server = ItemServer(sorted(self.parents), window, policy)
+        super().__init__(parents)
+        self.server = self.root = ItemServer(sorted(self.parents), window, policy)
         self.clients = {c: ItemClient(c, window) for c in sorted(self.parents)}
-        self.counts = MessageCounts()
-
-    @property
-    def count(self) -> int:
-        return self.server.count
 
     def _hops(self, m: Message) -> int:
         return self.depth[m.sender if m.receiver == self.server.site else m.receiver]
-
-    def _pump(self, reaction: Reaction, now_ms: int) -> list[Answer]:
-        queue, answers = deque(reaction.messages), list(reaction.answers)
-        self.counts.add_all(reaction.messages, self._hops)
-        while queue:
-            m = queue.popleft()
-            if m.receiver == self.server.site:
-                r = self.server.on_message(m, now_ms)
-            else:
-                r = self.clients[m.receiver].on_message(m, now_ms)
-            self.counts.add_all(r.messages, self._hops)
-            queue.extend(r.messages)
-            answers.extend(r.answers)
-        return answers
-
-    def arrive(self, x: float, now_ms: int) -> None:
-        """A value arrives at the source."""
-        self._pump(self.server.on_value(x, now_ms), now_ms)
-
-    def query(
-        self,
-        client: int,
-        positions: Sequence[int],
-        weights: Sequence[float],
-        delta: float,
-        now_ms: int,
-    ) -> Answer:
-        """``client`` poses ``(positions, weights, delta)``; returns the answer it gets."""
-        r = self.clients[client].query(positions, weights, delta, self.count, now_ms)
-        answers = self._pump(r, now_ms)
-        assert len(answers) == 1 and answers[0].qid[0] == client, answers
-        return answers[0]
 
     def end_phase(self, now_ms: int) -> None:
         """The baselines have no phases."""

@@ -4,16 +4,17 @@
 returns (the "instantaneous resolution" of §3.1), so between calls no resolution is pending
 and :meth:`TopKNetwork.answer` is valid within ε. :class:`DelayedNetwork` delivers every
 message ``delay`` time units after it was sent (FIFO per channel, Appendix A's reliable
-channels), so updates keep arriving while a resolution is under way. Both count every message
-in ``counts`` (kinds and entries per message, §4.2).
+channels), so updates keep arriving while a resolution is under way. Both send over a
+:class:`~tsmon.engine.transport.Link` (instant, or a fixed delay; a loss rule drops messages,
+which the protocol does not survive: Appendix A assumes reliable channels), which counts every
+message sent in ``counts`` (kinds and entries per message, §4.2).
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 from collections.abc import Mapping, Sequence
 
+from tsmon.engine.transport import Delay, FixedDelay, Link, Loss, no_delay
 from tsmon.protocols.topk.coordinator import Coordinator, Policy
 from tsmon.protocols.topk.messages import (
     MessageCounts,
@@ -37,10 +38,13 @@ class _Network:
         initial: Sequence[Mapping[Obj, int]] | None,
         bottom: bool,
         theta: int | None,
+        delay: Delay = no_delay,
+        loss: Loss | None = None,
     ) -> None:
         self.nodes = [MonitorNode(j, k, bottom, theta) for j in range(1, m + 1)]
         self.resolver = Resolver(Coordinator(m, k, eps, policy, bottom))
         self.counts = MessageCounts()
+        self.link: Link[ToNode | ToCoordinator] = Link(delay, loss, self._count)
         if initial is not None:
             if len(initial) != m:
                 raise ValueError(f"initial needs one mapping per node ({m}), got {len(initial)}")
@@ -68,8 +72,16 @@ class _Network:
         """The approximate top-k set ``T``, valid within ε when nothing is pending (§1.3)."""
         return self.coordinator.top
 
-    def _to_node(self, message: ToNode) -> ToCoordinator | None:
-        return self.nodes[message.node - 1].on_message(message)
+    def _count(self, messages: Sequence[ToNode | ToCoordinator]) -> None:
+        for message in messages:
+            self.counts.add(message)
+
+    def _deliver(self, message: ToNode | ToCoordinator) -> list[ToNode | ToCoordinator]:
+        """Hand ``message`` to its receiver; what it sends back."""
+        if isinstance(message, ToCoordinator):
+            return list(self.resolver.on_message(message))
+        answer = self.nodes[message.node - 1].on_message(message)
+        return [] if answer is None else [answer]
 
 
 class TopKNetwork(_Network):
@@ -102,34 +114,31 @@ class TopKNetwork(_Network):
         theta: int | None = None,
     ) -> None:
         super().__init__(m, k, eps, policy, initial, bottom, theta)
-        self._pump(list(self.resolver.start()), [])
+        self._pump(self.resolver.start())
 
-    def _pump(self, down: list[ToNode], up: list[ToCoordinator]) -> None:
-        """Deliver messages (FIFO) until none is left."""
-        while down or up:
-            if up:
-                message = up.pop(0)
-                self.counts.add(message)
-                down += self.resolver.on_message(message)
-                continue
-            message = down.pop(0)
-            self.counts.add(message)
-            answer = self._to_node(message)
-            if answer is not None:
-                up.append(answer)
+    def _send(self, messages: Sequence[ToNode | ToCoordinator]) -> None:
+        for message in messages:  # FIFO per direction, messages to the coordinator first
+            self.link.send([message], 0, 1 - isinstance(message, ToCoordinator))
+
+    def _pump(self, messages: Sequence[ToNode | ToCoordinator]) -> None:
+        """Send ``messages`` and deliver until none is left."""
+        self._send(messages)
+        while self.link:
+            self._send(self._deliver(self.link.pop()[1]))
 
     def update(self, node: int, obj: Obj, delta: int) -> None:
         """``(O_i, N_j, Δ)`` at node ``node`` (1..m), with any resolution run to completion."""
         request = self.nodes[node - 1].update(obj, delta)
         if request is not None:
-            self._pump([], [request])
+            self._pump([request])
 
 
 class DelayedNetwork(_Network):
     """The same protocol with every message delivered ``delay`` time units after it is sent.
 
     Time is an argument: :meth:`update` applies an update at time ``now`` after delivering
-    every message due by then; :meth:`settle` delivers everything still in flight.
+    every message due by then; :meth:`settle` delivers everything still in flight. ``loss``
+    (a rule of :mod:`tsmon.engine.transport`) drops messages, counted in ``link.dropped``.
     :attr:`quiet` says no message is in flight and no node awaits an answer: then, by the
     convergence property of Appendix A, the answer is valid within ε.
 
@@ -152,35 +161,20 @@ class DelayedNetwork(_Network):
         bottom: bool = False,
         theta: int | None = None,
         start: int = 0,
+        loss: Loss | None = None,
     ) -> None:
-        if delay < 0:
-            raise ValueError(f"delay must be ≥ 0, got {delay}")
-        super().__init__(m, k, eps, policy, initial, bottom, theta)
+        super().__init__(m, k, eps, policy, initial, bottom, theta, FixedDelay(delay), loss)
         self.delay = delay
         self.now = start
-        self._seq = itertools.count()
-        self._flight: list[tuple[int, int, ToNode | ToCoordinator, bool]] = []
-        for message in self.resolver.start():
-            self._send(message, to_node=True)
-
-    def _send(self, message: ToNode | ToCoordinator, *, to_node: bool) -> None:
-        self.counts.add(message)
-        heapq.heappush(self._flight, (self.now + self.delay, next(self._seq), message, to_node))
+        self.link.send(self.resolver.start(), self.now)
 
     def run_until(self, now: int) -> None:
         """Deliver every message due at or before ``now``, in send order per due time."""
         if now < self.now:
             raise ValueError(f"time must not go back: at {self.now}, got {now}")
-        while self._flight and self._flight[0][0] <= now:
-            due, _, message, to_node = heapq.heappop(self._flight)
-            self.now = due
-            if to_node:
-                answer = self._to_node(message)  # type: ignore[arg-type]
-                if answer is not None:
-                    self._send(answer, to_node=False)
-            else:
-                for out in self.resolver.on_message(message):  # type: ignore[arg-type]
-                    self._send(out, to_node=True)
+        while (head := self.link.next_due()) is not None and head[0] <= now:
+            self.now, message = self.link.pop()
+            self.link.send(self._deliver(message), self.now)
         self.now = now
 
     def update(self, now: int, node: int, obj: Obj, delta: int) -> None:
@@ -188,18 +182,18 @@ class DelayedNetwork(_Network):
         self.run_until(now)
         request = self.nodes[node - 1].update(obj, delta)
         if request is not None:
-            self._send(request, to_node=False)
+            self.link.send([request], self.now)
 
     def settle(self) -> None:
         """Deliver messages until none is in flight."""
-        while self._flight:
-            self.run_until(self._flight[0][0])
+        while (head := self.link.next_due()) is not None:
+            self.run_until(head[0])
 
     @property
     def quiet(self) -> bool:
         """Nothing in flight, nothing queued, no node awaiting an answer."""
         return (
-            not self._flight
+            not self.link
             and not self.resolver.busy
             and not any(n.awaiting or n.fresh for n in self.nodes)
         )

@@ -1,7 +1,8 @@
 """An in-process network of source filters and one coordinator, with optional message delays.
 
-A discrete-event simulation, pure and deterministic: time is an argument, delays come from a
-seeded function, every message is counted. At equal times the order is: the coordinator's tick
+A discrete-event simulation, pure and deterministic: time is an argument, messages travel over
+a :class:`~tsmon.engine.transport.Link` (instant by default; delays and losses from seeded
+rules), which counts every message sent. At equal times the order is: the coordinator's tick
 (boundaries and releases, §4), message deliveries, the sources' period boundaries, new values.
 With zero delays this gives the idealised protocol of §3: growth decided at a boundary reaches
 its source before the source re-applies its filter there.
@@ -16,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from tsmon.engine.transport import Delay, Link, Loss, no_delay
 from tsmon.protocols.filters.coordinator import NEVER_MS, Answer, Coordinator
 from tsmon.protocols.filters.messages import (
     EnvelopeCounts,
@@ -29,14 +31,6 @@ from tsmon.protocols.filters.source import SourceFilter
 
 #: Event priorities at equal times (lower first).
 _TICK, _DELIVER, _BOUNDARY = 0, 1, 2
-
-#: Delay in ms of a message sent at the given time (the network's wall time).
-Delay = Callable[[Message, int], int]
-
-
-def no_delay(message: Message, sent_ms: int) -> int:
-    """Instant delivery."""
-    return 0
 
 
 class FilterNetwork:
@@ -57,9 +51,10 @@ class FilterNetwork:
         Seeded random generator for the growth tie-break.
     start_ms
         Event time the network starts at.
-    delay
-        Delay in ms of each message (default: instant); the latency tolerance ``λ`` is
-        ``latency_ms``.
+    delay, loss
+        Delay in ms of each message (default: instant; the latency tolerance ``λ`` is
+        ``latency_ms``) and which messages are lost (default: none), rules of
+        :mod:`tsmon.engine.transport`.
     latency_ms, max_rates, costs, growth
         Passed to :class:`Coordinator`.
     source_of
@@ -69,7 +64,8 @@ class FilterNetwork:
     Attributes
     ----------
     counts
-        Messages of every kind sent so far.
+        Messages of every kind sent so far (lost ones included: :attr:`link` tallies the
+        messages sent, dropped and delivered).
     envelopes
         The same messages counted once per (source, send time, direction): the cost if one
         source's messages of one instant were batched (:class:`EnvelopeCounts`).
@@ -97,6 +93,7 @@ class FilterNetwork:
         *,
         start_ms: int = 0,
         delay: Delay = no_delay,
+        loss: Loss | None = None,
         latency_ms: int = 0,
         max_rates: Mapping[str, float] | None = None,
         costs: Mapping[str, float] | None = None,
@@ -116,7 +113,7 @@ class FilterNetwork:
         self.coordinator.set_objects(self.sources)
         self.period_ms = self.coordinator.period_ms
         self.shrink = float(shrink)
-        self.delay = delay
+        self.link: Link[Message] = Link(delay, loss, self._count)
         self.counts = MessageCounts()
         self.envelopes = EnvelopeCounts()
         self._source_of = dict(source_of or {})
@@ -130,10 +127,10 @@ class FilterNetwork:
         self.coordinator.start(self.now_ms - self._tick_delay())
         for q in queries:
             self._check_objects(q)
-            self._send_widths(self.coordinator.add_query(q))
+            self._send(self.coordinator.add_query(q))
         self._run(self.now_ms)
 
-    # ----------------------------------------------------------------- transport
+    # ----------------------------------------------------------------- events
 
     def _check_objects(self, query: Query) -> None:
         unknown = [o for o in query.objects if o not in self.sources]
@@ -143,28 +140,25 @@ class FilterNetwork:
                 "add them first with add_object"
             )
 
-    def _delay(self, message: Message) -> int:
-        d = self.delay(message, self.now_ms)
-        if not d >= 0:
-            raise ValueError(f"delay of {message!r} must be >= 0 ms, got {d} ms")
-        return int(d)
-
     def _push(self, at_ms: int, priority: int, kind: str, payload: Any = None) -> None:
         heapq.heappush(self._events, (at_ms, priority, next(self._order), kind, payload))
 
-    def _send_widths(self, messages: list[WidthMessage]) -> None:
+    def _count(self, messages: Sequence[Message]) -> None:
         for m in messages:
             self.counts.add(m)
-            self.envelopes.add(self._source_of.get(m.object_id, m.object_id), self.now_ms, "down")
-            self._log.append(m)
-            self._push(self.now_ms + self._delay(m), _DELIVER, "to_source", m)
+            up = "up" if isinstance(m, StreamedUpdate) else "down"
+            self.envelopes.add(self._source_of.get(m.object_id, m.object_id), self.now_ms, up)
+        self._log.extend(messages)
 
-    def _send_updates(self, updates: list[StreamedUpdate]) -> None:
-        for u in updates:
-            self.counts.add(u)
-            self.envelopes.add(self._source_of.get(u.object_id, u.object_id), self.now_ms, "up")
-            self._log.append(u)
-            self._push(self.now_ms + self._delay(u), _DELIVER, "to_coordinator", u)
+    def _send(self, messages: Sequence[Message]) -> None:
+        self.link.send(messages, self.now_ms, _DELIVER)
+
+    def _head(self) -> tuple[int, int] | None:
+        """``(time, priority)`` of the next event or delivery."""
+        heads = [self._events[0][:2]] if self._events else []
+        if (due := self.link.next_due()) is not None:
+            heads.append(due)
+        return min(heads, default=None)
 
     def _run(self, until_ms: int) -> None:
         """Process every event up to ``until_ms``, scheduling period boundaries on the way.
@@ -179,28 +173,36 @@ class FilterNetwork:
                 self.period_ms = self.coordinator.period_ms  # chosen: boundaries from now on
                 self._next_boundary = (self.now_ms // self.period_ms + 1) * self.period_ms
             b = self._next_boundary
-            if b <= until_ms and (not self._events or self._events[0][0] >= b):
+            head = self._head()
+            if b <= until_ms and (head is None or head[0] >= b):
                 b = self._skip(b, until_ms)
                 self._push(b + self._tick_delay(), _TICK, "tick")
                 self._push(b, _BOUNDARY, "boundary", b)
                 self._next_boundary = b + self.period_ms
                 continue
-            if not self._events or self._events[0][0] > until_ms:
+            if head is None or head[0] > until_ms:
                 break
+            if head[1] == _DELIVER:
+                at_ms, message = self.link.pop()
+                self.now_ms = max(self.now_ms, at_ms)
+                self._deliver(message)
+                continue
             at_ms, _, _, kind, payload = heapq.heappop(self._events)
             self.now_ms = max(self.now_ms, at_ms)
             if kind == "tick":
-                self._send_widths(self.coordinator.advance(self.now_ms))
-            elif kind == "to_coordinator":
-                self.coordinator.receive(payload, self.now_ms)
-                self._push(self.now_ms, _TICK, "tick")  # released at once when padding
-                self._push(max(self.now_ms, payload.ts_ms + self._tick_delay()), _TICK, "tick")
-            elif kind == "to_source":
-                self._send_updates(self.sources[payload.object_id].apply(payload, self.now_ms))
+                self._send(self.coordinator.advance(self.now_ms))
             else:
                 for source in self.sources.values():
-                    self._send_updates(source.advance(payload))
+                    self._send(source.advance(payload))
         self.now_ms = max(self.now_ms, until_ms)
+
+    def _deliver(self, message: Message) -> None:
+        if isinstance(message, StreamedUpdate):
+            self.coordinator.receive(message, self.now_ms)
+            self._push(self.now_ms, _TICK, "tick")  # released at once when padding
+            self._push(max(self.now_ms, message.ts_ms + self._tick_delay()), _TICK, "tick")
+        else:
+            self._send(self.sources[message.object_id].apply(message, self.now_ms))
 
     def _skip(self, boundary: int, until_ms: int) -> int:
         """The boundary to run next, from ``boundary`` on: past every boundary before the
@@ -209,7 +211,7 @@ class FilterNetwork:
         message, and no source's shrinking bound drops its value there."""
         t = self.period_ms
         assert t is not None
-        deliveries = [e[0] for e in self._events if e[1] == _DELIVER]
+        deliveries = self.link.due_times()
         limit = min([until_ms + 1, *deliveries]) - 1  # the last time before any delivery
         last = limit // t * t
         coord = self.coordinator
@@ -248,7 +250,7 @@ class FilterNetwork:
             raise KeyError(f"unknown object {object_id!r}; pass one of the network's objects")
         log = self.advance(now_ms)
         self._log = log
-        self._send_updates(self.sources[object_id].observe(now_ms, value))
+        self._send(self.sources[object_id].observe(now_ms, value))
         self._run(now_ms)
         return log
 
@@ -269,7 +271,7 @@ class FilterNetwork:
 
     def _change(self, change: Callable[[], list[WidthMessage]]) -> list[Message]:
         self._log = []
-        self._send_widths(change())
+        self._send(change())
         self._run(self.now_ms)
         return self._log
 
