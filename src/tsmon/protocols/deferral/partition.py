@@ -35,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from tsmon.protocols.deferral.deadlines import interval_caps, tick_interval
 from tsmon.protocols.deferral.deferral import StandingQuery, next_interval, relative_eps
 from tsmon.protocols.deferral.extrema import LandmarkExtrema, WindowSeries, sliding_extremum
 from tsmon.protocols.deferral.interrupt import interruption_error
@@ -391,7 +392,7 @@ class QueryPartition:
                 wr, snap.sigma, snap.last_ts, intr, now_ms, p, combine=self.combine
             )
         dt = np.empty(len(rows))
-        cap = self._caps(wr, snap.period)
+        cap = interval_caps(wr, snap.period, self.max_dt_ms, self.max_dt_periods)
         eps = self._col("eps")[rows].copy()
         lin = self._col("linear")[rows]
         for j in np.flatnonzero(~lin).tolist():
@@ -402,9 +403,8 @@ class QueryPartition:
             rel = self._col("relative")[rows]
             eps = np.where(lin & rel, relative_eps(value, eps), eps)  # Eq. 9
             drift = np.where(self._col("extrapolate")[rows], 0.0, mu_a)  # Eq. 8: μ_A = 0
-            dt[lin] = next_interval(
-                drift[lin], sigma_a[lin], eps[lin], p[lin], max_dt=cap[lin]
-            )  # Eq. 7
+            eq7 = next_interval(drift[lin], sigma_a[lin], eps[lin], p[lin])  # Eq. 7
+            dt[lin] = np.minimum(tick_interval(eq7, self.tick_ms), cap[lin])  # §4.4: 1st tick after
         dt = np.where(q_intr, self.t_interrupt_ms, dt)  # Algorithm 1, interrupted branch
         # A cannot change before the next tick, so no deadline is earlier than it.
         due = now_ms + np.maximum(dt, self.tick_ms)
@@ -416,18 +416,6 @@ class QueryPartition:
         self.counters.evaluations += len(rows)
         self.counters.interrupted_answers += int(q_intr.sum())
         return answers
-
-    def _caps(self, wr: sp.csr_array, period: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Cap on ``Δt`` of each row of ``wr``: ``max_dt_ms``, and ``max_dt_periods``
-        sampling intervals of the row's fastest stream (streams without a period ignored)."""
-        cap = np.full(wr.shape[0], float(self.max_dt_ms))
-        if not np.isfinite(self.max_dt_periods) or wr.nnz == 0:
-            return cap
-        starts = wr.indptr[:-1]
-        some = np.diff(wr.indptr) > 0
-        fastest = np.full(wr.shape[0], np.nan)
-        fastest[some] = np.fmin.reduceat(period[wr.indices], starts[some])
-        return np.fmin(cap, self.max_dt_periods * fastest)
 
 
 def _derived(w: sp.csr_array) -> tuple[sp.csr_array, sp.csr_array]:

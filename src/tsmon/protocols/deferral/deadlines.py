@@ -1,0 +1,64 @@
+"""From Eq. 7's ``Δt`` to the tick of a query's next evaluation, and the caps on ``Δt`` (§4.4).
+
+Ticks. Stream values change only at ticks, and the answer of an evaluation at ``t`` is what
+users read at every tick until the next evaluation. Eq. 7 makes ``F(s) = Pr[|A(t + s) - A(t)|
+≤ ε]`` equal ``p`` at ``s = Δt`` and, ``F`` decreasing (§4.2), at least ``p`` for every
+``s ≤ Δt``. So the answer may stand at every tick up to ``t + Δt`` and the next evaluation is
+due at the *first tick after* ``t + Δt``: with ticks ``h`` apart, ``(⌊Δt / h⌋ + 1) h`` on
+(:func:`tick_interval`). Every tick's answer is then within ε with probability at least ``p``
+under the model, which is the per-tick reading of §6.1's fidelity ("total time A's
+cache-source errors ≤ ε / total simulation time"). Rounding down instead (the tick at or
+before ``t + Δt``) evaluates at a tick whose stale answer already met ``p``: with ``Δt`` of
+1-2 ticks, as on 5-minute NAB CPU series at ε = 6 s_A, that is an evaluation at every tick
+instead of every other (``benchmarks/deferral/README.md``, *Real ticks*).
+
+Caps. A deadline is fixed when a query is evaluated, so a model that says "never"
+(``σ̂ = μ̂ = 0`` over a flat stretch) must not silence a query for good: ``Δt`` is capped at
+``max_dt_periods`` sampling intervals of the query's fastest stream and at ``max_dt_ms``
+(:func:`interval_caps`); in sampling intervals, the cap scales with the data whatever the tick.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = ["interval_caps", "tick_interval"]
+
+
+def tick_interval(dt: ArrayLike, tick_ms: float) -> NDArray[np.float64]:
+    """Interval to the first tick after ``Δt``: ``(⌊Δt / h⌋ + 1) h`` (``h = tick_ms``; ``inf``
+    stays ``inf``). Every tick strictly before it is at most ``Δt`` after the evaluation.
+
+    Examples
+    --------
+    >>> tick_interval([0.0, 0.5, 1.0, 1.6, 2.0, np.inf], 1).tolist()
+    [1.0, 1.0, 2.0, 2.0, 3.0, inf]
+    >>> tick_interval(700_000.0, 300_000).tolist()   # Δt of 2.33 five-minute ticks
+    900000.0
+    """
+    dt = np.asarray(dt, dtype=np.float64)
+    return (np.floor(dt / tick_ms) + 1.0) * tick_ms
+
+
+def interval_caps(
+    weights: sp.csr_array, period: NDArray[np.float64], max_dt_ms: float, max_dt_periods: float
+) -> NDArray[np.float64]:
+    """Cap on ``Δt`` of each row of ``weights``: ``max_dt_ms``, and ``max_dt_periods`` sampling
+    intervals of the row's fastest stream (streams without a period, ``nan``, are ignored).
+
+    Examples
+    --------
+    >>> w = sp.csr_array([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
+    >>> interval_caps(w, np.array([10.0, 30.0, np.nan]), 5_000.0, 100.0).tolist()
+    [1000.0, 5000.0]
+    """
+    cap = np.full(weights.shape[0], float(max_dt_ms))
+    if not np.isfinite(max_dt_periods) or weights.nnz == 0:
+        return cap
+    starts = weights.indptr[:-1]
+    some = np.diff(weights.indptr) > 0
+    fastest = np.full(weights.shape[0], np.nan)
+    fastest[some] = np.fmin.reduceat(period[weights.indices], starts[some])
+    return np.fmin(cap, max_dt_periods * fastest)
