@@ -14,10 +14,10 @@ Algorithm 1). A query over a stream whose interruption starts or ends at a tick 
 tick, so its answer carries the interruption (``A_approx``, ``ε_intr``) from the tick the
 silence is detected, and the exact value again from the tick the stream resumes.
 
-``Δt`` is capped at ``max_dt_periods`` sampling intervals of the query's fastest stream (and at
-``max_dt_ms``): deadlines are fixed when a query is evaluated, so a model that says "never"
-(``σ̂ = μ̂ = 0`` over a flat stretch) must not silence the query for good; the cap scales with
-the data whatever the tick (``benchmarks/deferral/README.md``, *Real ticks*).
+A linear query is next due at the first tick after Eq. 7's ``Δt``, so every tick's answer is
+within ε with probability at least ``p``; ``Δt`` is capped at ``max_dt_periods`` sampling
+intervals of the query's fastest stream and at ``max_dt_ms`` (:mod:`.deadlines`). The weights
+``a_i`` of all queries are one sparse matrix (:mod:`.weights`).
 
 Per-query state lives in NumPy arrays indexed by row (registration order), so a tick costs one
 vectorised deadline comparison over all queries plus work proportional to the *due* queries:
@@ -42,6 +42,7 @@ from tsmon.protocols.deferral.interrupt import interruption_error
 from tsmon.protocols.deferral.model import aggregate_params
 from tsmon.protocols.deferral.schedule import EdfScheduler
 from tsmon.protocols.deferral.snapshot import Answer, Counters, StreamSnapshot
+from tsmon.protocols.deferral.weights import QueryWeights
 
 __all__ = ["DEFAULT_MAX_DT_PERIODS", "DEFAULT_WAIT_TICKS", "QueryPartition"]
 
@@ -137,19 +138,15 @@ class QueryPartition:
         self.n_streams = 0  # stream ids 0 .. n_streams − 1 appear in some query
         self._names: dict[str, int] | None = {}  # see _by_name
         # Compact state (a host may pickle the partition every batch): names by row, the
-        # specs of MAX/MIN queries only, and the weights of rows not yet in ``_w``.
+        # specs of MAX/MIN queries only, and the weights without their derived matrices.
         self._row_names: list[str] = []  # by row
         self._extrema: dict[int, StandingQuery] = {}  # qid -> spec, MAX/MIN queries
-        self._wrows: list[tuple[np.ndarray, np.ndarray]] = []  # (streams, weights), rows >= built
+        self.weights = QueryWeights()  # a_i, one row per query (Eq. 2)
         self._n = 0
         self._cap = 0
         self._a: dict[str, np.ndarray] = {f: np.empty(0, dtype=t) for f, t in _FIELDS.items()}
         self._row_of = np.empty(0, dtype=np.int64)  # qid -> row (-1: removed)
         self._next_qid = 0
-        self._w: sp.csr_array | None = None  # weights a_i, one row per query
-        self._w2: sp.csr_array | None = None  # a_i², cached for Eq. 6
-        self._wabs: sp.csr_array | None = None  # |a_i|, for ε_intr and "touches" tests
-        self._n_built = 0  # rows of the queries already in ``_w`` (new rows are appended)
         self._ext: tuple[np.ndarray, np.ndarray] | None = None  # sliding, landmark rows
         self._interrupted = np.zeros(0, dtype=bool)  # by stream, at the last tick
 
@@ -157,7 +154,6 @@ class QueryPartition:
         """Compact for a host that stores the partition every batch: without ``|a_i|`` and
         ``a_i²`` (derived again) and with the names as one string, not a dict and a list."""
         state = dict(self.__dict__)
-        state["_w2"] = state["_wabs"] = None
         state["_names"] = None  # rebuilt from the rows' names and qids when needed
         state["_row_names"] = "\x00".join(self._row_names)
         return state
@@ -166,8 +162,6 @@ class QueryPartition:
         self.__dict__.update(state)
         joined = state["_row_names"]
         self._row_names = joined.split("\x00") if joined else []  # type: ignore[union-attr]
-        if self._w is not None:
-            self._w2, self._wabs = _derived(self._w)
 
     @property
     def _by_name(self) -> dict[str, int]:
@@ -223,9 +217,7 @@ class QueryPartition:
         self._row_names.append(query.name)
         if query.kind != "linear":
             self._extrema[qid] = query
-        cols = np.fromiter(query.weights.keys(), dtype=np.int64, count=len(query.weights))
-        w = np.fromiter(query.weights.values(), dtype=np.float64, count=len(query.weights))
-        self._wrows.append((cols[w != 0], w[w != 0]))
+        self.weights.append(query.weights)
         if not vals["linear"]:
             self._ext = None
 
@@ -244,8 +236,7 @@ class QueryPartition:
         self._row_of[qid] = -1
         del self._row_names[r]
         self._extrema.pop(qid, None)
-        if r >= self._n_built:
-            del self._wrows[r - self._n_built]
+        self.weights.remove(r)
         if sliding or landmark:
             same = self._col("sliding") if sliding else self._col("landmark")
             self._a["aux"][: self._n][same & (self._col("aux") > aux)] -= 1
@@ -254,33 +245,6 @@ class QueryPartition:
             else:
                 self.landmarks.remove(aux)
         self._ext = None  # rows after r moved
-        if r < self._n_built and self._w is not None:
-            keep = np.ones(self._n_built, dtype=bool)
-            keep[r] = False
-            self._w, self._w2, self._wabs = self._w[keep], self._w2[keep], self._wabs[keep]
-            self._n_built -= 1
-
-    def _weights(self) -> sp.csr_array:
-        n = self.n_streams
-        if self._w is not None and self._w.shape[1] != n:  # new streams: more columns
-            self._w, self._w2, self._wabs = (
-                sp.csr_array((m.data, m.indices, m.indptr), shape=(m.shape[0], n))
-                for m in (self._w, self._w2, self._wabs)
-            )
-        if self._w is None or self._n_built < self._n:
-            new, self._wrows = self._wrows, []
-            lens = np.fromiter((len(c) for c, _ in new), dtype=np.int64, count=len(new))
-            cols = np.concatenate([c for c, _ in new]) if new else np.empty(0, np.int64)
-            vals = np.concatenate([v for _, v in new]) if new else np.empty(0)
-            indptr = np.r_[0, np.cumsum(lens)]
-            block = sp.csr_array((vals, cols, indptr), shape=(len(new), n))
-            block.sum_duplicates()
-            w = block if self._w is None else sp.vstack([self._w, block], format="csr")
-            self._w = sp.csr_array(w)
-            self._w2, self._wabs = _derived(self._w)
-            self._n_built = self._n
-        assert self._w is not None
-        return self._w
 
     def _extrema_rows(self) -> tuple[np.ndarray, np.ndarray]:
         """Rows of the sliding and landmark queries, each ordered by their ``aux`` row."""
@@ -301,7 +265,7 @@ class QueryPartition:
         snap = snapshot.fitted(self.n_streams)
         self.now_ms = now_ms
         self.counters.ticks += 1
-        w = self._weights()
+        w = self.weights.matrix(self.n_streams)
         self._record_windows(w, snap.value, now_ms)
         deadline, pending = self._col("deadline"), self._col("pending")
         deadline[deadline == -np.inf] = float(now_ms)  # a new query is due now
@@ -310,7 +274,9 @@ class QueryPartition:
         if len(due):
             mu_a = sigma_a = 0.0  # only late tasks need them (Eq. 18): never with no budget
             if np.isfinite(self.budget):
-                mu_a, sigma_a = aggregate_params(w[due], snap.mu, snap.sigma, squared=self._w2[due])
+                mu_a, sigma_a = aggregate_params(
+                    w[due], snap.mu, snap.sigma, squared=self.weights.squared[due]
+                )
             self.scheduler.submit(
                 self._col("qid")[due], deadline[due], self._col("cost")[due], mu_a, sigma_a
             )
@@ -338,8 +304,10 @@ class QueryPartition:
         before[:n] = self._interrupted[:n]
         self._interrupted = interrupted.copy()
         changed = before != interrupted
-        if changed.any() and self._wabs is not None:
-            rows = np.flatnonzero(np.asarray(self._wabs @ changed.astype(np.float64)) > 0)
+        if changed.any() and self.weights.absolute is not None:
+            rows = np.flatnonzero(
+                np.asarray(self.weights.absolute @ changed.astype(np.float64)) > 0
+            )
             deadline = self._col("deadline")
             deadline[rows] = np.minimum(deadline[rows], float(now_ms))
 
@@ -383,11 +351,13 @@ class QueryPartition:
         wr = w[rows]
         p = self._col("p")[rows]
         value = np.asarray(wr @ snap.value, dtype=np.float64)  # Eq. 2 (Eq. 13 if interrupted)
-        mu_a, sigma_a = aggregate_params(wr, snap.mu, snap.sigma, squared=self._w2[rows])  # Eq. 6
+        mu_a, sigma_a = aggregate_params(
+            wr, snap.mu, snap.sigma, squared=self.weights.squared[rows]
+        )  # Eq. 6
         q_intr = np.zeros(len(rows), dtype=bool)
         eps_intr = np.zeros(len(rows))
         if intr.any():
-            q_intr = np.asarray(self._wabs[rows] @ intr.astype(np.float64)) > 0
+            q_intr = np.asarray(self.weights.absolute[rows] @ intr.astype(np.float64)) > 0
             eps_intr = interruption_error(
                 wr, snap.sigma, snap.last_ts, intr, now_ms, p, combine=self.combine
             )
@@ -416,12 +386,3 @@ class QueryPartition:
         self.counters.evaluations += len(rows)
         self.counters.interrupted_answers += int(q_intr.sum())
         return answers
-
-
-def _derived(w: sp.csr_array) -> tuple[sp.csr_array, sp.csr_array]:
-    """``a_i²`` (for Eq. 6) and ``|a_i|`` of a weight matrix, on its own sparsity pattern."""
-    shape = w.shape
-    return (
-        sp.csr_array((w.data**2, w.indices, w.indptr), shape=shape),
-        sp.csr_array((np.abs(w.data), w.indices, w.indptr), shape=shape),
-    )
