@@ -16,10 +16,11 @@ Per set, variant and ``p``:
   of the series' values at that tick; pooled over the 10 queries, and the worst query's;
 * every evaluation is checked against the exact AVG at its tick (the largest error is printed).
 
-Variants (``--variants``): ``default`` (``max_dt`` and ``reestimate`` 100 sampling intervals),
-``nocap`` (``max_dt = inf``), ``cap10`` (``max_dt = 10``), ``re10`` (``reestimate = 10``),
-and ``old``: the settings before issue 17 (``max_dt = "60s"``, ``reestimate = "60s"``), the
-baseline, run in the same process.
+Variants (``--variants``): ``default`` (``max_dt`` and ``reestimate`` 100 sampling intervals,
+``jump_test = 3``), ``nocap`` (``max_dt = inf``), ``cap10`` (``max_dt = 10``), ``re10``
+(``reestimate = 10``), ``nojump`` (``jump_test = false``: deadlines only), and ``old``: the
+settings before issue 17 (``max_dt = "60s"``, ``reestimate = "60s"``), the baseline, run in
+the same process.
 
 ``python benchmarks/deferral/real_ticks.py --quick`` is a smoke run (1,000 ticks per set).
 """
@@ -60,6 +61,7 @@ VARIANTS = {
     "nocap": {"max_dt": float("inf")},
     "cap10": {"max_dt": 10},
     "re10": {"reestimate": 10},
+    "nojump": {"jump_test": False},
 }
 TARGET_RATIO = 0.5  # evaluations ≤ 0.5 × ticks at moderate ε, with per-tick fidelity ≥ p
 

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from tsmon.protocols.deferral import DeferralEngine, StandingQuery
-from tsmon.protocols.deferral.deadlines import interval_caps, tick_interval
+from tsmon.protocols.deferral import DeferralEngine, StandingQuery, StreamSnapshot
+from tsmon.protocols.deferral.deadlines import interval_caps, jumps, tick_interval
+from tsmon.protocols.deferral.model import NO_TS
 from tsmon.protocols.deferral.weights import QueryWeights
 
 finite_dt = st.floats(0, 1e9, allow_nan=False, allow_infinity=False)
@@ -103,3 +104,47 @@ class WeightsMachine(RuleBasedStateMachine):
 
 WeightsMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)
 TestWeights = WeightsMachine.TestCase
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(-50, 50), st.integers(0, 3), st.floats(-50, 50), st.floats(-0.5, 0.5),
+            st.one_of(st.just(np.nan), st.floats(0, 3)), st.booleans(), st.booleans(),
+        ),
+        min_size=1, max_size=12,
+    ),
+    st.floats(0, 6),
+)  # fmt: skip
+def test_jumps_match_a_scalar_oracle(streams: list[tuple], z: float) -> None:
+    """Each stream: previous value, gap in ms (0: no new item), value, μ, σ, interrupted, and
+    whether it had a previous tick at all."""
+    prev_v = np.array([s[0] for s in streams])
+    prev_ts = np.array([10 if s[6] else NO_TS for s in streams], dtype=np.int64)
+    last_ts = np.array([10 + s[1] for s in streams], dtype=np.int64)
+    snap = StreamSnapshot(
+        20, np.array([s[2] for s in streams]), np.array([s[3] for s in streams]),
+        np.array([s[4] for s in streams]), last_ts, np.array([s[5] for s in streams]),
+        np.full(len(streams), 1.0),
+    )  # fmt: skip
+    got = jumps(prev_v, prev_ts, snap, z).tolist()
+    for (pv, gap, v, mu, sigma, intr, had), g in zip(streams, got, strict=True):
+        resid = abs(v - pv - mu * gap)
+        is_jump = had and gap > 0 and not intr and resid > z * sigma * math.sqrt(gap)
+        assert g == (resid if is_jump else 0.0)
+
+
+def test_a_jump_makes_a_query_due_at_its_tick() -> None:
+    """σ = 0.1 per √ms on both streams; AVG WITHIN 1 at p = 0.9 is due every 74 ticks. A move of
+    3 in stream 0 (|a_0| · 3 = 1.5 > ε, and 30 σ) makes it due at once with the jump test;
+    a move of 1.5 (0.75 < ε) does not, nor does any move of a relative query's stream."""
+    for z, move, due_at_once in ((3.0, 3.0, True), (3.0, 1.5, False), (None, 3.0, False)):
+        eng = DeferralEngine(tick_ms=1, max_dt_ms=1_000, jump_z=z)
+        eng.models.fix([0, 1], mu=[0.0, 0.0], sigma=[0.1, 0.1])
+        eng.add_query(StandingQuery("avg", {0: 0.5, 1: 0.5}, eps=1.0, p=0.9))
+        eng.add_query(StandingQuery("rel", {0: 0.5, 1: 0.5}, eps=0.1, p=0.9, relative=True))
+        evaluated = []
+        for t in range(10):
+            x0 = 10.0 + (move if t >= 5 else 0.0)
+            evaluated += [(t, a.name) for a in eng.tick(t, [0, 1], [t, t], [x0, 20.0])]
+        assert evaluated == [(0, "avg"), (0, "rel")] + ([(5, "avg")] if due_at_once else [])

@@ -35,11 +35,11 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from tsmon.protocols.deferral.deadlines import interval_caps, tick_interval
+from tsmon.protocols.deferral.deadlines import interval_caps, jumps, tick_interval
 from tsmon.protocols.deferral.deferral import StandingQuery, next_interval, relative_eps
 from tsmon.protocols.deferral.extrema import LandmarkExtrema, WindowSeries, sliding_extremum
 from tsmon.protocols.deferral.interrupt import interruption_error
-from tsmon.protocols.deferral.model import aggregate_params
+from tsmon.protocols.deferral.model import NO_TS, aggregate_params
 from tsmon.protocols.deferral.schedule import EdfScheduler
 from tsmon.protocols.deferral.snapshot import Answer, Counters, StreamSnapshot
 from tsmon.protocols.deferral.weights import QueryWeights
@@ -95,6 +95,10 @@ class QueryPartition:
         Anti-starvation limit (default ``DEFAULT_WAIT_TICKS · tick_ms``; ``inf``: off, the
         paper's pure order). A task late by more than this runs before the on-time EDF set, so
         under sustained overload every query is still answered, at the price of more misses.
+    jump_z : float, optional
+        Jump test (not in the paper, :mod:`.deadlines`): a query whose aggregate moved by more
+        than its ε through streams' jumps of more than ``jump_z`` ``σ√δ`` at a tick is due at
+        that tick. ``None`` (default): deadlines only, as in the paper.
 
     Examples
     --------
@@ -118,6 +122,7 @@ class QueryPartition:
         t_interrupt_ms: int = 1_000,
         combine: Literal["linear", "rss"] = "linear",
         max_wait_ms: float | None = None,
+        jump_z: float | None = None,
     ) -> None:
         if tick_ms <= 0 or budget <= 0:
             raise ValueError(f"tick_ms and budget must be > 0, got {tick_ms} ms, {budget} units")
@@ -128,6 +133,9 @@ class QueryPartition:
             )
         self.tick_ms, self.budget, self.max_dt_ms = tick_ms, budget, max_dt_ms
         self.max_dt_periods = max_dt_periods
+        if jump_z is not None and not jump_z >= 0:
+            raise ValueError(f"jump_z must be >= 0 (a z-score) or None, got {jump_z}")
+        self.jump_z = jump_z
         self.t_interrupt_ms, self.combine = t_interrupt_ms, combine
         # Evaluations in a tick complete "at" the tick (data time); the budget bounds how many.
         wait = DEFAULT_WAIT_TICKS * tick_ms if max_wait_ms is None else max_wait_ms
@@ -149,6 +157,7 @@ class QueryPartition:
         self._next_qid = 0
         self._ext: tuple[np.ndarray, np.ndarray] | None = None  # sliding, landmark rows
         self._interrupted = np.zeros(0, dtype=bool)  # by stream, at the last tick
+        self._prev = (np.zeros(0), np.zeros(0, np.int64))  # value, last_ts by stream, last tick
 
     def __getstate__(self) -> dict[str, object]:
         """Compact for a host that stores the partition every batch: without ``|a_i|`` and
@@ -270,6 +279,8 @@ class QueryPartition:
         deadline, pending = self._col("deadline"), self._col("pending")
         deadline[deadline == -np.inf] = float(now_ms)  # a new query is due now
         self._on_interruptions(w, snap.interrupted, now_ms)
+        if self.jump_z is not None:
+            self._on_jumps(snap, now_ms)
         due = np.flatnonzero((deadline < now_ms + self.tick_ms) & ~pending)
         if len(due):
             mu_a = sigma_a = 0.0  # only late tasks need them (Eq. 18): never with no budget
@@ -309,6 +320,22 @@ class QueryPartition:
                 np.asarray(self.weights.absolute @ changed.astype(np.float64)) > 0
             )
             deadline = self._col("deadline")
+            deadline[rows] = np.minimum(deadline[rows], float(now_ms))
+
+    def _on_jumps(self, snap: StreamSnapshot, now_ms: int) -> None:
+        """Queries whose aggregate jumped by more than ε at this tick are due now (jump test,
+        :func:`~tsmon.protocols.deferral.deadlines.jumps`; relative bounds are not tested)."""
+        value, ts = self._prev
+        n = len(snap.value)
+        if len(value) < n:
+            value = np.r_[value, np.full(n - len(value), np.nan)]
+            ts = np.r_[ts, np.full(n - len(ts), NO_TS)]
+        jump = jumps(value, ts, snap, float(self.jump_z))  # type: ignore[arg-type]
+        self._prev = (snap.value.copy(), snap.last_ts.copy())
+        if jump.any() and self.weights.absolute is not None:
+            moved = np.asarray(self.weights.absolute @ jump)
+            limit = np.where(self._col("relative"), np.inf, self._col("eps"))
+            deadline, rows = self._col("deadline"), np.flatnonzero(moved > limit)
             deadline[rows] = np.minimum(deadline[rows], float(now_ms))
 
     def _record_windows(self, w: sp.csr_array, s_hat: np.ndarray, now_ms: int) -> None:
