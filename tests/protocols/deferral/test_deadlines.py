@@ -80,6 +80,11 @@ class WeightsMachine(RuleBasedStateMachine):
     @rule()
     def build(self) -> None:
         self.qw.matrix(self.n)
+        bound = np.zeros(self.n)  # after removals without a rebuild, column_max is a bound
+        for w in self.rows:
+            for c, v in w.items():
+                bound[c] = max(bound[c], abs(v))
+        assert (self.qw.column_max >= bound).all()
 
     @rule()
     def pickle_round_trip(self) -> None:
@@ -100,6 +105,7 @@ class WeightsMachine(RuleBasedStateMachine):
         np.testing.assert_array_equal(got.toarray(), dense)
         np.testing.assert_array_equal(qw.squared.toarray(), dense**2)
         np.testing.assert_array_equal(qw.absolute.toarray(), np.abs(dense))
+        assert (qw.column_max == np.abs(dense).max(axis=0, initial=0.0)).all()  # just built
 
 
 WeightsMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)

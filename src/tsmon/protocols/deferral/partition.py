@@ -332,9 +332,12 @@ class QueryPartition:
             ts = np.r_[ts, np.full(n - len(ts), NO_TS)]
         jump = jumps(value, ts, snap, float(self.jump_z))  # type: ignore[arg-type]
         self._prev = (snap.value.copy(), snap.last_ts.copy())
-        if jump.any() and self.weights.absolute is not None:
+        if not jump.any() or self.weights.absolute is None:
+            return
+        limit = np.where(self._col("relative"), np.inf, self._col("eps"))
+        bound = (jump @ self.weights.column_max[:n]) * (1 + 1e-12)  # ≥ every row's, rounding too
+        if len(limit) and bound > limit.min():
             moved = np.asarray(self.weights.absolute @ jump)
-            limit = np.where(self._col("relative"), np.inf, self._col("eps"))
             deadline, rows = self._col("deadline"), np.flatnonzero(moved > limit)
             deadline[rows] = np.minimum(deadline[rows], float(now_ms))
 
