@@ -33,8 +33,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from tsmon.protocols.deferral.model import NO_TS
 from tsmon.protocols.deferral.snapshot import StreamSnapshot
+from tsmon.protocols.deferral.weights import QueryWeights
 
-__all__ = ["interval_caps", "jumps", "tick_interval"]
+__all__ = ["JumpTest", "interval_caps", "jumps", "tick_interval"]
 
 
 def tick_interval(dt: ArrayLike, tick_ms: float) -> NDArray[np.float64]:
@@ -101,3 +102,28 @@ def jumps(
         resid = np.abs(snap.value - prev_value[:n] - snap.mu * delta)
         jump = new & (resid > z * snap.sigma * np.sqrt(delta))  # nan σ or value: no jump
     return np.where(jump, resid, 0.0)
+
+
+class JumpTest:
+    """The jump test of a partition: each stream's value and timestamp at the previous tick,
+    and the rows whose aggregate moved by more than their limit through this tick's jumps."""
+
+    def __init__(self, z: float) -> None:
+        self.z = float(z)
+        self.value, self.ts = np.zeros(0), np.zeros(0, np.int64)  # by stream, last tick
+
+    def rows(
+        self, snap: StreamSnapshot, weights: QueryWeights, limit: NDArray[np.float64]
+    ) -> NDArray[np.int64]:
+        """Rows with ``Σ |a_i| · jump_i > limit`` at ``snap`` (weights built for its streams)."""
+        n = len(snap.value)
+        value = np.r_[self.value, np.full(max(0, n - len(self.value)), np.nan)]
+        ts = np.r_[self.ts, np.full(max(0, n - len(self.ts)), NO_TS)]
+        jump = jumps(value, ts, snap, self.z)
+        self.value, self.ts = snap.value.copy(), snap.last_ts.copy()
+        if not jump.any() or weights.absolute is None or len(limit) == 0:
+            return np.zeros(0, np.int64)
+        bound = (jump @ weights.column_max[:n]) * (1 + 1e-12)  # ≥ every row's, rounding too
+        if bound <= limit.min():  # no row can exceed its limit: skip the sparse product
+            return np.zeros(0, np.int64)
+        return np.flatnonzero(np.asarray(weights.absolute @ jump) > limit)

@@ -35,11 +35,11 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from tsmon.protocols.deferral.deadlines import interval_caps, jumps, tick_interval
+from tsmon.protocols.deferral.deadlines import JumpTest, interval_caps, tick_interval
 from tsmon.protocols.deferral.deferral import StandingQuery, next_interval, relative_eps
-from tsmon.protocols.deferral.extrema import LandmarkExtrema, WindowSeries, sliding_extremum
+from tsmon.protocols.deferral.extrema import LandmarkExtrema, WindowSeries, evaluate_extremum
 from tsmon.protocols.deferral.interrupt import interruption_error
-from tsmon.protocols.deferral.model import NO_TS, aggregate_params
+from tsmon.protocols.deferral.model import aggregate_params
 from tsmon.protocols.deferral.schedule import EdfScheduler
 from tsmon.protocols.deferral.snapshot import Answer, Counters, StreamSnapshot
 from tsmon.protocols.deferral.weights import QueryWeights
@@ -135,7 +135,7 @@ class QueryPartition:
         self.max_dt_periods = max_dt_periods
         if jump_z is not None and not jump_z >= 0:
             raise ValueError(f"jump_z must be >= 0 (a z-score) or None, got {jump_z}")
-        self.jump_z = jump_z
+        self._jump_test = None if jump_z is None else JumpTest(jump_z)
         self.t_interrupt_ms, self.combine = t_interrupt_ms, combine
         # Evaluations in a tick complete "at" the tick (data time); the budget bounds how many.
         wait = DEFAULT_WAIT_TICKS * tick_ms if max_wait_ms is None else max_wait_ms
@@ -157,7 +157,6 @@ class QueryPartition:
         self._next_qid = 0
         self._ext: tuple[np.ndarray, np.ndarray] | None = None  # sliding, landmark rows
         self._interrupted = np.zeros(0, dtype=bool)  # by stream, at the last tick
-        self._prev = (np.zeros(0), np.zeros(0, np.int64))  # value, last_ts by stream, last tick
 
     def __getstate__(self) -> dict[str, object]:
         """Compact for a host that stores the partition every batch: without ``|a_i|`` and
@@ -279,7 +278,7 @@ class QueryPartition:
         deadline, pending = self._col("deadline"), self._col("pending")
         deadline[deadline == -np.inf] = float(now_ms)  # a new query is due now
         self._on_interruptions(w, snap.interrupted, now_ms)
-        if self.jump_z is not None:
+        if self._jump_test is not None:
             self._on_jumps(snap, now_ms)
         due = np.flatnonzero((deadline < now_ms + self.tick_ms) & ~pending)
         if len(due):
@@ -323,23 +322,12 @@ class QueryPartition:
             deadline[rows] = np.minimum(deadline[rows], float(now_ms))
 
     def _on_jumps(self, snap: StreamSnapshot, now_ms: int) -> None:
-        """Queries whose aggregate jumped by more than ε at this tick are due now (jump test,
-        :func:`~tsmon.protocols.deferral.deadlines.jumps`; relative bounds are not tested)."""
-        value, ts = self._prev
-        n = len(snap.value)
-        if len(value) < n:
-            value = np.r_[value, np.full(n - len(value), np.nan)]
-            ts = np.r_[ts, np.full(n - len(ts), NO_TS)]
-        jump = jumps(value, ts, snap, float(self.jump_z))  # type: ignore[arg-type]
-        self._prev = (snap.value.copy(), snap.last_ts.copy())
-        if not jump.any() or self.weights.absolute is None:
-            return
+        """Queries whose aggregate jumped by more than ε at this tick are due now (relative
+        bounds are not tested)."""
         limit = np.where(self._col("relative"), np.inf, self._col("eps"))
-        bound = (jump @ self.weights.column_max[:n]) * (1 + 1e-12)  # ≥ every row's, rounding too
-        if len(limit) and bound > limit.min():
-            moved = np.asarray(self.weights.absolute @ jump)
-            deadline, rows = self._col("deadline"), np.flatnonzero(moved > limit)
-            deadline[rows] = np.minimum(deadline[rows], float(now_ms))
+        rows = self._jump_test.rows(snap, self.weights, limit)  # type: ignore[union-attr]
+        deadline = self._col("deadline")
+        deadline[rows] = np.minimum(deadline[rows], float(now_ms))
 
     def _record_windows(self, w: sp.csr_array, s_hat: np.ndarray, now_ms: int) -> None:
         sliding, landmark = self._extrema_rows()
@@ -347,26 +335,6 @@ class QueryPartition:
             self.series.record(now_ms, w[sliding] @ s_hat)
         if len(landmark):
             self.landmarks.record(now_ms, w[landmark] @ s_hat)
-
-    def _extremum(
-        self, r: int, now_ms: int, mu_a: float, sigma_a: float, max_dt: float
-    ) -> tuple[float, float, float]:
-        """``(value, Δt, ε)`` of a MAX/MIN query (Theorem 1; Eq. 9 on the extremum)."""
-        s, row = self._extrema[int(self._a["qid"][r])], int(self._a["aux"][r])
-        if s.window_ms is not None:
-            ts, a = self.series.view(row, now_ms)
-            if not np.isfinite(a).any():  # no stream value yet: try again next tick
-                return np.nan, 0.0, s.eps
-            m = np.nanmax(a) if s.kind == "max" else np.nanmin(a)
-            e = float(relative_eps(m, s.eps)) if s.relative else s.eps
-            ans = sliding_extremum(
-                ts, a, now_ms, s.window_ms, e, s.p, mu_a, sigma_a, kind=s.kind, max_dt=max_dt,
-            )  # fmt: skip
-            return ans.value, ans.dt_ms, e
-        m = float(self.landmarks.value[row])
-        e = float(relative_eps(m, s.eps)) if s.relative else s.eps
-        dt = self.landmarks.interval([row], e, s.p, mu_a, sigma_a, max_dt=max_dt)
-        return m, float(dt[0]), e  # Eq. 11-12: φ₂ alone
 
     def _evaluate(
         self,
@@ -396,8 +364,10 @@ class QueryPartition:
         eps = self._col("eps")[rows].copy()
         lin = self._col("linear")[rows]
         for j in np.flatnonzero(~lin).tolist():
-            value[j], dt[j], eps[j] = self._extremum(
-                int(rows[j]), now_ms, mu_a[j], sigma_a[j], cap[j]
+            r = int(rows[j])
+            spec, aux = self._extrema[int(self._a["qid"][r])], int(self._a["aux"][r])
+            value[j], dt[j], eps[j] = evaluate_extremum(
+                spec, aux, self.series, self.landmarks, now_ms, mu_a[j], sigma_a[j], cap[j]
             )
         if lin.any():
             rel = self._col("relative")[rows]
