@@ -9,7 +9,8 @@ query for good, and a cap in milliseconds does not scale: 60 s made every query 
 fastest series (the default ``max_dt``) costs at most 1 % of the ticks and hardly binds on
 real data: with 5-minute ticks on NAB at ε = 12 s_A the evaluations per tick are 0.069-0.176
 with no cap and 0.077-0.177 with it, every tick's answer within ε 98.1-99.0 % of the time
-(``benchmarks/deferral/README.md``, *Real ticks*). Algorithm 2's ``t_max`` (``reestimate``)
+(``benchmarks/deferral/README.md``, *Real ticks*; before the next evaluation moved to the first
+tick after ``Δt``). Algorithm 2's ``t_max`` (``reestimate``)
 is 100 sampling intervals of each series, one buffer of ``k = 100`` new items: 10 cost 3-31 %
 more evaluations for fidelity further above ``p``.
 """
