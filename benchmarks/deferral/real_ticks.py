@@ -14,12 +14,16 @@ Per set, variant and ``p``:
 * **per-tick fidelity**: the fraction of (query, tick) pairs whose current answer (the last
   evaluation's ``value``, as ``Monitor.answers("standing")`` gives it) is within ε of the exact AVG
   of the series' values at that tick; pooled over the 10 queries, and the worst query's;
-* every evaluation is checked against the exact AVG at its tick (the largest error is printed).
+* every evaluation is checked against the exact AVG at its tick (the largest error is printed);
+* what the data allow: the fraction of (query, tick) pairs whose AVG moved by more than ε since
+  the tick before (**jumps > ε**), and the fewest evaluations that keep *every* tick within ε,
+  over 10 × ticks (**offline min**, greedy in hindsight: ``common.offline_min``).
 
-Variants (``--variants``): ``default`` (``max_dt`` and ``reestimate`` 100 sampling intervals),
-``nocap`` (``max_dt = inf``), ``cap10`` (``max_dt = 10``), ``re10`` (``reestimate = 10``),
-and ``old``: the settings before issue 17 (``max_dt = "60s"``, ``reestimate = "60s"``), the
-baseline, run in the same process.
+Variants (``--variants``): ``default`` (``max_dt`` and ``reestimate`` 100 sampling intervals,
+``jump_test = 3``), ``nocap`` (``max_dt = inf``), ``cap10`` (``max_dt = 10``), ``re10``
+(``reestimate = 10``), ``nojump`` (``jump_test = false``: deadlines only), and ``old``: the
+settings before issue 17 (``max_dt = "60s"``, ``reestimate = "60s"``), the baseline, run in
+the same process.
 
 ``python benchmarks/deferral/real_ticks.py --quick`` is a smoke run (1,000 ticks per set).
 """
@@ -45,6 +49,7 @@ from common import (
     increment_scale,
     machine_line,
     nab,
+    offline_min,
     parse_floats,
 )
 from rich.console import Console
@@ -60,6 +65,7 @@ VARIANTS = {
     "nocap": {"max_dt": float("inf")},
     "cap10": {"max_dt": 10},
     "re10": {"reestimate": 10},
+    "nojump": {"jump_test": False},
 }
 TARGET_RATIO = 0.5  # evaluations ≤ 0.5 × ticks at moderate ε, with per-tick fidelity ≥ p
 
@@ -96,6 +102,8 @@ def run(kind: str, variant: str, c: float, ps: tuple[float, ...], ticks: int | N
                 worst = max(worst, abs(a.value - a_true[t, b]))
             hits[q] += abs(a.value - a_true[t, b]) <= eps
     wall = time.perf_counter() - start
+    jumps = float((np.abs(np.diff(a_true, axis=0)) > eps).sum() / a_true.size)
+    least = sum(offline_min(a_true[:, b], eps) for b in range(w.shape[0])) / a_true.size
     rows = []
     for p in ps:
         mine = [q for q, _, qp in queries if qp == p]
@@ -106,7 +114,7 @@ def run(kind: str, variant: str, c: float, ps: tuple[float, ...], ticks: int | N
             "queries": len(mine), "evaluations": n_eval,
             "ratio": n_eval / (len(mine) * len(ds.xs)),
             "fidelity": float(fid.mean()), "fidelity_min": float(fid.min()),
-            "max_error": worst, "wall_s": wall,
+            "max_error": worst, "wall_s": wall, "jumps": jumps, "offline_min": least,
         })  # fmt: skip
     return rows
 
@@ -129,14 +137,16 @@ def main() -> None:
             rows += run(kind, variant, args.c, tuple(args.ps), ticks)
     table = Table(title=f"standing AVGs, 5-minute ticks, ε = {args.c:g} s_A")
     for col in ("set", "variant", "p", "ticks", "evaluations", "evals / ticks", "per-tick "
-                "fidelity % (worst query)", "target", "max |error|", "wall s"):  # fmt: skip
+                "fidelity % (worst query)", "target", "jumps > ε", "offline min", "max |error|",
+                "wall s"):  # fmt: skip
         table.add_column(col, justify="left" if col in ("set", "variant") else "right")
     for r in rows:
         met = r["ratio"] <= TARGET_RATIO and r["fidelity_min"] >= r["p"]
         table.add_row(
             r["set"], r["variant"], f"{r['p']:g}", f"{r['ticks']:,}", f"{r['evaluations']:,}",
             f"{r['ratio']:.3f}", f"{100 * r['fidelity']:.2f} ({100 * r['fidelity_min']:.2f})",
-            "met" if met else "MISSED", f"{r['max_error']:.1e}", f"{r['wall_s']:.0f}",
+            "met" if met else "MISSED", f"{r['jumps']:.3f}", f"{r['offline_min']:.3f}",
+            f"{r['max_error']:.1e}", f"{r['wall_s']:.0f}",
         )  # fmt: skip
     Console(width=160).print(table)
     OUT.mkdir(exist_ok=True)

@@ -23,6 +23,8 @@ BAD = [
     ({"k": 10.5}, "k must be an int >= 3 (items), got 10.5"),
     ({"drift_test": "yes"}, "drift_test must be a z-score >= 0 or false, got 'yes'"),
     ({"drift_test": True}, "drift_test must be a z-score >= 0 or false, got True"),
+    ({"jump_test": -1}, "jump_test must be a z-score >= 0 or false, got -1"),
+    ({"jump_test": True}, "jump_test must be a z-score >= 0 or false, got True"),
     ({"max_dt": 0}, "max_dt must be > 0 sampling intervals (or a duration, or inf), got 0"),
     ({"max_dt": -3.0}, "max_dt must be > 0 sampling intervals (or a duration, or inf), got -3.0"),
     ({"max_dt": True}, "max_dt must be > 0 sampling intervals (or a duration, or inf), got True"),
@@ -84,17 +86,17 @@ def test_good_settings_load_from_a_job_and_a_monitor(tmp_path: Path) -> None:
         'queries = ""\n[job]\ncheckpoint = "ck"\n[input]\nkind = "generator"\n[standing]\n'
         'tick = "5m"\npartitions = 3\nk = 50\ndrift_test = false\nmax_dt = inf\n'
         'reestimate = "1h"\ninterrupt_after = 2.5\ninterrupt_retry = "10m"\nbudget = 500\n'
-        'max_wait = "30m"\ncombine = "rss"\n'
+        'max_wait = "30m"\ncombine = "rss"\njump_test = 4\n'
     )
     expected = StandingSettings(
         tick_ms=300_000, partitions=3, k=50, drift_z=None, max_dt_periods=math.inf,
         t_max_periods=math.inf, t_max_ms=3_600_000, interrupt_factor=2.5,
-        t_interrupt_ms=600_000, budget=500, max_wait_ms=1_800_000, combine="rss",
+        t_interrupt_ms=600_000, budget=500, max_wait_ms=1_800_000, combine="rss", jump_z=4,
     )  # fmt: skip
     assert load_job(job).standing == expected
     assert set(SETTINGS_KEYS) == {
         "tick", "partitions", "k", "drift_test", "max_dt", "reestimate", "interrupt_after",
-        "interrupt_retry", "budget", "max_wait", "combine",
+        "interrupt_retry", "budget", "max_wait", "combine", "jump_test",
     }  # fmt: skip
     assert standing_settings(expected, tick="1m") == StandingSettings(
         **{**expected.__dict__, "tick_ms": 60_000}
@@ -104,6 +106,8 @@ def test_good_settings_load_from_a_job_and_a_monitor(tmp_path: Path) -> None:
     assert (defaults.max_wait_ms, defaults.t_interrupt_ms, defaults.drift_z) == (None, None, 2.0)
     options = defaults.partition_options()
     assert (options["max_wait_ms"], options["t_interrupt_ms"]) == (10_000, 1_000)
+    assert (defaults.jump_z, options["jump_z"]) == (3.0, 3.0)
+    assert standing_settings({"jump_test": False}).partition_options()["jump_z"] is None
 
 
 @pytest.mark.parametrize(

@@ -48,6 +48,7 @@ before any Spark work starts::
     partitions = 2                 # query partitions (stateful keys spread over executors)
     k = 100                        # items per stream behind each estimate of mu, sigma
     drift_test = 2.0               # use a drift only when |mu| >= 2 standard errors; false: always
+    jump_test = 3.0                # due at a tick the aggregate jumps > eps via > 3 sigma moves
     max_dt = 100                   # defer at most 100 sampling intervals (or "6h", or inf)
     reestimate = 100               # re-estimate mu, sigma at least every 100 sampling intervals
     interrupt_after = 3            # a series silent > 3 sampling intervals is interrupted

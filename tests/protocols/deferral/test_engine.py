@@ -66,10 +66,11 @@ def test_next_due_follows_eq7_eq8_eq9() -> None:
     got = {a.name: a for a in eng.tick(0, [0, 1], [0, 0], [5.0, 15.0])}
     mu_a, sigma_a = 0.04, np.hypot(0.1, 0.2)  # Eq. 6
     assert got["abs"].mu_a == pytest.approx(mu_a)
-    assert got["abs"].next_due_ms == pytest.approx(next_interval(mu_a, sigma_a, 2.0, 0.9))
+    # due at the first tick after Eq. 7's Δt (§4.4; ticks 1 ms apart)
+    assert got["abs"].next_due_ms == np.floor(next_interval(mu_a, sigma_a, 2.0, 0.9)) + 1
     assert got["rel"].eps == pytest.approx(0.1 * 20.0)  # Eq. 9
     assert got["rel"].next_due_ms == pytest.approx(got["abs"].next_due_ms)
-    assert got["extra"].next_due_ms == pytest.approx(next_interval(0.0, sigma_a, 2.0, 0.9))
+    assert got["extra"].next_due_ms == np.floor(next_interval(0.0, sigma_a, 2.0, 0.9)) + 1
 
 
 def test_validation_messages() -> None:

@@ -3,7 +3,8 @@
 Each check compares the observed hit rate with its exact expectation given the evaluation times
 (see ``walks.py``) within 4 standard errors (two-sided, a false alarm rate of about 6e-5 per
 check). At the end of each deferred interval the expectation is ``F(Δt)``, which is ``p`` by
-Eq. 7 up to the one-tick rounding of deadlines down to ticks; over all ticks it is higher, since
+Eq. 7 up to the rounding of deadlines to the first tick after ``Δt`` (so every stale tick has
+``F ≥ p``, the end tick slightly less); over all ticks it is higher, since
 ``F`` decreases from 1 during the interval.
 """
 
@@ -58,9 +59,11 @@ def test_fidelity_matches_model(fixed: bool) -> None:
         assert abs(obs_t - exp_t) < 4 * se_t, (p, f.time)
         assert obs_t > p  # over time the last answer is right more often than p
         if fixed:
-            # deadlines are only ever rounded down to ticks: F(Δt) ≥ p, by < 1 tick of ~70
-            assert p - 1e-9 <= exp < p + 0.02
-            assert abs(obs - p) < 4 * se + (exp - p)
+            # the next evaluation is at the first tick after Δt: every stale tick has F ≥ p
+            # (the last one, one tick before the end, included), the end tick F ≤ p
+            assert f.last_stale_min >= p - 1e-9
+            assert p - 0.02 < exp <= p + 1e-9
+            assert abs(obs - p) < 4 * se + (p - exp)
         else:
             # estimated μ̂ (SE σ/√99 per ms, larger than the drift) shortens intervals
             assert obs > p - 4 * se

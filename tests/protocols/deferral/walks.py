@@ -50,6 +50,7 @@ class Fidelity:
     end_expected: float = 0.0
     end_var: float = 0.0
     intervals: int = 0
+    last_stale_min: float = 1.0  # smallest F at the last tick before an evaluation
 
     @property
     def time(self) -> tuple[float, float, float]:
@@ -83,3 +84,5 @@ class Fidelity:
         self.end_expected += fe.sum()
         self.end_var += (fe * (1 - fe)).sum()
         self.intervals += len(gap)
+        last = within_bound_probability(gap - 1, mu_a, sigma_a, eps)
+        self.last_stale_min = min(self.last_stale_min, float(last.min(initial=1.0)))

@@ -13,7 +13,10 @@ its model says ``|A(t + Δt) - A(t)| ≤ ε`` no longer holds with probability `
 - :mod:`~tsmon.protocols.deferral.schedule`: §5, Eq. 18 (EDF under a CPU budget, penalties).
 - :mod:`~tsmon.protocols.deferral.partition`: :class:`QueryPartition`, the query side: due
   queries evaluated on a :class:`StreamSnapshot` per tick (a runtime may host many apart);
-  :mod:`~tsmon.protocols.deferral.snapshot` the snapshot, answers and counters it uses.
+  :mod:`~tsmon.protocols.deferral.snapshot` the snapshot, answers and counters it uses;
+  :mod:`~tsmon.protocols.deferral.weights` its sparse ``a_i`` rows (Eq. 2, 6);
+  :mod:`~tsmon.protocols.deferral.deadlines` the next evaluation's tick (the first after Eq. 7's
+  ``Δt``) and the caps on ``Δt``.
 - :mod:`~tsmon.protocols.deferral.engine`: :class:`DeferralEngine`, a partition that also keeps
   the stream models, combining them per tick.
 

@@ -97,6 +97,7 @@ class DeferralEngine(QueryPartition):
         models: StreamModels | None = None,
         max_wait_ms: float | None = None,
         drift_z: float | None = None,
+        jump_z: float | None = None,
     ) -> None:
         super().__init__(
             tick_ms=tick_ms,
@@ -106,6 +107,7 @@ class DeferralEngine(QueryPartition):
             t_interrupt_ms=t_interrupt_ms,
             combine=combine,
             max_wait_ms=max_wait_ms,
+            jump_z=jump_z,
         )
         self.models = models or StreamModels(
             k,

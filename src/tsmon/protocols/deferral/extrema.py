@@ -21,7 +21,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from tsmon.protocols.deferral.deferral import upper_exceed_interval
+from tsmon.protocols.deferral.deferral import StandingQuery, relative_eps, upper_exceed_interval
 
 Kind = Literal["max", "min"]
 
@@ -256,3 +256,31 @@ class WindowSeries:
         a = int(np.searchsorted(ts, now_ms - self.windows_ms[row], side="left"))
         b = int(np.searchsorted(ts, now_ms, side="right"))
         return ts[a:b], self._vals[row, self._lo + a : self._lo + b]
+
+
+def evaluate_extremum(
+    spec: StandingQuery,
+    row: int,
+    series: WindowSeries,
+    landmarks: LandmarkExtrema,
+    now_ms: int,
+    mu_a: float,
+    sigma_a: float,
+    max_dt: float,
+) -> tuple[float, float, float]:
+    """``(value, Δt, ε)`` of a MAX/MIN query (Theorem 1; Eq. 9 on the extremum), whose window
+    samples are ``row`` of ``series`` (sliding) or of ``landmarks``."""
+    if spec.window_ms is not None:
+        ts, a = series.view(row, now_ms)
+        if not np.isfinite(a).any():  # no stream value yet: try again next tick
+            return np.nan, 0.0, spec.eps
+        m = np.nanmax(a) if spec.kind == "max" else np.nanmin(a)
+        e = float(relative_eps(m, spec.eps)) if spec.relative else spec.eps
+        ans = sliding_extremum(
+            ts, a, now_ms, spec.window_ms, e, spec.p, mu_a, sigma_a, kind=spec.kind, max_dt=max_dt
+        )
+        return ans.value, ans.dt_ms, e
+    m = float(landmarks.value[row])
+    e = float(relative_eps(m, spec.eps)) if spec.relative else spec.eps
+    dt = landmarks.interval([row], e, spec.p, mu_a, sigma_a, max_dt=max_dt)
+    return m, float(dt[0]), e  # Eq. 11-12: φ₂ alone

@@ -14,10 +14,10 @@ Algorithm 1). A query over a stream whose interruption starts or ends at a tick 
 tick, so its answer carries the interruption (``A_approx``, ``ε_intr``) from the tick the
 silence is detected, and the exact value again from the tick the stream resumes.
 
-``Δt`` is capped at ``max_dt_periods`` sampling intervals of the query's fastest stream (and at
-``max_dt_ms``): deadlines are fixed when a query is evaluated, so a model that says "never"
-(``σ̂ = μ̂ = 0`` over a flat stretch) must not silence the query for good; the cap scales with
-the data whatever the tick (``benchmarks/deferral/README.md``, *Real ticks*).
+A linear query is next due at the first tick after Eq. 7's ``Δt``, so every tick's answer is
+within ε with probability at least ``p``; ``Δt`` is capped at ``max_dt_periods`` sampling
+intervals of the query's fastest stream and at ``max_dt_ms`` (:mod:`.deadlines`). The weights
+``a_i`` of all queries are one sparse matrix (:mod:`.weights`).
 
 Per-query state lives in NumPy arrays indexed by row (registration order), so a tick costs one
 vectorised deadline comparison over all queries plus work proportional to the *due* queries:
@@ -35,12 +35,14 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from tsmon.protocols.deferral.deadlines import JumpTest, interval_caps, tick_interval
 from tsmon.protocols.deferral.deferral import StandingQuery, next_interval, relative_eps
-from tsmon.protocols.deferral.extrema import LandmarkExtrema, WindowSeries, sliding_extremum
+from tsmon.protocols.deferral.extrema import LandmarkExtrema, WindowSeries, evaluate_extremum
 from tsmon.protocols.deferral.interrupt import interruption_error
 from tsmon.protocols.deferral.model import aggregate_params
 from tsmon.protocols.deferral.schedule import EdfScheduler
 from tsmon.protocols.deferral.snapshot import Answer, Counters, StreamSnapshot
+from tsmon.protocols.deferral.weights import QueryWeights
 
 __all__ = ["DEFAULT_MAX_DT_PERIODS", "DEFAULT_WAIT_TICKS", "QueryPartition"]
 
@@ -93,6 +95,10 @@ class QueryPartition:
         Anti-starvation limit (default ``DEFAULT_WAIT_TICKS · tick_ms``; ``inf``: off, the
         paper's pure order). A task late by more than this runs before the on-time EDF set, so
         under sustained overload every query is still answered, at the price of more misses.
+    jump_z : float, optional
+        Jump test (not in the paper, :mod:`.deadlines`): a query whose aggregate moved by more
+        than its ε through streams' jumps of more than ``jump_z`` ``σ√δ`` at a tick is due at
+        that tick. ``None`` (default): deadlines only, as in the paper.
 
     Examples
     --------
@@ -116,6 +122,7 @@ class QueryPartition:
         t_interrupt_ms: int = 1_000,
         combine: Literal["linear", "rss"] = "linear",
         max_wait_ms: float | None = None,
+        jump_z: float | None = None,
     ) -> None:
         if tick_ms <= 0 or budget <= 0:
             raise ValueError(f"tick_ms and budget must be > 0, got {tick_ms} ms, {budget} units")
@@ -126,6 +133,9 @@ class QueryPartition:
             )
         self.tick_ms, self.budget, self.max_dt_ms = tick_ms, budget, max_dt_ms
         self.max_dt_periods = max_dt_periods
+        if jump_z is not None and not jump_z >= 0:
+            raise ValueError(f"jump_z must be >= 0 (a z-score) or None, got {jump_z}")
+        self._jump_test = None if jump_z is None else JumpTest(jump_z)
         self.t_interrupt_ms, self.combine = t_interrupt_ms, combine
         # Evaluations in a tick complete "at" the tick (data time); the budget bounds how many.
         wait = DEFAULT_WAIT_TICKS * tick_ms if max_wait_ms is None else max_wait_ms
@@ -136,19 +146,15 @@ class QueryPartition:
         self.n_streams = 0  # stream ids 0 .. n_streams − 1 appear in some query
         self._names: dict[str, int] | None = {}  # see _by_name
         # Compact state (a host may pickle the partition every batch): names by row, the
-        # specs of MAX/MIN queries only, and the weights of rows not yet in ``_w``.
+        # specs of MAX/MIN queries only, and the weights without their derived matrices.
         self._row_names: list[str] = []  # by row
         self._extrema: dict[int, StandingQuery] = {}  # qid -> spec, MAX/MIN queries
-        self._wrows: list[tuple[np.ndarray, np.ndarray]] = []  # (streams, weights), rows >= built
+        self.weights = QueryWeights()  # a_i, one row per query (Eq. 2)
         self._n = 0
         self._cap = 0
         self._a: dict[str, np.ndarray] = {f: np.empty(0, dtype=t) for f, t in _FIELDS.items()}
         self._row_of = np.empty(0, dtype=np.int64)  # qid -> row (-1: removed)
         self._next_qid = 0
-        self._w: sp.csr_array | None = None  # weights a_i, one row per query
-        self._w2: sp.csr_array | None = None  # a_i², cached for Eq. 6
-        self._wabs: sp.csr_array | None = None  # |a_i|, for ε_intr and "touches" tests
-        self._n_built = 0  # rows of the queries already in ``_w`` (new rows are appended)
         self._ext: tuple[np.ndarray, np.ndarray] | None = None  # sliding, landmark rows
         self._interrupted = np.zeros(0, dtype=bool)  # by stream, at the last tick
 
@@ -156,7 +162,6 @@ class QueryPartition:
         """Compact for a host that stores the partition every batch: without ``|a_i|`` and
         ``a_i²`` (derived again) and with the names as one string, not a dict and a list."""
         state = dict(self.__dict__)
-        state["_w2"] = state["_wabs"] = None
         state["_names"] = None  # rebuilt from the rows' names and qids when needed
         state["_row_names"] = "\x00".join(self._row_names)
         return state
@@ -165,8 +170,6 @@ class QueryPartition:
         self.__dict__.update(state)
         joined = state["_row_names"]
         self._row_names = joined.split("\x00") if joined else []  # type: ignore[union-attr]
-        if self._w is not None:
-            self._w2, self._wabs = _derived(self._w)
 
     @property
     def _by_name(self) -> dict[str, int]:
@@ -222,9 +225,7 @@ class QueryPartition:
         self._row_names.append(query.name)
         if query.kind != "linear":
             self._extrema[qid] = query
-        cols = np.fromiter(query.weights.keys(), dtype=np.int64, count=len(query.weights))
-        w = np.fromiter(query.weights.values(), dtype=np.float64, count=len(query.weights))
-        self._wrows.append((cols[w != 0], w[w != 0]))
+        self.weights.append(query.weights)
         if not vals["linear"]:
             self._ext = None
 
@@ -243,8 +244,7 @@ class QueryPartition:
         self._row_of[qid] = -1
         del self._row_names[r]
         self._extrema.pop(qid, None)
-        if r >= self._n_built:
-            del self._wrows[r - self._n_built]
+        self.weights.remove(r)
         if sliding or landmark:
             same = self._col("sliding") if sliding else self._col("landmark")
             self._a["aux"][: self._n][same & (self._col("aux") > aux)] -= 1
@@ -253,33 +253,6 @@ class QueryPartition:
             else:
                 self.landmarks.remove(aux)
         self._ext = None  # rows after r moved
-        if r < self._n_built and self._w is not None:
-            keep = np.ones(self._n_built, dtype=bool)
-            keep[r] = False
-            self._w, self._w2, self._wabs = self._w[keep], self._w2[keep], self._wabs[keep]
-            self._n_built -= 1
-
-    def _weights(self) -> sp.csr_array:
-        n = self.n_streams
-        if self._w is not None and self._w.shape[1] != n:  # new streams: more columns
-            self._w, self._w2, self._wabs = (
-                sp.csr_array((m.data, m.indices, m.indptr), shape=(m.shape[0], n))
-                for m in (self._w, self._w2, self._wabs)
-            )
-        if self._w is None or self._n_built < self._n:
-            new, self._wrows = self._wrows, []
-            lens = np.fromiter((len(c) for c, _ in new), dtype=np.int64, count=len(new))
-            cols = np.concatenate([c for c, _ in new]) if new else np.empty(0, np.int64)
-            vals = np.concatenate([v for _, v in new]) if new else np.empty(0)
-            indptr = np.r_[0, np.cumsum(lens)]
-            block = sp.csr_array((vals, cols, indptr), shape=(len(new), n))
-            block.sum_duplicates()
-            w = block if self._w is None else sp.vstack([self._w, block], format="csr")
-            self._w = sp.csr_array(w)
-            self._w2, self._wabs = _derived(self._w)
-            self._n_built = self._n
-        assert self._w is not None
-        return self._w
 
     def _extrema_rows(self) -> tuple[np.ndarray, np.ndarray]:
         """Rows of the sliding and landmark queries, each ordered by their ``aux`` row."""
@@ -300,16 +273,20 @@ class QueryPartition:
         snap = snapshot.fitted(self.n_streams)
         self.now_ms = now_ms
         self.counters.ticks += 1
-        w = self._weights()
+        w = self.weights.matrix(self.n_streams)
         self._record_windows(w, snap.value, now_ms)
         deadline, pending = self._col("deadline"), self._col("pending")
         deadline[deadline == -np.inf] = float(now_ms)  # a new query is due now
         self._on_interruptions(w, snap.interrupted, now_ms)
+        if self._jump_test is not None:
+            self._on_jumps(snap, now_ms)
         due = np.flatnonzero((deadline < now_ms + self.tick_ms) & ~pending)
         if len(due):
             mu_a = sigma_a = 0.0  # only late tasks need them (Eq. 18): never with no budget
             if np.isfinite(self.budget):
-                mu_a, sigma_a = aggregate_params(w[due], snap.mu, snap.sigma, squared=self._w2[due])
+                mu_a, sigma_a = aggregate_params(
+                    w[due], snap.mu, snap.sigma, squared=self.weights.squared[due]
+                )
             self.scheduler.submit(
                 self._col("qid")[due], deadline[due], self._col("cost")[due], mu_a, sigma_a
             )
@@ -337,10 +314,20 @@ class QueryPartition:
         before[:n] = self._interrupted[:n]
         self._interrupted = interrupted.copy()
         changed = before != interrupted
-        if changed.any() and self._wabs is not None:
-            rows = np.flatnonzero(np.asarray(self._wabs @ changed.astype(np.float64)) > 0)
+        if changed.any() and self.weights.absolute is not None:
+            rows = np.flatnonzero(
+                np.asarray(self.weights.absolute @ changed.astype(np.float64)) > 0
+            )
             deadline = self._col("deadline")
             deadline[rows] = np.minimum(deadline[rows], float(now_ms))
+
+    def _on_jumps(self, snap: StreamSnapshot, now_ms: int) -> None:
+        """Queries whose aggregate jumped by more than ε at this tick are due now (relative
+        bounds are not tested)."""
+        limit = np.where(self._col("relative"), np.inf, self._col("eps"))
+        rows = self._jump_test.rows(snap, self.weights, limit)  # type: ignore[union-attr]
+        deadline = self._col("deadline")
+        deadline[rows] = np.minimum(deadline[rows], float(now_ms))
 
     def _record_windows(self, w: sp.csr_array, s_hat: np.ndarray, now_ms: int) -> None:
         sliding, landmark = self._extrema_rows()
@@ -348,26 +335,6 @@ class QueryPartition:
             self.series.record(now_ms, w[sliding] @ s_hat)
         if len(landmark):
             self.landmarks.record(now_ms, w[landmark] @ s_hat)
-
-    def _extremum(
-        self, r: int, now_ms: int, mu_a: float, sigma_a: float, max_dt: float
-    ) -> tuple[float, float, float]:
-        """``(value, Δt, ε)`` of a MAX/MIN query (Theorem 1; Eq. 9 on the extremum)."""
-        s, row = self._extrema[int(self._a["qid"][r])], int(self._a["aux"][r])
-        if s.window_ms is not None:
-            ts, a = self.series.view(row, now_ms)
-            if not np.isfinite(a).any():  # no stream value yet: try again next tick
-                return np.nan, 0.0, s.eps
-            m = np.nanmax(a) if s.kind == "max" else np.nanmin(a)
-            e = float(relative_eps(m, s.eps)) if s.relative else s.eps
-            ans = sliding_extremum(
-                ts, a, now_ms, s.window_ms, e, s.p, mu_a, sigma_a, kind=s.kind, max_dt=max_dt,
-            )  # fmt: skip
-            return ans.value, ans.dt_ms, e
-        m = float(self.landmarks.value[row])
-        e = float(relative_eps(m, s.eps)) if s.relative else s.eps
-        dt = self.landmarks.interval([row], e, s.p, mu_a, sigma_a, max_dt=max_dt)
-        return m, float(dt[0]), e  # Eq. 11-12: φ₂ alone
 
     def _evaluate(
         self,
@@ -382,29 +349,32 @@ class QueryPartition:
         wr = w[rows]
         p = self._col("p")[rows]
         value = np.asarray(wr @ snap.value, dtype=np.float64)  # Eq. 2 (Eq. 13 if interrupted)
-        mu_a, sigma_a = aggregate_params(wr, snap.mu, snap.sigma, squared=self._w2[rows])  # Eq. 6
+        mu_a, sigma_a = aggregate_params(
+            wr, snap.mu, snap.sigma, squared=self.weights.squared[rows]
+        )  # Eq. 6
         q_intr = np.zeros(len(rows), dtype=bool)
         eps_intr = np.zeros(len(rows))
         if intr.any():
-            q_intr = np.asarray(self._wabs[rows] @ intr.astype(np.float64)) > 0
+            q_intr = np.asarray(self.weights.absolute[rows] @ intr.astype(np.float64)) > 0
             eps_intr = interruption_error(
                 wr, snap.sigma, snap.last_ts, intr, now_ms, p, combine=self.combine
             )
         dt = np.empty(len(rows))
-        cap = self._caps(wr, snap.period)
+        cap = interval_caps(wr, snap.period, self.max_dt_ms, self.max_dt_periods)
         eps = self._col("eps")[rows].copy()
         lin = self._col("linear")[rows]
         for j in np.flatnonzero(~lin).tolist():
-            value[j], dt[j], eps[j] = self._extremum(
-                int(rows[j]), now_ms, mu_a[j], sigma_a[j], cap[j]
+            r = int(rows[j])
+            spec, aux = self._extrema[int(self._a["qid"][r])], int(self._a["aux"][r])
+            value[j], dt[j], eps[j] = evaluate_extremum(
+                spec, aux, self.series, self.landmarks, now_ms, mu_a[j], sigma_a[j], cap[j]
             )
         if lin.any():
             rel = self._col("relative")[rows]
             eps = np.where(lin & rel, relative_eps(value, eps), eps)  # Eq. 9
             drift = np.where(self._col("extrapolate")[rows], 0.0, mu_a)  # Eq. 8: μ_A = 0
-            dt[lin] = next_interval(
-                drift[lin], sigma_a[lin], eps[lin], p[lin], max_dt=cap[lin]
-            )  # Eq. 7
+            eq7 = next_interval(drift[lin], sigma_a[lin], eps[lin], p[lin])  # Eq. 7
+            dt[lin] = np.minimum(tick_interval(eq7, self.tick_ms), cap[lin])  # §4.4: 1st tick after
         dt = np.where(q_intr, self.t_interrupt_ms, dt)  # Algorithm 1, interrupted branch
         # A cannot change before the next tick, so no deadline is earlier than it.
         due = now_ms + np.maximum(dt, self.tick_ms)
@@ -416,24 +386,3 @@ class QueryPartition:
         self.counters.evaluations += len(rows)
         self.counters.interrupted_answers += int(q_intr.sum())
         return answers
-
-    def _caps(self, wr: sp.csr_array, period: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Cap on ``Δt`` of each row of ``wr``: ``max_dt_ms``, and ``max_dt_periods``
-        sampling intervals of the row's fastest stream (streams without a period ignored)."""
-        cap = np.full(wr.shape[0], float(self.max_dt_ms))
-        if not np.isfinite(self.max_dt_periods) or wr.nnz == 0:
-            return cap
-        starts = wr.indptr[:-1]
-        some = np.diff(wr.indptr) > 0
-        fastest = np.full(wr.shape[0], np.nan)
-        fastest[some] = np.fmin.reduceat(period[wr.indices], starts[some])
-        return np.fmin(cap, self.max_dt_periods * fastest)
-
-
-def _derived(w: sp.csr_array) -> tuple[sp.csr_array, sp.csr_array]:
-    """``a_i²`` (for Eq. 6) and ``|a_i|`` of a weight matrix, on its own sparsity pattern."""
-    shape = w.shape
-    return (
-        sp.csr_array((w.data**2, w.indices, w.indptr), shape=shape),
-        sp.csr_array((np.abs(w.data), w.indices, w.indptr), shape=shape),
-    )
