@@ -23,7 +23,7 @@ from tsmon.protocols.filters.bounds import BoundCache
 from tsmon.protocols.filters.manager import PrecisionManager
 from tsmon.protocols.filters.messages import StreamedUpdate, WidthMessage
 from tsmon.protocols.filters.queries import Query
-from tsmon.protocols.filters.serializing import SerializingQueue
+from tsmon.protocols.filters.serializing import Queued, SerializingQueue
 from tsmon.protocols.filters.source import check_period
 from tsmon.protocols.filters.tuning import PeriodChooser, SafetyNet
 
@@ -78,6 +78,11 @@ class Coordinator(PrecisionManager):
         can (§3.2). ``"capped"`` (beyond the paper): a first pass grows each overburdened
         object only until its modelled burden meets its target (:func:`growth_caps`), then
         the paper's pass hands out the rest — robust when one query spans many objects.
+    backlog
+        With this, the serializing queue holds at most this many records per object, folding
+        the closest ones into a hull of their values beyond it (beyond §4: a source far ahead
+        of the coordinator's time; :mod:`~tsmon.protocols.filters.serializing`); None (the
+        paper's): every update is held on its own.
 
     Examples
     --------
@@ -105,6 +110,7 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         max_rates: Mapping[str, float] | None = None,
         costs: Mapping[str, float] | None = None,
         growth: str = "paper",
+        backlog: int | None = None,
     ) -> None:
         self.period_ms = None if period_ms is None else check_period(period_ms)
         self.chooser = PeriodChooser() if period_ms is None else None
@@ -122,7 +128,7 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         self.growth = growth
         self.factor = 1.0 - float(shrink)
         self.rng = rng
-        self.queue = SerializingQueue(latency_ms)
+        self.queue = SerializingQueue(latency_ms, backlog)
         self.padding = max_rates is not None
         self.max_rates = {str(o): float(r) for o, r in (max_rates or {}).items()}
         for obj, r in self.max_rates.items():
@@ -181,6 +187,7 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
             self.next_boundary_ms = self._next_busy(boundary, settled, horizon)
         for update in self.queue.release(horizon):
             self._apply(update)
+        self.queue.trim()  # what still waits, within the backlog (beyond §4)
         self.settled_ms = settled
         self._confirm(settled)
         self.now_ms = max(horizon, self.now_ms or horizon)
@@ -229,21 +236,26 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         self.next_boundary_ms = (self.settled_ms // self.period_ms + 1) * self.period_ms
         self.cache.set_period(self.settled_ms // self.period_ms)
 
-    def _apply(self, update: StreamedUpdate) -> None:
-        i = self.cache.i(update.object_id)
+    def _apply(self, record: Queued) -> None:
+        """One record of the serializing queue: an update, or a hull of several (§4 and
+        beyond: :mod:`~tsmon.protocols.filters.serializing`)."""
+        i = self.cache.i(record.object_id)
         if self.safety is not None and self.period_ms is not None:
-            self.safety.spend()
-            self.safety.see(i, update.shadow, update.ts_ms)
-        if not update.forced:
-            self.counts[i] += 1
+            self.safety.spend(record.updates)
+            self.safety.see(i, record.shadow, record.shadow_ts)
+        if record.streamed:
+            self.counts[i] += record.streamed
             if self.chooser is not None and self.period_ms is None:
-                self.chooser.see(i, update.ts_ms)
-            escape = abs(update.value - self.cache.centres[i])  # nan before a first value
+                self.chooser.see(i, record.ts_ms, record.streamed, record.gap, record.last_ts)
+            escape = record.escape
+            if not record.forced:
+                first = abs(record.first - self.cache.centres[i])  # nan before a first value
+                escape = first if first < escape else escape
             if escape < self.escapes[i]:
                 self.escapes[i] = escape
-        self.cache.recentre(i, update.value, update.ts_ms, update.seq)
-        if update.width_seq is not None and i in self.cache.pending:
-            heapq.heappush(self._confirms, (update.ts_ms, i, update.width_seq))
+        self.cache.recentre(i, record.value, record.last_ts, record.last_seq, record.spread)
+        if record.width_seq is not None and i in self.cache.pending:
+            heapq.heappush(self._confirms, (record.ts_ms, i, record.width_seq))
 
     def _confirm(self, settled_ms: int) -> None:
         """Confirm the narrower widths the sources applied by ``settled_ms`` (see ``advance``)."""
@@ -255,12 +267,17 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
 
     def answer(self, name: str) -> Answer:
         """Bounded answer of query ``name``; unbounded until every object has reported."""
-        return self._answer(self._known(name), self.cache.assumed() + self.system.phi)
+        return self._answer(self._known(name), self._widths())
 
     def answers(self) -> dict[str, Answer]:
         """Bounded answer of every query."""
-        widths = self.cache.assumed() + self.system.phi
+        widths = self._widths()
         return {name: self._answer(q, widths) for name, q in self.queries.items()}
+
+    def _widths(self) -> np.ndarray:
+        """Per object, the width of the interval the answers take: the widest bound the source
+        may be on, padded (§4.1), widened by a folded value span (:mod:`.serializing`)."""
+        return self.cache.assumed() + self.system.phi + self.cache.spread
 
     def _answer(self, query: Query, widths: np.ndarray) -> Answer:
         idx = self.system.index_of[query.name]
