@@ -36,7 +36,7 @@ class Oracle(NamedTuple):
 def oracle(batches: list[list[Point]]) -> Oracle:
     """What the batches lead to; a point older than its node's time is applied at that time
     (docs/time.md). A series' filter starts in the batch after the one it appears in, one ms
-    before its node's time if it had a value then, else at that time (kinds/bounded.py)."""
+    before its node's time if it had a value then, else at that time (kinds/bounded/)."""
     now: dict[str, int] = {}
     applied: dict[str, list[tuple[int, float]]] = {}
     reply: dict[str, int] = {}

@@ -6,7 +6,7 @@ from typing import Any
 
 from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS
 from tsmon.engine.batched import BatchedRuntime
-from tsmon.engine.guard import coordinator_step
+from tsmon.engine.guard import RowCounts, coordinator_step
 from tsmon.engine.hub import CoordinatorNode
 from tsmon.engine.monitor import Monitor
 from tsmon.engine.node import SourceNode
@@ -148,3 +148,50 @@ def test_a_ten_year_jump_in_a_monitors_standing_query_is_a_few_ticks() -> None:
     mon.ingest(["a", "b"], [TEN_YEARS + 1_000] * 2, [3.0, 2.0])
     answer = mon.answers("standing")["st"]
     assert answer.ts_ms == TEN_YEARS + 1_000 and answer.value == 2.5
+
+
+class BadRows(SourceNode):
+    """A node with a bug the coordinator trips on: a series 'poison' adds a row of no kind."""
+
+    def step(self, control: Any, data: Any, clock_ms: int | None = None) -> list[dict]:
+        out = super().step(control, data, clock_ms)
+        if any(d["series"] == "poison" for d in data):
+            out.append({"kind": "no such kind", "payload": {}})
+        return out
+
+
+def test_the_rows_a_coordinator_step_leaves_out_are_counted_apart_and_the_counts_add_up() -> None:
+    rt = BatchedRuntime(
+        1_000,
+        0.1,
+        0,
+        queries="QUERY s AS SUM(a, b) WITHIN 1",
+        source_of={"a": "n1", "b": "n2"},
+        max_future_ms=None,
+    )
+    rt.new_node = lambda key: BadRows(key, rt.settings)
+    rt.run_batch([("n1", "a", 1_000, 1.0), ("n2", "b", 1_000, 2.0)])
+    assert rt.rows == RowCounts(2, 2, 0, 0)
+    rt.run_batch(
+        [
+            ("n1", "a", 2_000, 1.5),
+            ("n1", "a", 500, 9.0),  # older than a's newest: a dead letter too_late
+            ("n2", "b", 2_000, 2.5),
+            ("n2", "poison", 2_000, 7.0),
+            ("n2", "", 2_000, 7.0),  # a dead letter bad_series, at n2's node
+        ]
+    )
+    (error,) = rt.errors
+    assert error.startswith("coordinator, sources ['n2']: ValueError")
+    n2 = [r for r in rt.last_outputs if r["source"] == "n2"]
+    # every point received is accepted at its node or a dead letter there; n2's two accepted
+    # points were stored (its node moved on), only its rows did not reach the coordinator
+    assert rt.rows == RowCounts(
+        input_rows=5, accepted=3, dead_letters=2, coordinator_quarantined=len(n2)
+    )
+    assert rt.rows.input_rows == rt.rows.accepted + rt.rows.dead_letters
+    assert len(rt.quarantined) == len(n2)  # all of n2's rows, as dead letters 'quarantined'
+    assert {r["kind"] for r in n2} == {"heartbeat", "dead", "msg", "no such kind"}
+    assert rt.nodes["n2"].newest_ts == {"b": 2_000, "poison": 2_000}
+    rt.run_batch([("n1", "a", 3_000, 1.0), ("n2", "b", 3_000, 2.0)])  # the job goes on
+    assert rt.rows == RowCounts(2, 2, 0, 0) and rt.errors == []

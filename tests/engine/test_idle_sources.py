@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from tsmon.engine.batched import BatchedRuntime
+from tsmon.kinds.bounded.coordinator import BACKLOG
 
 SOURCES = ["n0", "n1", "n2", "n3"]
 QUERIES = """
@@ -89,10 +90,13 @@ def test_answers_over_the_other_sources_advance_every_batch_once_one_is_idle() -
 
 
 def test_without_an_idle_timeout_one_stopped_source_holds_every_answer_back() -> None:
-    _, trace, sizes = run(None, batches=RESUME)
+    rt, trace, sizes = run(None, batches=RESUME)
     held = {answers["three"].as_of_ms for _, answers, _ in trace[STOP_AFTER + 2 :]}
     assert held == {(STOP_AFTER + 1) * STEP_MS + 750 - 1}
-    assert sizes[-1] > sizes[STOP_AFTER + 2] * 2  # the queue grows, batch after batch
+    assert sizes[-1] > sizes[STOP_AFTER + 2] * 2  # the held-back updates wait in the queue ...
+    queue = rt.coordinator.part("bounded").coordinator.queue
+    assert queue.merged > 0  # ... up to BACKLOG records per series, folded beyond
+    assert len(queue) <= BACKLOG * len(SOURCES)
 
 
 def test_a_source_far_ahead_makes_no_other_idle_while_they_advance() -> None:

@@ -123,6 +123,7 @@ class BatchedRuntime:
         self._seq = 0  # arrival order of points over all batches
         self.errors: list[str] = []  # what the last batch quarantined, and why
         self.quarantined: list[Row] = []  # node rows the coordinator left out, as dead letters
+        self.rows = guard.RowCounts(0, 0, 0, 0)  # the last batch's input rows and their fate
 
     def open_source(self, source: str) -> None:
         """Step ``source``'s node in the next batch even without points: the coordinator then
@@ -153,6 +154,8 @@ class BatchedRuntime:
         (:mod:`tsmon.engine.guard`): the rows it could not take are ``quarantined`` dead
         letters (a node's among :attr:`last_outputs`, the coordinator's in
         :attr:`quarantined`), :attr:`errors` says what failed, and the job goes on.
+        :attr:`rows` counts the batch's points: received = accepted + dead letters, and the
+        coordinator's left-out rows apart (:class:`~tsmon.engine.guard.RowCounts`).
 
         Every point is checked before any node steps: a bad one raises ``ValueError`` and the
         batch does not happen.
@@ -201,6 +204,7 @@ class BatchedRuntime:
         )
         self.transport.send(self.batch_id, control)
         self.quarantined = quarantine.rows
+        self.rows = guard.row_counts(outputs, quarantine)
         if quarantine.error is not None:
             self.errors.append(f"coordinator, sources {quarantine.sources}: {quarantine.error}")
         return self.coordinator.answers()

@@ -30,11 +30,13 @@ from tsmon.engine.deadletters import Reason
 
 __all__ = [
     "Quarantine",
+    "RowCounts",
     "any_rejected",
     "coordinator_step",
     "dead_row",
     "future_limit",
     "node_step",
+    "row_counts",
     "split_rejected",
 ]
 
@@ -172,6 +174,43 @@ class Quarantine:
     error: str | None = None
     sources: list[str] = field(default_factory=list)
     rows: list[Row] = field(default_factory=list)  # the left-out node rows, as dead letters
+
+
+@dataclass(frozen=True)
+class RowCounts:
+    """A batch's input rows and what became of them: ``input_rows = accepted + dead_letters``.
+
+    ``coordinator_quarantined`` counts apart the node rows (updates, heartbeats, events, ...) a
+    coordinator step left out (:func:`coordinator_step`): they are not input rows, and the
+    points behind them were accepted at their node (stored, its watch queries ran), only their
+    messages did not reach the coordinator. They are dead letters ``quarantined`` too, so a
+    batch's dead-letter rows are ``dead_letters + coordinator_quarantined``.
+    """
+
+    input_rows: int
+    accepted: int
+    dead_letters: int
+    coordinator_quarantined: int
+
+
+def row_counts(
+    node_rows: Iterable[Mapping[str, Any]], quarantine: Quarantine, unreadable: int = 0
+) -> RowCounts:
+    """The :class:`RowCounts` of a batch from its nodes' rows (a heartbeat's ``received`` =
+    ``accepted`` + the node's ``dead`` rows; the data rows of a quarantined node step are
+    ``dead`` rows and no heartbeat counts them), what the coordinator step left out, and the
+    input rows that could not be read (on Spark, dead letters before any node)."""
+    received = accepted = dead = quarantined = 0
+    for row in node_rows:
+        if row["kind"] == "heartbeat":
+            received += row["payload"]["received"]
+            accepted += row["payload"]["accepted"]
+        elif row["kind"] == "dead":
+            dead += 1
+            quarantined += row["payload"]["reason"] == Reason.QUARANTINED.value
+    return RowCounts(
+        received + quarantined + unreadable, accepted, dead + unreadable, len(quarantine.rows)
+    )
 
 
 def coordinator_step(

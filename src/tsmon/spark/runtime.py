@@ -49,6 +49,7 @@ from typing import Any
 
 from tsmon.engine.deadletters import Reason
 from tsmon.engine.events import event_order
+from tsmon.engine.guard import row_counts
 from tsmon.engine.hub import CoordinatorNode
 from tsmon.engine.node import new_node
 from tsmon.kinds import answers_part
@@ -273,24 +274,20 @@ class JobRunner:
         replicas = node.part("replica")
         if replicas.clock:  # summary readers follow these files (tsmon.spark.readers)
             write_replicas(self.job.checkpoint, batch_id, replicas)
-        heartbeats = [r["payload"] for r in rows if r["kind"] == "heartbeat"]
+        counts = row_counts(rows, quarantine, len(unreadable))
         progress = {
             "batchId": batch_id,
-            "numInputRows": sum(h["accepted"] for h in heartbeats),
-            # every input row of the batch: accepted ones + dead letters (a node's received
-            # points are its accepted ones and its dead rows; a quarantined step's are dead)
-            "inputRows": sum(h["received"] for h in heartbeats)
-            + len(unreadable)
-            + sum(
-                r["payload"]["reason"] == Reason.QUARANTINED.value
-                for r in rows
-                if r["kind"] == "dead"
-            ),
+            # every input row of the batch is accepted or a dead letter: inputRows =
+            # numInputRows + deadLetters; the node rows the coordinator's step left out are
+            # dead letters too, counted apart (their points were accepted at their node)
+            "numInputRows": counts.accepted,
+            "inputRows": counts.input_rows,
             "rowsToCoordinator": len(rows),
             "controlRows": sum(len(v) for v in control.values()),
             "answers": sum(len(a) for a in self.latest.values()),
             "events": len(events),
-            "deadLetters": len(rejected),
+            "deadLetters": counts.dead_letters,
+            "coordinatorQuarantined": counts.coordinator_quarantined,
             "quarantined": quarantined,
             **node.progress(),
             "commands": outcomes,

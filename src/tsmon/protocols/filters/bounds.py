@@ -76,6 +76,7 @@ class BoundCache:
         self.centres = np.empty(0)
         self.value_ts = np.empty(0, dtype=np.int64)
         self.value_seq = np.empty(0, dtype=np.int64)
+        self.spread = np.empty(0)  # how much a folded value span widens the bound (serializing)
         self.base = np.empty(0)  # confirmed schedule, as of period `anchor`: never narrower
         self.anchor = np.empty(0, dtype=np.int64)  # than the source's
         self.adaptive = np.empty(0, dtype=bool)
@@ -93,6 +94,7 @@ class BoundCache:
         self.centres = np.append(self.centres, np.nan)
         self.value_ts = np.append(self.value_ts, np.iinfo(np.int64).min)
         self.value_seq = np.append(self.value_seq, np.iinfo(np.int64).min)
+        self.spread = np.append(self.spread, 0.0)
         self.base = np.append(self.base, np.inf)
         self.anchor = np.append(self.anchor, self.period)
         self.adaptive = np.append(self.adaptive, False)
@@ -111,13 +113,15 @@ class BoundCache:
         """Whether a value of ``object_id`` has been received."""
         return not math.isnan(self.centres[self.i(object_id)])
 
-    def recentre(self, i: int, value: float, ts_ms: int, seq: int = 0) -> bool:
+    def recentre(self, i: int, value: float, ts_ms: int, seq: int = 0, spread: float = 0.0) -> bool:
         """A streamed update: re-centre on ``value`` unless a newer one, by ``(ts_ms, seq)``,
-        is cached (§4)."""
+        is cached (§4). ``spread`` widens the bound while it is the newest: the span of the
+        values a queue folded into one record (:mod:`~tsmon.protocols.filters.serializing`)."""
         # §4: the join keeps the most recent value; the source's seq breaks ties of ts_ms
         if (ts_ms, seq) < (self.value_ts[i], self.value_seq[i]):
             return False
         self.centres[i] = value
+        self.spread[i] = spread
         self.value_ts[i] = ts_ms
         self.value_seq[i] = seq
         return True
@@ -202,5 +206,5 @@ class BoundCache:
         i = self.i(object_id)
         if math.isnan(self.centres[i]):
             return -math.inf, math.inf
-        half = self.assumed()[i] / 2
+        half = (self.assumed()[i] + self.spread[i]) / 2
         return float(self.centres[i] - half), float(self.centres[i] + half)

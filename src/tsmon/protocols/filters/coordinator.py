@@ -6,18 +6,8 @@ are *padded* instead (§4.1). Period boundaries are event-time multiples of ``T`
 coordinator shrinks its copies of the widths (§3.1), as the sources do without being told, and
 grows the most overburdened bounds into the leftover width (§3.2).
 
-Query changes while running (§3.4):
-
-* adding a query re-initialises the bounds it reads so that every constraint holds at once:
-  each object gets at most the uniform share of the new constraints (explicit shrink messages);
-* weakening ``δ`` is absorbed by growth at the next boundary;
-* strengthening ``δ`` suppresses growth and lets the period shrinks narrow the answer, or, with
-  ``immediately=True`` (always when ``S = 0``), sends explicit shrink messages;
-* removing a query frees its objects: objects left in no query get ``W = inf``.
-
-A shrink is only assumed by the coordinator once the source confirms it (see
-:mod:`~tsmon.protocols.filters.bounds`), so with latency a tightened or new query meets its
-``δ`` one round trip later; its answer contains the exact value throughout.
+The precision manager's width messages (§3.1, §3.2 period adjustment, §3.4 query changes) are
+:class:`~tsmon.protocols.filters.manager.PrecisionManager`, this class's base.
 """
 
 from __future__ import annotations
@@ -30,20 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from tsmon.protocols.filters.bounds import BoundCache
-from tsmon.protocols.filters.messages import Growth, Shrink, StreamedUpdate, WidthMessage
-from tsmon.protocols.filters.precision import (
-    LEFTOVER_RTOL,
-    burden_scores,
-    burden_targets,
-    deviations,
-    finite_burdens,
-    grow_greedily,
-    growth_caps,
-)
+from tsmon.protocols.filters.manager import PrecisionManager
+from tsmon.protocols.filters.messages import StreamedUpdate, WidthMessage
 from tsmon.protocols.filters.queries import Query
-from tsmon.protocols.filters.serializing import SerializingQueue
+from tsmon.protocols.filters.serializing import Queued, SerializingQueue
 from tsmon.protocols.filters.source import check_period
-from tsmon.protocols.filters.system import System, build_system
 from tsmon.protocols.filters.tuning import PeriodChooser, SafetyNet
 
 #: ``next_boundary_ms`` while no period is chosen: no boundary ever comes.
@@ -68,7 +49,7 @@ class Answer:
         return self.hi - self.lo
 
 
-class Coordinator:
+class Coordinator(PrecisionManager):
     """Keeps every query's bounded answer within its δ while adapting filter widths.
 
     Parameters
@@ -97,6 +78,11 @@ class Coordinator:
         can (§3.2). ``"capped"`` (beyond the paper): a first pass grows each overburdened
         object only until its modelled burden meets its target (:func:`growth_caps`), then
         the paper's pass hands out the rest — robust when one query spans many objects.
+    backlog
+        With this, the serializing queue holds at most this many records per object, folding
+        the closest ones into a hull of their values beyond it (beyond §4: a source far ahead
+        of the coordinator's time; :mod:`~tsmon.protocols.filters.serializing`); None (the
+        paper's): every update is held on its own.
 
     Examples
     --------
@@ -124,6 +110,7 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         max_rates: Mapping[str, float] | None = None,
         costs: Mapping[str, float] | None = None,
         growth: str = "paper",
+        backlog: int | None = None,
     ) -> None:
         self.period_ms = None if period_ms is None else check_period(period_ms)
         self.chooser = PeriodChooser() if period_ms is None else None
@@ -141,7 +128,7 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         self.growth = growth
         self.factor = 1.0 - float(shrink)
         self.rng = rng
-        self.queue = SerializingQueue(latency_ms)
+        self.queue = SerializingQueue(latency_ms, backlog)
         self.padding = max_rates is not None
         self.max_rates = {str(o): float(r) for o, r in (max_rates or {}).items()}
         for obj, r in self.max_rates.items():
@@ -200,6 +187,7 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
             self.next_boundary_ms = self._next_busy(boundary, settled, horizon)
         for update in self.queue.release(horizon):
             self._apply(update)
+        self.queue.trim()  # what still waits, within the backlog (beyond §4)
         self.settled_ms = settled
         self._confirm(settled)
         self.now_ms = max(horizon, self.now_ms or horizon)
@@ -248,21 +236,26 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
         self.next_boundary_ms = (self.settled_ms // self.period_ms + 1) * self.period_ms
         self.cache.set_period(self.settled_ms // self.period_ms)
 
-    def _apply(self, update: StreamedUpdate) -> None:
-        i = self.cache.i(update.object_id)
+    def _apply(self, record: Queued) -> None:
+        """One record of the serializing queue: an update, or a hull of several (§4 and
+        beyond: :mod:`~tsmon.protocols.filters.serializing`)."""
+        i = self.cache.i(record.object_id)
         if self.safety is not None and self.period_ms is not None:
-            self.safety.spend()
-            self.safety.see(i, update.shadow, update.ts_ms)
-        if not update.forced:
-            self.counts[i] += 1
+            self.safety.spend(record.updates)
+            self.safety.see(i, record.shadow, record.shadow_ts)
+        if record.streamed:
+            self.counts[i] += record.streamed
             if self.chooser is not None and self.period_ms is None:
-                self.chooser.see(i, update.ts_ms)
-            escape = abs(update.value - self.cache.centres[i])  # nan before a first value
+                self.chooser.see(i, record.ts_ms, record.streamed, record.gap, record.last_ts)
+            escape = record.escape
+            if not record.forced:
+                first = abs(record.first - self.cache.centres[i])  # nan before a first value
+                escape = first if first < escape else escape
             if escape < self.escapes[i]:
                 self.escapes[i] = escape
-        self.cache.recentre(i, update.value, update.ts_ms, update.seq)
-        if update.width_seq is not None and i in self.cache.pending:
-            heapq.heappush(self._confirms, (update.ts_ms, i, update.width_seq))
+        self.cache.recentre(i, record.value, record.last_ts, record.last_seq, record.spread)
+        if record.width_seq is not None and i in self.cache.pending:
+            heapq.heappush(self._confirms, (record.ts_ms, i, record.width_seq))
 
     def _confirm(self, settled_ms: int) -> None:
         """Confirm the narrower widths the sources applied by ``settled_ms`` (see ``advance``)."""
@@ -270,181 +263,21 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
             _, i, width_seq = heapq.heappop(self._confirms)
             self.cache.confirm(i, width_seq)
 
-    def _message(
-        self, kind: type[Growth] | type[Shrink], i: int, width: float, adaptive: bool
-    ) -> WidthMessage:
-        self.seq += 1
-        assert self.settled_ms is not None
-        if self.safety is None:
-            return kind(self.cache.objects[i], float(width), self.settled_ms, self.seq, adaptive)
-        if self.period_ms is not None:
-            self.safety.spend()
-        # a chosen T travels with every width message: any one may be a source's first
-        uniform = float(self.system.uniform[i])
-        return kind(
-            self.cache.objects[i],
-            float(width),
-            self.settled_ms,
-            self.seq,
-            adaptive,
-            self.period_ms,
-            uniform if math.isfinite(uniform) else None,
-        )
-
-    # ----------------------------------------------------------------- §3.1, §3.2
-
-    def _on_period(self, boundary: int) -> list[WidthMessage]:
-        assert self.period_ms is not None
-        self.cache.set_period(boundary // self.period_ms)  # §3.1, in step with the sources
-        sent, escapes = self.counts > 0, self.escapes.copy()
-        counts = self.counts.copy()
-        self.counts[:] = 0
-        self.escapes[:] = np.inf
-        multi = np.flatnonzero(self.system.multi)
-        if (
-            self.safety is not None
-            and not self.fallback
-            and self.safety.tripped(boundary, len(multi))
-        ):
-            self.fallback = True  # adapting costs clearly more: uniform static from now on
-            self.system = self._build(self.queries)
-            latest, _ = self.cache.latest_all()
-            uniform = self.system.uniform
-            return [self._retarget(i, float(uniform[i]), False, float(latest[i])) for i in multi]
-        sys_ = self.system
-        kk = sys_.k[sys_.growth_rows]
-        # beyond §3.2: an object that sent nothing this period cannot send less with more width
-        candidates = np.flatnonzero(sys_.adaptive & self.cache.adaptive & sent)
-        candidates = np.array([i for i in candidates if i not in self.cache.pending], dtype=int)
-        if kk.shape[0] == 0 or len(candidates) == 0:
-            return []
-        widths = self.cache.assumed()
-        costs = np.array([self.cost_of.get(o, 1.0) for o in self.cache.objects])
-        burdens = finite_burdens(burden_scores(counts, widths, costs, self.period_ms))
-        targets = burden_targets(kk, burdens)
-        devs = deviations(kk, burdens, targets)
-        caps = growth_caps(burdens, devs, widths) if self.growth == "capped" else None
-        # nor by less than would have kept its nearest escape this period (inf when it sent
-        # only a first value: no width avoids that)
-        finite = np.isfinite(escapes)
-        needs = np.full(len(widths), np.inf)
-        needs[finite] = 2 * escapes[finite] - widths[finite]
-        grown = grow_greedily(
-            kk, sys_.budgets[sys_.growth_rows], widths, devs, candidates, self.rng, caps, needs
-        )
-        out: list[WidthMessage] = []
-        for i in sorted(grown):
-            self.cache.confirm_width(i, grown[i], adaptive=True)  # wider: safe before it lands
-            out.append(self._message(Growth, i, grown[i], True))
-        return out
-
-    # ----------------------------------------------------------------- queries (§3.4)
-
-    def add_query(self, query: Query) -> list[WidthMessage]:
-        """Register ``query``; returns the width messages to send.
-
-        Query changes happen at the coordinator's settled time (``wall − λ``), the time its
-        width messages are stamped with, so that both sides shrink them at the same boundaries.
-        """
-        if query.name in self.queries:
-            raise ValueError(f"query {query.name!r} exists; remove it first or alter its δ")
-        return self._change({**self.queries, query.name: query}, tighten={query.name})
-
-    def remove_query(self, name: str) -> list[WidthMessage]:
-        """Unregister query ``name``; objects left in no query stop sending (``W = inf``)."""
-        self._known(name)
-        rest = {n: q for n, q in self.queries.items() if n != name}
-        return self._change(rest, tighten=set())
-
-    def alter_query(
-        self, name: str, delta: float, *, immediately: bool = False
-    ) -> list[WidthMessage]:
-        """Change the precision constraint of ``name`` to ``delta`` (§3.4)."""
-        query = self._known(name).with_delta(delta)
-        # §3.4 relies on the period shrinks; with S = 0 (or 1 − S == 1.0) there are none
-        tighten = {name} if immediately or self.factor == 1.0 else set()
-        return self._change({**self.queries, name: query}, tighten=tighten)
-
-    def _known(self, name: str) -> Query:
-        try:
-            return self.queries[name]
-        except KeyError:
-            raise KeyError(f"no query {name!r}; registered: {sorted(self.queries)!r}") from None
-
-    def _change(self, queries: dict[str, Query], tighten: set[str]) -> list[WidthMessage]:
-        if self.settled_ms is None:
-            raise ValueError("start the coordinator's clock first: call start(now_ms) or advance")
-        self.set_objects(o for q in queries.values() for o in q.objects)
-        system = self._build(queries)  # raises before any state changes
-        self.queries = queries
-        self.system = system
-        rows = [system.rows_of[n] for n in tighten]
-        return self._reconcile(np.concatenate(rows) if rows else np.empty(0, dtype=int))
-
-    def _build(self, queries: Mapping[str, Query]) -> System:
-        # static until T is chosen, and for good once the safety net tripped
-        adapting = self.period_ms is not None and not self.fallback
-        rates = self.max_rates if self.padding else None
-        return build_system(queries, self.cache, adapting, rates, self.latency_ms)
-
-    def _reconcile(self, tighten_rows: np.ndarray) -> list[WidthMessage]:
-        """Width messages that make every constraint hold once they land, for the new system.
-
-        Targets start from the schedules already sent; rows in ``tighten_rows`` that are
-        violated, and rows with an unbounded object, drop to the uniform share (§3, App. B).
-        """
-        sys_ = self.system
-        latest, latest_adaptive = self.cache.latest_all()
-        target = np.where(sys_.multi, latest, sys_.cap)
-        target[~sys_.queried] = np.inf
-        k = sys_.k
-        sums = np.asarray(k.sum(axis=1)).ravel()
-        share = np.divide(sys_.budgets, sums, out=np.zeros_like(sums), where=sums > 0)
-        finite = np.where(np.isinf(target), 0.0, target)
-        over = k @ finite > sys_.budgets * (1 + LEFTOVER_RTOL)
-        unbounded = np.asarray(k[:, np.isinf(target)].sum(axis=1)).ravel() > 0
-        fix = np.zeros(k.shape[0], dtype=bool)
-        fix[tighten_rows] = True
-        fix = (fix & over) | unbounded
-        coo = k[fix].tocoo()
-        np.minimum.at(target, coo.col, share[fix][coo.row])
-        out: list[WidthMessage] = []
-        for i in range(len(self.cache)):
-            adaptive = bool(sys_.adaptive[i])
-            if target[i] != latest[i] or adaptive != latest_adaptive[i]:
-                out.append(self._retarget(i, float(target[i]), adaptive, float(latest[i])))
-        return out
-
-    def _retarget(self, i: int, width: float, adaptive: bool, latest: float) -> WidthMessage:
-        """One width message moving object ``i`` to ``(width, adaptive)``, booked in the cache."""
-        if math.isinf(width):
-            self.cache.clear_pending(i)
-            self.cache.confirm_width(i, math.inf, False)  # wider than any schedule: safe at once
-            return self._message(Growth, i, math.inf, False)
-        if width < latest:
-            message = self._message(Shrink, i, width, adaptive)
-        else:
-            message = self._message(Growth, i, width, adaptive)
-        if (
-            isinstance(message, Growth)
-            and i not in self.cache.pending
-            and (adaptive == self.cache.adaptive[i])
-        ):
-            self.cache.confirm_width(i, width, adaptive)  # same schedule, wider: safe at once
-        else:
-            self.cache.add_pending(i, message.seq, width, adaptive)  # assumed once confirmed
-        return message
-
     # ----------------------------------------------------------------- answers
 
     def answer(self, name: str) -> Answer:
         """Bounded answer of query ``name``; unbounded until every object has reported."""
-        return self._answer(self._known(name), self.cache.assumed() + self.system.phi)
+        return self._answer(self._known(name), self._widths())
 
     def answers(self) -> dict[str, Answer]:
         """Bounded answer of every query."""
-        widths = self.cache.assumed() + self.system.phi
+        widths = self._widths()
         return {name: self._answer(q, widths) for name, q in self.queries.items()}
+
+    def _widths(self) -> np.ndarray:
+        """Per object, the width of the interval the answers take: the widest bound the source
+        may be on, padded (§4.1), widened by a folded value span (:mod:`.serializing`)."""
+        return self.cache.assumed() + self.system.phi + self.cache.spread
 
     def _answer(self, query: Query, widths: np.ndarray) -> Answer:
         idx = self.system.index_of[query.name]

@@ -52,15 +52,20 @@ class PeriodChooser:
         self.latest_ms: int | None = None
         self.updates = 0
 
-    def see(self, i: int, ts_ms: int) -> None:
-        """A streamed update of series ``i`` stamped ``ts_ms`` (not a forced reply)."""
-        self.updates += 1
+    def see(
+        self, i: int, ts_ms: int, count: int = 1, gap: int = 0, last_ms: int | None = None
+    ) -> None:
+        """A streamed update of series ``i`` stamped ``ts_ms`` (not a forced reply); or
+        ``count`` of them from ``ts_ms`` to ``last_ms``, the smallest positive gap between them
+        ``gap`` (0: none), as a queue folded them (:mod:`.serializing`)."""
+        last = ts_ms if last_ms is None else last_ms
+        self.updates += count
         self.first_ms = ts_ms if self.first_ms is None else min(self.first_ms, ts_ms)
-        self.latest_ms = ts_ms if self.latest_ms is None else max(self.latest_ms, ts_ms)
-        gap = abs(ts_ms - self.last.get(i, ts_ms))
-        if gap > 0:
-            self.gap[i] = min(gap, self.gap.get(i, gap))
-        self.last[i] = ts_ms
+        self.latest_ms = last if self.latest_ms is None else max(self.latest_ms, last)
+        for g in (abs(ts_ms - self.last.get(i, ts_ms)), gap):
+            if g > 0:
+                self.gap[i] = min(g, self.gap.get(i, g))
+        self.last[i] = last
 
     def choose(self, adapting: list[int]) -> int | None:
         """``T`` in ms once enough of the ``adapting`` series have a gap (see above), else None."""

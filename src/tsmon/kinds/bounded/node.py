@@ -1,0 +1,116 @@
+"""The source-node part of bounded aggregates: an adaptive filter per series a bounded query
+reads (Olston, Jiang & Widom 2003, §1.2.3, §3.1); the time it runs at:
+:mod:`tsmon.kinds.bounded`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tsmon.kinds.base import NodePart, Points, Row
+from tsmon.protocols.filters.codec import from_dict, to_dict
+from tsmon.protocols.filters.messages import Growth, Shrink, StreamedUpdate, WidthMessage
+from tsmon.protocols.filters.source import SourceFilter
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from tsmon.engine.settings import HostSettings
+
+__all__ = ["BoundedNode"]
+
+
+class BoundedNode(NodePart):
+    """A :class:`SourceFilter` per series a bounded query reads, created at the series' first
+    width message (§3.4): the node keeps the newest value of every series, and no filter is
+    stepped for a series no query reads. Width messages are applied at the node's time before
+    the batch's points, which each filter takes in bulk (:meth:`SourceFilter.observe_many`);
+    every filter is then moved to the node's time.
+
+    A filter created after its series' points starts one millisecond before the node's time,
+    with the series' value then, when it had one (and the message is not from later), and
+    observes a value the series took at the node's time as a point: the coordinator's time
+    stays below the node's time (:mod:`tsmon.kinds.bounded`), so a first update stamped at the
+    node's time would wait for the source's next instant, which a finished input never
+    brings, and the answer would stay unknown with every value at hand. Not earlier: the
+    coordinator may be at the node's time − 1 already, and the update would be late (§4).
+    """
+
+    control_types = ("growth", "shrink")
+
+    def __init__(self, settings: HostSettings, key: str) -> None:
+        SourceFilter(key, settings.period_ms, settings.shrink)  # refuses a bad T or S
+        self.period_ms = int(settings.period_ms)
+        self.shrink = float(settings.shrink)
+        self.filters: dict[str, SourceFilter] = {}
+        self.last: dict[str, float] = {}  # series -> its newest value
+        # series without a filter -> (the node's time at its newest value, its value before)
+        self.since: dict[str, tuple[int, float | None]] = {}
+        self.held: list[tuple[int, WidthMessage]] = []  # width messages not applied yet
+
+    def parse_control(self, payload: Mapping[str, Any], where: str) -> WidthMessage:
+        try:
+            message = from_dict(payload)  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        if not isinstance(message, Growth | Shrink):
+            raise ValueError(f"{where}: control carries growth or shrink messages, got {message}")
+        return message
+
+    def _start(self, message: WidthMessage, now_ms: int) -> list[StreamedUpdate]:
+        """The filter of ``message``'s series, created by it (see the class docstring)."""
+        name, before_now = message.object_id, now_ms - 1
+        at, value = self.since.pop(name, (now_ms, None))
+        if at < now_ms:  # its newest value is older than the node's time
+            value = self.last[name]
+        if value is None or message.ts_ms > before_now:
+            f = self.filters[name] = SourceFilter(
+                name, self.period_ms, self.shrink, self.last.get(name)
+            )
+            return f.apply(message, now_ms)
+        f = self.filters[name] = SourceFilter(name, self.period_ms, self.shrink, value)
+        out = f.apply(message, before_now)
+        if at == now_ms:  # the value it took at the node's time, as a point
+            out += f.observe(now_ms, self.last[name])
+        return out
+
+    def control(self, items: Sequence[tuple[int, Any]]) -> list[Row]:
+        self.held = sorted([*self.held, *items], key=lambda x: (x[0], x[1].seq))
+        return []
+
+    def begin(self, now_ms: int) -> list[Row]:
+        held, self.held = self.held, []
+        out: list[StreamedUpdate] = []
+        for _, message in held:
+            f = self.filters.get(message.object_id)
+            out += self._start(message, now_ms) if f is None else f.apply(message, now_ms)
+        return _rows(out)
+
+    def observe(self, points: Points) -> list[Row]:
+        series, _, values, at_ms = points.in_order
+        mine: dict[str, list[int]] = {}  # the points of each filtered series
+        for i, name in enumerate(series):
+            if name in self.filters:
+                mine.setdefault(name, []).append(i)
+                continue
+            if self.since.get(name, (None,))[0] != at_ms[i]:  # a new instant: the value before
+                self.since[name] = (at_ms[i], self.last.get(name))
+            self.last[name] = values[i]
+        for name, index in mine.items():
+            self.last[name] = values[index[-1]]
+        sent: list[tuple[int, StreamedUpdate]] = []
+        for name, index in mine.items():
+            bulk = self.filters[name].observe_many(
+                [at_ms[i] for i in index], [values[i] for i in index]
+            )
+            sent += [(index[i], update) for i, update in bulk]
+        sent.sort(key=lambda x: x[0])  # stable: in the order the points sent them
+        return _rows([update for _, update in sent])
+
+    def advance(self, now_ms: int) -> list[Row]:
+        out: list[StreamedUpdate] = []
+        for f in self.filters.values():  # every boundary up to now_ms, for every series (§3.1)
+            out += f.advance(now_ms)
+        return _rows(out)
+
+
+def _rows(updates: list[StreamedUpdate]) -> list[Row]:
+    return [{"kind": "msg", "payload": to_dict(u)} for u in updates]
