@@ -5,8 +5,9 @@ constraints against the top-k set ``T``; the coordinator resolves violations in 
 phases and reallocates leeway by Algorithm 3.1. Pure code: zero latency, every message counted.
 """
 
+from tsmon.protocols.topk.allocation import Policy, apportion, reallocate
 from tsmon.protocols.topk.caching import CachingNetwork
-from tsmon.protocols.topk.coordinator import PHANTOM, Coordinator, Policy, apportion, reallocate
+from tsmon.protocols.topk.coordinator import PHANTOM, Coordinator
 from tsmon.protocols.topk.messages import (
     CacheUpdate,
     Install,
