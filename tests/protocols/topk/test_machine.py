@@ -29,7 +29,7 @@ from tsmon.protocols.topk.network import _Network
 from tsmon.protocols.topk.node import MonitorNode
 
 QUARTER_EVEN = Policy(Fraction(1, 4), False)
-PROBE_1_2 = Policy(probe=(1, 2))  # probes of one, then two nodes, from m = 3 on
+PROBE_1_2 = Policy(probe=(1, 2), probe_min=1)  # probes of one, then two nodes, from m = 3 on
 
 
 class Channels(_Network):

@@ -35,7 +35,7 @@ def scenarios(draw: st.DrawFn) -> dict:
                     Policy(0, False),
                     Policy(1, True),
                     Policy(None, True),
-                    Policy(probe=(1, 3)),
+                    Policy(probe=(1, 3), probe_min=1),
                     Policy(probe=()),
                 ]
             )
@@ -62,7 +62,7 @@ def run(s: dict) -> tuple[TopKNetwork, CachingNetwork]:
     check_invariants(net)
     assert oracle.valid(net.answer(), eps)
     # a probe of q nodes that ends the resolution: request, q asks, q replies, q + 1 installs
-    probes = [3 * q + 2 for q in s["policy"].probe if q < m - 1]
+    probes = [3 * q + 2 for q in s["policy"].probe if q < m - 1 and m >= s["policy"].probe_min]
     for node, obj, delta in stream(
         s["seed"], m, s["n"], s["steps"], s["zipf"], s["window"], s["max_delta"]
     ):
@@ -107,7 +107,9 @@ def test_phase3_changes_top_and_costs_3m_minus_1() -> None:
     check_invariants(net)
 
 
-PROBE_ONE = Policy(0, False, probe=(1,))  # F_0 = 0: Phase 2 never passes, a probe might
+PROBE_ONE = Policy(
+    0, False, probe=(1,), probe_min=1
+)  # F_0 = 0: Phase 2 never passes, a probe might
 
 
 def probe_net() -> TopKNetwork:
@@ -133,6 +135,18 @@ def test_probe_asks_the_busiest_node_first(delta, top, phase, messages, installe
     assert {p: n for p, n in net.coordinator.phases.items() if n} == {phase: 1}
     assert net.counts.total - before == messages
     assert [n.version - v for n, v in zip(net.nodes, versions, strict=True)] == installed
+    check_invariants(net)
+
+
+@pytest.mark.parametrize(("m", "phase", "messages"), [(8, "phase3", 3 * 8 - 1), (9, "probe", 8)])
+def test_default_probes_two_nodes_from_nine_nodes_on(m, phase, messages) -> None:
+    initial = [{"a": 10}, {"b": 0}, {"a": 10}, *([{}] * (m - 3))]
+    net = TopKNetwork(m, 1, 0, Policy(0, False), initial=initial)
+    before = net.counts.total
+    net.update(2, "b", 5)  # V_b = 5 < 20 = V_a; N_1 and N_3 (ties: lowest numbers) prove it
+    assert net.answer() == frozenset({"a"})
+    assert {p: n for p, n in net.coordinator.phases.items() if n} == {phase: 1}
+    assert net.counts.total - before == messages
     check_invariants(net)
 
 

@@ -92,8 +92,9 @@ def reallocate(
 @dataclass(frozen=True)
 class Policy:
     """Resolution policy: leeway allocation (§4.3: ``F_0`` and even or proportional
-    ``F_1..F_m``) and ``probe``, how many other nodes a Phase 3 asks first (the busiest; 0: all
-    at once, as in the paper; see :mod:`.coordinator`).
+    ``F_1..F_m``) and ``probe``, the sizes of the groups of busiest nodes a Phase 3 asks first
+    when there are at least ``probe_min`` nodes (``()``: all at once, as in the paper; see
+    :mod:`.coordinator`).
 
     The default is ``F_0 = 1/2`` with proportional allocation at every ε, chosen by data
     (``benchmarks/topk/README.md``: 4.2x fewer messages than :meth:`paper` summed over the five
@@ -120,6 +121,7 @@ class Policy:
     f0: Fraction | None = Fraction(1, 2)  # None: by the §4.3 cutoff
     proportional: bool | None = True
     probe: tuple[int, ...] = (2,)
+    probe_min: int = 9  # probe only with at least this many monitor nodes
 
     def __post_init__(self) -> None:
         if any(q < 1 for q in self.probe) or list(self.probe) != sorted(set(self.probe)):

@@ -5,9 +5,10 @@ Exact arithmetic, all integers
     for a fractional ε); reallocation (Algorithm 3.1) is in :mod:`.allocation`.
 
 Probing before Phase 3 (a choice the paper leaves open)
-    When the Phase 2 validation test fails, the coordinator first asks only the
-    ``Policy.probe`` other nodes that reported the most updates (proportional allocation gives
-    them the largest shares, so they hold the most slack) and repeats the test over
+    When the Phase 2 validation test fails and there are at least ``Policy.probe_min`` nodes,
+    the coordinator first asks only the ``Policy.probe`` other nodes that reported the most
+    updates (proportional allocation gives them the largest shares, so they hold the most
+    slack) and repeats the test over
     ``N = {N_0, N_f} ∪ S``: ``V_{t,N} + ε ≥ V_{s,N}`` for every ``O_t ∈ T``, ``O_s ∈ R − T``.
     The constraints of the nodes outside ``N`` hold, so with Invariant 1 this proves
     ``V_t + ε ≥ V_s`` as Phase 2 does for ``N = {N_0, N_f}`` (Lemma B.1); ``T`` stays, and
@@ -15,6 +16,9 @@ Probing before Phase 3 (a choice the paper leaves open)
     take any ``N`` when ``T' = T``. That costs ``3|S| + 2`` messages instead of ``3m − 1``. If
     the test fails the coordinator asks the other nodes and finishes Phase 3 with every reply:
     the same ``3m − 1`` messages in all, one round trip later. ``Policy.paper()`` does not probe.
+    A probe re-centres only the nodes it asks, so the slack the others gathered waits for the
+    next Phase 3: with few nodes (4 or 8 in ``benchmarks/topk``) that cost more than the few
+    messages a probe saves, hence ``probe_min`` (default 9).
 
 Objects nobody reported
     Every object without an entry at node ``N_j`` has adjusted value ``d_j`` there (``d_0`` at
@@ -220,6 +224,7 @@ class Coordinator:
         size in ``Policy.probe``, while that leaves a node unasked; else all the rest."""
         others = [j for j in range(1, self.m + 1) if j != request.node and j not in asked]
         sizes = [q for q in self.policy.probe if len(asked) < q < len(asked) + len(others)]
+        sizes = sizes if self.m >= self.policy.probe_min else []
         objects = frozenset(request.values)
         if sizes and not request.new:
             self._probing = True
