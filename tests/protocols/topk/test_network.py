@@ -107,9 +107,8 @@ def test_phase3_changes_top_and_costs_3m_minus_1() -> None:
     check_invariants(net)
 
 
-PROBE_ONE = Policy(
-    0, False, probe=(1,), probe_min=1
-)  # F_0 = 0: Phase 2 never passes, a probe might
+# F_0 = 0: Phase 2 never passes, a probe of one node might
+PROBE_ONE = Policy(0, False, probe=(1,), probe_min=1)
 
 
 def probe_net() -> TopKNetwork:
