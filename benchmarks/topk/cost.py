@@ -93,10 +93,13 @@ def job(
     check_every: int,
     policy: str = "default",
     theta: int | None = 20,
+    prefix: int | None = None,
 ) -> list[Result]:
     w = make(name, seed, scale)
     if w is None:
         return []
+    if prefix is not None:  # the start of the stream only
+        w = dataclasses.replace(w, updates=w.updates[:prefix])
     return run(w, eps, seed, parse_policy(policy), check_every=check_every, theta=theta)
 
 
@@ -243,6 +246,8 @@ def main(argv: list[str] | None = None) -> None:
                     "the probe sizes (@: none)")  # fmt: skip
     ap.add_argument("--theta", type=parse_theta, default=20,
                     help="Appendix C threshold θ (none: no offloading)")  # fmt: skip
+    ap.add_argument("--prefix", type=int, default=None,
+                    help="run only the first N updates of each stream (the start-up)")  # fmt: skip
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--name", default="cost", help="output file prefix")
     ap.add_argument("--quick", action="store_true", help="scale 0.2, 1 seed, 5 ε values")
@@ -254,7 +259,8 @@ def main(argv: list[str] | None = None) -> None:
     names = args.workloads.split(",")
     console = Console(width=200)
     start = time.perf_counter()
-    tasks = [(n, s, args.scale, eps, args.check_every, args.policy, args.theta) for n in names
+    tasks = [(n, s, args.scale, eps, args.check_every, args.policy, args.theta, args.prefix)
+             for n in names
              for s in range(1, args.seeds + 1)]  # fmt: skip
     results: list[Result] = []
     if args.jobs > 1:
