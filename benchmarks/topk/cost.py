@@ -2,9 +2,10 @@
 
 For every workload of :mod:`workloads` (a: popular documents, b: least-loaded server, c: busiest
 destination, d1/d3: NAB tweets top-1/top-3) and every ε, one pass runs the protocol with the
-default policy (``Policy()``: F_0 = ½, proportional; ``--policy paper`` is the paper's §4.3
-choice: F_0 = ½ and proportional allocation when ε ≤ max value / 1000, else F_0 = 0 and even;
-``--policy 3/4-even`` and the like fix F_0 and the allocation) and
+default policy (``Policy()``: F_0 = ½, proportional, a Phase 3 probes the 2 busiest nodes
+first; ``--policy paper`` is the paper's §4.3 choice: F_0 = ½ and proportional allocation when
+ε ≤ max value / 1000, else F_0 = 0 and even, no probe; ``--policy 3/4-even`` and the like fix
+F_0 and the allocation, ``@q,...`` the probe sizes, ``default@`` is the default without probe) and
 Appendix C offloading with θ = 20 (``--theta none`` disables it; workload (b) runs the
 bottom-k protocol), caching with the paper's threshold ε/m (valid
 within 2ε) and with ε/(2m) (valid within ε), the exact oracle (every protocol answer checked,
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import math
 import statistics
 import sys
@@ -66,14 +68,21 @@ POLICIES = {"paper": Policy.paper(), "default": Policy()}
 
 
 def parse_policy(text: str) -> Policy:
-    """``paper``, ``default`` (``F_0 = 1/2`` proportional) or ``F0-prop`` / ``F0-even``
-    (e.g. ``3/4-even``)."""
+    """``paper``, ``default`` (``F_0 = 1/2`` proportional, probe 2) or ``F0-prop`` / ``F0-even``
+    (e.g. ``3/4-even``), each with an optional ``@q1,q2,...`` for the probe sizes (``@``: no
+    probe; without it ``F0-...`` keeps the default probe)."""
+    text, at, sizes = text.partition("@")
+    probe = tuple(int(q) for q in sizes.split(",") if q) if at else None
     if text in POLICIES:
-        return POLICIES[text]
-    f0, _, alloc = text.partition("-")
-    if alloc not in ("prop", "even"):
-        raise SystemExit(f"--policy must be paper, default or F0-prop/even, got {text!r}")
-    return Policy(Fraction(f0), alloc == "prop")
+        policy = POLICIES[text]
+    else:
+        f0, _, alloc = text.partition("-")
+        if alloc not in ("prop", "even"):
+            raise SystemExit(
+                f"--policy must be paper, default or F0-prop/even [@q,...], got {text!r}"
+            )
+        policy = Policy(Fraction(f0), alloc == "prop")
+    return policy if probe is None else dataclasses.replace(policy, probe=probe)
 
 
 def job(
@@ -84,10 +93,13 @@ def job(
     check_every: int,
     policy: str = "default",
     theta: int | None = 20,
+    prefix: int | None = None,
 ) -> list[Result]:
     w = make(name, seed, scale)
     if w is None:
         return []
+    if prefix is not None:  # the start of the stream only
+        w = dataclasses.replace(w, updates=w.updates[:prefix])
     return run(w, eps, seed, parse_policy(policy), check_every=check_every, theta=theta)
 
 
@@ -130,6 +142,7 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
                 "entries_mean": med(lambda r: r.entries_mean),
                 "entries_max": max(r.entries_max for r in rs),
                 "phase2": med(lambda r: r.phase2),
+                "probe": med(lambda r: r.probe),
                 "phase3": med(lambda r: r.phase3),
                 "refresh": med(lambda r: r.refresh),
                 "offloads": med(lambda r: r.offloads),
@@ -158,8 +171,8 @@ def print_table(rows: list[dict[str, Any]], console: Console) -> None:
             f"{rs[0]['seeds']} seeds)"
         )
         cols = ("ε", "policy", "top-k", "caching ε/m", "caching ε/2m", "lower bd", "changes",
-                "cach/top-k", "strict/top-k", "top-k/LB", "entries mean", "max", "ph2", "ph3",
-                "refresh", "offload msgs")  # fmt: skip
+                "cach/top-k", "strict/top-k", "top-k/LB", "entries mean", "max", "ph2", "probe",
+                "ph3", "refresh", "offload msgs")  # fmt: skip
         for c in cols:
             table.add_column(c, justify="right")
         for r in rs:
@@ -177,6 +190,7 @@ def print_table(rows: list[dict[str, Any]], console: Console) -> None:
                 f"{r['entries_mean']:.2f}",
                 str(r["entries_max"]),
                 f"{r['phase2']:,.0f}",
+                f"{r['probe']:,.0f}",
                 f"{r['phase3']:,.0f}",
                 f"{r['refresh']:,.0f}",
                 f"{r['offloads']:,.0f}",
@@ -227,10 +241,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--check-every", type=int, default=1, help="oracle check period (updates)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
     ap.add_argument("--policy", default="default",
-                    help="default: F_0 = 1/2 proportional (Policy()); paper: the §4.3 "
-                    "cutoff; F0-prop or F0-even, e.g. 3/4-even")  # fmt: skip
+                    help="default: F_0 = 1/2 proportional, probe 2 (Policy()); paper: the "
+                    "§4.3 cutoff, no probe; F0-prop or F0-even, e.g. 3/4-even; @q,... sets "
+                    "the probe sizes (@: none)")  # fmt: skip
     ap.add_argument("--theta", type=parse_theta, default=20,
                     help="Appendix C threshold θ (none: no offloading)")  # fmt: skip
+    ap.add_argument("--prefix", type=int, default=None,
+                    help="run only the first N updates of each stream (the start-up)")  # fmt: skip
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--name", default="cost", help="output file prefix")
     ap.add_argument("--quick", action="store_true", help="scale 0.2, 1 seed, 5 ε values")
@@ -242,7 +259,8 @@ def main(argv: list[str] | None = None) -> None:
     names = args.workloads.split(",")
     console = Console(width=200)
     start = time.perf_counter()
-    tasks = [(n, s, args.scale, eps, args.check_every, args.policy, args.theta) for n in names
+    tasks = [(n, s, args.scale, eps, args.check_every, args.policy, args.theta, args.prefix)
+             for n in names
              for s in range(1, args.seeds + 1)]  # fmt: skip
     results: list[Result] = []
     if args.jobs > 1:

@@ -176,6 +176,7 @@ class Result:
     entries_max: int
     resolutions: int
     phase2: int
+    probe: int
     phase3: int
     refresh: int
     offloads: int
@@ -285,6 +286,7 @@ def run(
                 entries_max=c.max_entries,
                 resolutions=net.resolutions,
                 phase2=ph["phase2"],
+                probe=ph["probe"],
                 phase3=ph["phase3"],
                 refresh=ph["refresh"],
                 offloads=c.offloads,

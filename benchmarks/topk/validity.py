@@ -118,6 +118,7 @@ class Row:
     entries_max: int = 0
     resolutions: int = 0
     phase2: int = 0
+    probe: int = 0
     phase3: int = 0
     refresh: int = 0
     stale: int = 0
@@ -267,7 +268,8 @@ def _fill(row: Row, net: TopKNetwork | DelayedNetwork, seconds: float) -> None:
     row.messages, row.offload_msgs = c.total, c.offloads
     row.entries_mean, row.entries_max = c.mean_entries, c.max_entries
     row.resolutions, row.stale = net.resolutions, net.resolver.stale
-    row.phase2, row.phase3, row.refresh = ph["phase2"], ph["phase3"], ph["refresh"]
+    row.phase2, row.probe, row.phase3 = ph["phase2"], ph["probe"], ph["phase3"]
+    row.refresh = ph["refresh"]
     row.seconds = seconds
 
 
@@ -275,7 +277,7 @@ def print_rows(rows: list[Row], console: Console) -> None:
     table = Table(title="validity: ε-valid answers against exact sums")
     cols = ("stream", "network", "ε", "delay", "updates", "checks", "violations", "quiet",
             "valid when quiet", "settles", "messages", "offload msgs", "entries mean", "max",
-            "ph2", "ph3", "refresh", "stale", "changes", "s")  # fmt: skip
+            "ph2", "probe", "ph3", "refresh", "stale", "changes", "s")  # fmt: skip
     for c in cols:
         table.add_column(c, justify="right")
     for r in rows:
@@ -285,7 +287,7 @@ def print_rows(rows: list[Row], console: Console) -> None:
             r.stream, r.network, str(r.eps), str(r.delay), f"{r.updates:,}", f"{r.checks:,}",
             str(r.violations), quiet, valid, str(r.settles), f"{r.messages:,}",
             f"{r.offload_msgs:,}", f"{r.entries_mean:.2f}", str(r.entries_max),
-            f"{r.phase2:,}", f"{r.phase3:,}", str(r.refresh), str(r.stale),
+            f"{r.phase2:,}", f"{r.probe:,}", f"{r.phase3:,}", str(r.refresh), str(r.stale),
             f"{r.answer_changes:,}", f"{r.seconds:.0f}",
         )  # fmt: skip
     console.print(table)

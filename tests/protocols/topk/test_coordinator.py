@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tsmon.protocols.topk.coordinator import Policy, _seat_prefix, apportion, reallocate
+from tsmon.protocols.topk.allocation import Policy, _seat_prefix, apportion, reallocate
 
 weights = st.lists(st.integers(0, 6), min_size=1, max_size=6).filter(lambda w: sum(w) > 0)
 

@@ -30,6 +30,7 @@ from tsmon.protocols.topk.node import MonitorNode
 from tsmon.sim.topk.network import _Network
 
 QUARTER_EVEN = Policy(Fraction(1, 4), False)
+PROBE_1_2 = Policy(probe=(1, 2), probe_min=1)  # probes of one, then two nodes, from m = 3 on
 
 
 class Channels(_Network):
@@ -114,7 +115,7 @@ class TopKMachine(RuleBasedStateMachine):
         bottom=st.booleans(),
         theta=st.sampled_from([None, None, 0, 1, 20]),
         policy=st.sampled_from(
-            [Policy.paper(), Policy(), Policy(0, False), Policy(1, True), QUARTER_EVEN]
+            [Policy.paper(), Policy(), Policy(0, False), Policy(1, True), QUARTER_EVEN, PROBE_1_2]
         ),
     )
     def setup(self, m, k, eps, bottom, theta, policy):

@@ -29,7 +29,16 @@ def scenarios(draw: st.DrawFn) -> dict:
         "steps": draw(st.integers(1, 250)),
         "seed": draw(st.integers(0, 2**32 - 1)),
         "policy": draw(
-            st.sampled_from([Policy.paper(), Policy(0, False), Policy(1, True), Policy(None, True)])
+            st.sampled_from(
+                [
+                    Policy.paper(),
+                    Policy(0, False),
+                    Policy(1, True),
+                    Policy(None, True),
+                    Policy(probe=(1, 3), probe_min=1),
+                    Policy(probe=()),
+                ]
+            )
         ),
         "initial": draw(st.sampled_from(["zero", "random"])),
     }
@@ -52,6 +61,8 @@ def run(s: dict) -> tuple[TopKNetwork, CachingNetwork]:
             cache.update(j, o, v)
     check_invariants(net)
     assert oracle.valid(net.answer(), eps)
+    # a probe of q nodes that ends the resolution: request, q asks, q replies, q + 1 installs
+    probes = [3 * q + 2 for q in s["policy"].probe if q < m - 1 and m >= s["policy"].probe_min]
     for node, obj, delta in stream(
         s["seed"], m, s["n"], s["steps"], s["zipf"], s["window"], s["max_delta"]
     ):
@@ -59,7 +70,7 @@ def run(s: dict) -> tuple[TopKNetwork, CachingNetwork]:
         net.update(node, obj, delta)
         cache.update(node, obj, delta)
         oracle.apply(obj, delta)
-        assert net.counts.total - before in (0, 2, 3 * m - 1, 3 * m + 1)
+        assert net.counts.total - before in (0, 2, 3 * m - 1, 3 * m + 1, *probes)
         assert oracle.valid(net.answer(), eps, k), (net.answer(), oracle.totals)
         if len(cache.answer()) == k:  # caching ranks only the objects it was sent
             assert oracle.valid(cache.answer(), 2 * eps)
@@ -94,6 +105,55 @@ def test_phase3_changes_top_and_costs_3m_minus_1() -> None:
     assert net.coordinator.phases["phase3"] == 1
     assert net.counts.total - before == 3 * 3 - 1
     check_invariants(net)
+
+
+# F_0 = 0: Phase 2 never passes, a probe of one node might
+PROBE_ONE = Policy(0, False, probe=(1,), probe_min=1)
+
+
+def probe_net() -> TopKNetwork:
+    """V_a = 20 (10 at N_1 and N_3), V_b = 0 at N_2, N_4 empty; N_4 reported the most updates."""
+    net = TopKNetwork(4, 1, 0, PROBE_ONE, initial=[{"a": 10}, {"b": 0}, {"a": 10}, {}])
+    net.coordinator.update_counts[4] = 9
+    return net
+
+
+@pytest.mark.parametrize(
+    ("delta", "top", "phase", "messages", "installed"),
+    [
+        (9, "a", "probe", 3 * 1 + 2, [0, 1, 0, 1]),  # N_4's slack proves V_a ≥ V_b: T stays
+        (12, "a", "phase3", 3 * 4 - 1, [1, 1, 1, 1]),  # not enough: the others are asked
+        (25, "b", "phase3", 3 * 4 - 1, [1, 1, 1, 1]),  # V_b = 25 > 20 = V_a
+    ],
+)
+def test_probe_asks_the_busiest_node_first(delta, top, phase, messages, installed) -> None:
+    net = probe_net()
+    before, versions = net.counts.total, [n.version for n in net.nodes]
+    net.update(2, "b", delta)
+    assert net.answer() == frozenset({top})
+    assert {p: n for p, n in net.coordinator.phases.items() if n} == {phase: 1}
+    assert net.counts.total - before == messages
+    assert [n.version - v for n, v in zip(net.nodes, versions, strict=True)] == installed
+    check_invariants(net)
+
+
+@pytest.mark.parametrize(("m", "phase", "messages"), [(8, "phase3", 3 * 8 - 1), (9, "probe", 8)])
+def test_default_probes_two_nodes_from_nine_nodes_on(m, phase, messages) -> None:
+    initial = [{"a": 10}, {"b": 0}, {"a": 10}, *([{}] * (m - 3))]
+    net = TopKNetwork(m, 1, 0, Policy(0, False), initial=initial)
+    before = net.counts.total
+    net.update(2, "b", 5)  # V_b = 5 < 20 = V_a; N_1 and N_3 (ties: lowest numbers) prove it
+    assert net.answer() == frozenset({"a"})
+    assert {p: n for p, n in net.coordinator.phases.items() if n} == {phase: 1}
+    assert net.counts.total - before == messages
+    check_invariants(net)
+
+
+def test_probe_sizes_checked() -> None:
+    with pytest.raises(ValueError, match="increasing"):
+        Policy(probe=(3, 2))
+    with pytest.raises(ValueError, match="increasing"):
+        Policy(probe=(0,))
 
 
 def test_fewer_than_k_objects_then_new_ones_join() -> None:

@@ -6,7 +6,8 @@ phases and reallocates leeway by Algorithm 3.1. Pure code: no clock, no I/O; the
 networks that run it are in :mod:`tsmon.sim.topk`.
 """
 
-from tsmon.protocols.topk.coordinator import PHANTOM, Coordinator, Policy, apportion, reallocate
+from tsmon.protocols.topk.allocation import Policy, apportion, reallocate
+from tsmon.protocols.topk.coordinator import PHANTOM, Coordinator
 from tsmon.protocols.topk.messages import (
     CacheUpdate,
     Install,

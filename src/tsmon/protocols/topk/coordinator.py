@@ -2,13 +2,23 @@
 
 Exact arithmetic, all integers
     Partial values are integer counts and ε must be a non-negative integer (scale the counts
-    for a fractional ε). Algorithm 3.1 splits each leeway ``λ_i`` into shares ``F_j λ_i``; with
-    rational ``F_j`` the denominators of ``δ_ij`` would multiply at every resolution, so instead
-    the share of node ``N_j`` is an integer ``a_j(λ_i)`` from :func:`apportion`: exactly
-    ``Σ_j a_j(λ) = λ`` (Invariant 1 is then exact) and every ``a_j`` is non-decreasing in ``λ``
-    (which is all Appendix B uses of ``F_j λ``: Lemma B.3 gives ``λ_t ≥ λ_s`` and ``λ_t ≥ 0``, and
-    Theorem B.4 / Invariant 2 need ``a_j(λ_t) ≥ a_j(λ_s)`` and ``a_j(λ_t) ≥ 0``). ``a_j`` is
-    within one unit of ``F_j λ``'s D'Hondt share per block of ``M = Σ weights`` units.
+    for a fractional ε); reallocation (Algorithm 3.1) is in :mod:`.allocation`.
+
+Probing before Phase 3 (a choice the paper leaves open)
+    When the Phase 2 validation test fails and there are at least ``Policy.probe_min`` nodes,
+    the coordinator first asks only the ``Policy.probe`` other nodes that reported the most
+    updates (proportional allocation gives them the largest shares, so they hold the most
+    slack) and repeats the test over
+    ``N = {N_0, N_f} ∪ S``: ``V_{t,N} + ε ≥ V_{s,N}`` for every ``O_t ∈ T``, ``O_s ∈ R − T``.
+    The constraints of the nodes outside ``N`` hold, so with Invariant 1 this proves
+    ``V_t + ε ≥ V_s`` as Phase 2 does for ``N = {N_0, N_f}`` (Lemma B.1); ``T`` stays, and
+    Algorithm 3.1 over ``N`` meets Correctness Criteria 1-2 by the proofs of Appendix B, which
+    take any ``N`` when ``T' = T``. That costs ``3|S| + 2`` messages instead of ``3m − 1``. If
+    the test fails the coordinator asks the other nodes and finishes Phase 3 with every reply:
+    the same ``3m − 1`` messages in all, one round trip later. ``Policy.paper()`` does not probe.
+    A probe re-centres only the nodes it asks, so the slack the others gathered waits for the
+    next Phase 3: with few nodes (4 or 8 in ``benchmarks/topk``) that cost more than the few
+    messages a probe saves, hence ``probe_min`` (default 9).
 
 Objects nobody reported
     Every object without an entry at node ``N_j`` has adjusted value ``d_j`` there (``d_0`` at
@@ -27,12 +37,9 @@ Nonnegativity
 
 from __future__ import annotations
 
-import functools
-import heapq
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from fractions import Fraction
+from collections.abc import Mapping
 
+from tsmon.protocols.topk.allocation import Policy, reallocate
 from tsmon.protocols.topk.messages import (
     Install,
     Obj,
@@ -52,122 +59,13 @@ class _Phantom:
 PHANTOM: Obj = _Phantom()
 
 
-@functools.lru_cache(maxsize=512)
-def _seat_prefix(weights: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
-    """Seats of each party among the first ρ D'Hondt seats, ρ = 0..Σ weights."""
-    seats = [0] * len(weights)
-    prefix = [tuple(seats)]
-    heap = [(-Fraction(w), j) for j, w in enumerate(weights) if w > 0]
-    heapq.heapify(heap)
-    for _ in range(sum(weights)):
-        _, j = heapq.heappop(heap)
-        seats[j] += 1
-        prefix.append(tuple(seats))
-        heapq.heappush(heap, (-Fraction(weights[j], seats[j] + 1), j))
-    return tuple(prefix)
-
-
-def apportion(lam: int, weights: Iterable[int]) -> list[int]:
-    """Split the integer leeway ``lam`` into integer shares ``≈ F_j λ`` with ``F_j ∝ weights``.
-
-    ``λ = qM + ρ`` (``M = Σ weights``, ``0 ≤ ρ < M``): share ``q·w_j`` plus ``w_j``'s seats among
-    the first ``ρ`` D'Hondt seats of a house of ``M`` (which are exactly ``w`` at ``ρ = M``).
-    Shares sum to ``lam`` and each is non-decreasing in ``lam`` (negative ``lam`` too).
-
-    Examples
-    --------
-    >>> apportion(10, [1, 1]), apportion(7, [1, 0, 3]), apportion(-3, [1, 1])
-    ([5, 5], [2, 0, 5], [-1, -2])
-    """
-    w = tuple(weights)
-    if any(x < 0 for x in w) or sum(w) == 0:
-        raise ValueError(f"weights must be non-negative with a positive sum, got {w}")
-    q, rho = divmod(lam, sum(w))
-    return [q * wj + bj for wj, bj in zip(w, _seat_prefix(w)[rho], strict=True)]
-
-
-def reallocate(
-    new_top: frozenset[Obj],
-    resolution: Iterable[Obj],
-    borders: Mapping[int, int],
-    entries: Mapping[int, Mapping[Obj, tuple[int, int]]],
-    eps: int,
-    weights: Mapping[int, int],
-) -> dict[int, dict[Obj, int]]:
-    """Algorithm 3.1 (§3.2.1): new ``δ'_ij`` for ``O_i ∈ R`` and the participating ``N_j ∈ N``.
-
-    ``borders[j] = B_j``, ``entries[j][i] = (V_ij, δ_ij)`` (``V_i0 = 0``), ``weights[j] ∝ F_j``;
-    the nodes ``N`` are the keys of ``borders`` (0 = coordinator).
-
-    Examples
-    --------
-    >>> new = reallocate(frozenset({"a"}), ["a", "b"], {0: 0, 1: 5},
-    ...                  {0: {"a": (0, 0), "b": (0, 0)}, 1: {"a": (9, 0), "b": (5, 0)}},
-    ...                  eps=0, weights={0: 1, 1: 1})
-    >>> new
-    {0: {'a': 2, 'b': 0}, 1: {'a': -2, 'b': 0}}
-    """
-    nodes = sorted(borders)
-    b_sum = sum(borders.values())  # B_N
-    w = [weights.get(j, 0) for j in nodes]
-    out: dict[int, dict[Obj, int]] = {j: {} for j in nodes}
-    for i in resolution:
-        v_n = sum(entries[j][i][0] + entries[j][i][1] for j in nodes)  # V_{i,N}
-        lam = v_n - b_sum + (eps if i in new_top else 0)  # λ_i, Alg. 3.1 step 1
-        for j, share in zip(nodes, apportion(lam, w), strict=True):
-            minus = eps if (i in new_top and j == 0) else 0
-            out[j][i] = borders[j] - entries[j][i][0] + share - minus  # Alg. 3.1 step 2
-    return out
-
-
-@dataclass(frozen=True)
-class Policy:
-    """Leeway allocation policy (§4.3): ``F_0`` and even or proportional ``F_1..F_m``.
-
-    The default is ``F_0 = 1/2`` with proportional allocation at every ε, chosen by data
-    (``benchmarks/topk/README.md``: 4.2x fewer messages than :meth:`paper` summed over the five
-    workloads and eight ε of ``cost.py``; fewer or as many in 33 of the 40 cells, at most 1.44x
-    more in the others, six of them at ε ≥ 50). :meth:`paper`
-    is the paper's: ``F_0 = 1/2`` with proportional allocation when ε is small, ``F_0 = 0`` with
-    even allocation when ε is large; the cutoff is ε = (largest value seen)/1000. The largest
-    value seen starts at 0, so early in a run every ε counts as large and every resolution is a
-    Phase 3 (up to 14x the messages at ε = 1-20 on the popular-documents workload). ``None``
-    for a field means "by the §4.3 cutoff".
-
-    Examples
-    --------
-    >>> Policy().choose(eps=10, max_value=0)
-    (Fraction(1, 2), True)
-    >>> Policy.paper().choose(eps=1, max_value=5000)
-    (Fraction(1, 2), True)
-    >>> Policy.paper().choose(eps=10, max_value=5000)
-    (Fraction(0, 1), False)
-    >>> Policy(f0=Fraction(1, 4), proportional=None).choose(eps=10, max_value=5000)
-    (Fraction(1, 4), False)
-    """
-
-    f0: Fraction | None = Fraction(1, 2)  # None: by the §4.3 cutoff
-    proportional: bool | None = True
-
-    @classmethod
-    def paper(cls) -> Policy:
-        return cls(None, None)
-
-    def choose(self, eps: int, max_value: int) -> tuple[Fraction, bool]:
-        small = 1000 * eps <= max_value  # §4.3 cutoff: ε ≈ max value / 1000
-        f0 = self.f0 if self.f0 is not None else (Fraction(1, 2) if small else Fraction(0))
-        prop = self.proportional if self.proportional is not None else small
-        if not 0 <= f0 <= 1:
-            raise ValueError(f"F_0 must be in [0, 1], got {f0}")
-        return Fraction(f0), prop
-
-
 class Coordinator:
     """Coordinator ``N_0``: top-k set ``T``, adjustment factors ``δ_i0`` and resolution (§3.1).
 
     Driven by messages: :meth:`initialize` with the one-time gather, :meth:`on_request` with a
     Phase 1 request (returns the Phase 2 :class:`Install` or the Phase 3 / full-refresh
-    :class:`ValueRequest` list), :meth:`on_replies` with the replies (returns the installs).
+    :class:`ValueRequest` list), :meth:`on_replies` with the replies (returns the installs, or
+    after a probe that failed the requests to the other nodes).
     """
 
     def __init__(
@@ -186,8 +84,11 @@ class Coordinator:
         self.max_value = 0  # largest |V_i| seen (the §4.3 cutoff)
         self.known: set[Obj] = set()  # every object resolved so far
         self.update_counts = [0] * (m + 1)  # updates reported by each node (proportional)
-        self.phases = {"phase2": 0, "phase3": 0, "refresh": 0}
+        # resolutions ended by Phase 2, by a probe, by Phase 3, by a full refresh
+        self.phases = {"phase2": 0, "probe": 0, "phase3": 0, "refresh": 0}
         self._pending: ResolutionRequest | None = None
+        self._probing = False  # the probed nodes' replies are awaited
+        self._probed: list[ValueReply] = []  # their replies, while the others' are awaited
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -299,7 +200,8 @@ class Coordinator:
         return self._refresh(replies)
 
     def on_request(self, request: ResolutionRequest) -> list[Install] | list[ValueRequest]:
-        """Phase 2 (§3.1): validation test with ``δ_i0`` and ε; else ask for Phase 3."""
+        """Phase 2 (§3.1): validation test with ``δ_i0`` and ε; else ask for Phase 3 (the
+        probed nodes first, see the module docstring)."""
         self.update_counts[request.node] += request.updates
         # V_i ≥ V_if (partial values are ≥ 0): a running estimate of the largest value (§4.3)
         self.max_value = max(self.max_value, *(abs(v) for v, _ in request.values.values()))
@@ -309,34 +211,66 @@ class Coordinator:
             return self.full_request()
         f = request.node
         resolution = set(request.values)
-        v_n = {i: sum(request.values[i]) + self.d0(i) for i in resolution}  # V_{i,N}, N={N0,Nf}
-        others = [v_n[s] for s in resolution - self.top]
         # validation test, §3.1 Phase 2 (a new object must reach every node: Phase 3)
-        if not request.new and (
-            not others or min(v_n[t] for t in self.top) + self.eps >= max(others)
-        ):
+        if not request.new and self._valid(resolution, {f: request.values}):
             self.phases["phase2"] += 1
             self._pending = None
             borders = {0: self._coordinator_border(resolution), f: request.border}
             return self._finish(self.top, resolution, borders, {f: request.values})
-        self.phases["phase3"] += 1
-        objects = frozenset(resolution)
-        return [ValueRequest(j, objects) for j in range(1, self.m + 1) if j != f]
+        return self._ask(request, set())
 
-    def on_replies(self, replies: list[ValueReply]) -> list[Install]:
-        """Phase 3 (§3.1) or full refresh: new top-k from the gathered values, reallocation."""
-        request, self._pending = self._pending, None
+    def _ask(self, request: ResolutionRequest, asked: set[int]) -> list[ValueRequest]:
+        """The next nodes a Phase 3 asks: the busiest ones not ``asked`` yet, up to the next
+        size in ``Policy.probe``, while that leaves a node unasked; else all the rest."""
+        others = [j for j in range(1, self.m + 1) if j != request.node and j not in asked]
+        sizes = [q for q in self.policy.probe if len(asked) < q < len(asked) + len(others)]
+        sizes = sizes if self.m >= self.policy.probe_min else []
+        objects = frozenset(request.values)
+        if sizes and not request.new:
+            self._probing = True
+            busiest = sorted(others, key=lambda j: (-self.update_counts[j], j))
+            return [ValueRequest(j, objects) for j in sorted(busiest[: sizes[0] - len(asked)])]
+        self._probing = False
+        self.phases["phase3"] += 1
+        return [ValueRequest(j, objects) for j in others]
+
+    def _valid(
+        self, resolution: set[Obj], entries: Mapping[int, Mapping[Obj, tuple[int, int]]]
+    ) -> bool:
+        """Validation test (§3.1 Phase 2) over ``N = {N_0} ∪ entries``: ``V_{t,N} + ε ≥ V_{s,N}``
+        for every ``O_t ∈ T``, ``O_s ∈ R − T``."""
+        v_n = {i: self.d0(i) + sum(sum(e[i]) for e in entries.values()) for i in resolution}
+        others = [v_n[s] for s in resolution - self.top]
+        return not others or min(v_n[t] for t in self.top) + self.eps >= max(others)
+
+    def on_replies(self, replies: list[ValueReply]) -> list[Install] | list[ValueRequest]:
+        """Phase 3 (§3.1) or full refresh: new top-k from the gathered values, reallocation.
+        After a probe: the installs of the nodes probed if the validation test passes over
+        them, else the requests to the other nodes (whose replies end Phase 3)."""
+        request = self._pending
         if request is None:
             raise RuntimeError("no resolution under way")
         if request.phantom:
+            self._pending = None
             return self._refresh(replies)
         resolution = set(request.values)
+        gathered = [*self._probed, *replies]
         entries: dict[int, Mapping[Obj, tuple[int, int]]] = {request.node: request.values}
         borders = {0: self._coordinator_border(resolution), request.node: request.border}
         for r in replies:
             self.update_counts[r.node] += r.updates
+        for r in gathered:
             assert r.border is not None
             entries[r.node], borders[r.node] = r.values, r.border
+        if self._probing and self._valid(resolution, entries):  # T stays (Lemma B.1, App. B)
+            self.phases["probe"] += 1
+            self._pending, self._probing, self._probed = None, False, []
+            return self._finish(self.top, resolution, borders, entries)
+        if self._probing:
+            self._probed = gathered
+            return self._ask(request, set(entries) - {request.node})
+        self._probed = []
+        self._pending = None
         totals = {i: sum(entries[j][i][0] for j in entries) for i in resolution}  # V_i
         self.max_value = max(self.max_value, *map(abs, totals.values()))
         return self._finish(self._rank(totals), resolution, borders, entries)

@@ -210,8 +210,18 @@ class Resolver:
         phase, self._phase = self._phase, None
         replies = self._fold(sorted(self._replies, key=lambda r: r.node))
         c = self.coordinator
-        out = self._installs(c.initialize(replies) if phase == "gather" else c.on_replies(replies))
-        return out + self._drain()
+        out = self._installs(c.initialize(replies)) if phase == "gather" else None
+        return (out if out is not None else self._answer(c.on_replies(replies))) + self._drain()
+
+    def _answer(self, answer: list[Install] | list[ValueRequest]) -> list[ToNode]:
+        """Send the coordinator's answer: installs, or the requests of a Phase 3 (all of it, the
+        probe, or the rest after a probe)."""
+        c = self.coordinator
+        if c.resolving and answer:
+            return self._ask(answer, "phase3")  # type: ignore[arg-type]
+        if c.resolving:  # Phase 3 with no other node to ask (m = 1)
+            return self._answer(c.on_replies([]))
+        return self._installs(answer)  # type: ignore[arg-type]
 
     def _fold(self, replies: list[ValueReply]) -> list[ValueReply]:
         """Take the queued offloads of the nodes that replied into their replies.
@@ -302,11 +312,5 @@ class Resolver:
                 continue
             self.resolutions += 1
             self._since.pop(request.node, None)
-            answer = c.on_request(request)
-            if c.resolving and answer:
-                out += self._ask(answer, "phase3")  # type: ignore[arg-type]
-            elif c.resolving:  # Phase 3 with no other node to ask (m = 1)
-                out += self._installs(c.on_replies([]))
-            else:
-                out += self._installs(answer)  # type: ignore[arg-type]
+            out += self._answer(c.on_request(request))
         return out
