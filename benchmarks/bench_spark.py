@@ -32,7 +32,6 @@ import statistics
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from time import perf_counter
 from typing import Any
@@ -43,8 +42,10 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from spark_split import host_split, reader_us, spark_stages, split_lines, state_operator
 from tsmon.engine.batched import BatchedRuntime
-from tsmon.engine.node import new_node
 from tsmon.spark.driver import JobQueries
 from tsmon.spark.job import Job, parse_job
 from tsmon.spark.runtime import JobRunner
@@ -83,6 +84,8 @@ class Run:
     to_driver: list[int] = field(default_factory=list)  # rows reaching the driver
     driver_s: list[float] = field(default_factory=list)  # tsmon: foreachBatch (collect + step)
     coordinator_s: list[float] = field(default_factory=list)  # tsmon: CoordinatorNode step
+    run_id: str = ""  # the query run's id (the group of its Spark jobs)
+    records: list[Any] = field(default_factory=list)  # StreamingQueryProgress, by batch
 
     def data(self) -> list[int]:
         """Indices of the batches that read input points."""
@@ -215,10 +218,11 @@ def run_tsmon(spark: Any, job: Job, w: Workload) -> tuple[Run, JobRunner]:
     wall = perf_counter() - start
     nodes = runner.node_query
     records = _progress(nodes, w.directory)
+    run_id = str(nodes.runId)
     runner.stop()
     lines = (job.checkpoint / "progress.jsonl").read_text(encoding="utf-8").splitlines()
     ours = {p["batchId"]: p for p in map(json.loads, lines)}
-    run = Run("tsmon", wall)
+    run = Run("tsmon", wall, run_id=run_id, records=records)
     for p in records:
         run.batch_ids.append(p.batchId)
         run.duration_s.append(p.durationMs.get("triggerExecution", 0) / 1000)
@@ -270,8 +274,9 @@ def run_baseline(spark: Any, w: Workload, root: Path, window: str) -> Run:
     query.processAllAvailable()
     wall = perf_counter() - start
     records = _progress(query, w.directory)
+    run_id = str(query.runId)
     query.stop()
-    run = Run("baseline", wall)
+    run = Run("baseline", wall, run_id=run_id, records=records)
     for p in records:
         run.batch_ids.append(p.batchId)
         run.duration_s.append(p.durationMs.get("triggerExecution", 0) / 1000)
@@ -304,50 +309,51 @@ def run_reference(
     return ref.answers(), timed / seconds if seconds > 0 else float("nan")
 
 
-def host_split(job: Job, w: Workload, buckets: int) -> dict[str, float]:
-    """CPU µs per point, on one core in-process, of the Python work the Spark host does per
-    bucket and batch (:class:`tsmon.spark.host.BucketHost`): ``convert`` (the bucket's rows
-    split by source and sorted into numpy columns), ``node`` (the nodes' ``step_columns``) and
-    ``state`` (unpickling and pickling the nodes and the bucket's map), over the same batches
-    and buckets (``crc32`` here, not Spark's xxhash64: the sizes are the same)."""
-    import pickle
-    import zlib
+def _print_split(
+    console: Console,
+    args: argparse.Namespace,
+    ours: Run,
+    base: Run,
+    job: Job,
+    w: Workload,
+    buckets: int,
+) -> None:
+    """The core-µs per point of tsmon's data batches after warm-up, part by part
+    (:mod:`spark_split`), next to the baseline's stages."""
+    from tsmon.spark.session import spark_session
 
-    import pandas as pd
-
-    from tsmon.spark.host import _call, _data  # the host's own steps, timed apart
-
-    new = partial(new_node, settings=JobQueries.of(job).settings(job))
-    states: dict[int, bytes] = {}
-    spent = dict.fromkeys(("convert", "node", "state"), 0.0)
-    seq = 0
-    for points in w.points:
-        source, series, ts, value = (list(c) for c in zip(*points, strict=True))
-        frame = pd.DataFrame(
-            {
-                "source": source, "series": series, "ts": np.array(ts, np.int64),
-                "value": np.array(value), "seq": np.arange(seq, seq + len(ts), dtype=np.int64),
-            }
+    spark = spark_session()  # the running one
+    idx = ours.data()[1:]
+    n = sum(ours.points[i] for i in idx)
+    batches = {ours.batch_ids[i] for i in idx}
+    stages = spark_stages(spark, ours.run_id, batches)
+    names = list(dict.fromkeys(job.input.columns[c] for c in ("series", "source", "ts", "value")))
+    rows = split_lines(
+        stages,
+        state_operator(ours.records, batches),
+        n,
+        sum(ours.duration_s[i] for i in idx),
+        sum(ours.coordinator_s[i] for i in idx),
+        reader_us(w.files, job.input.format, names),
+        host_split(job, w.points, buckets),
+    )
+    table = Table(title=f"tsmon: core-µs per point, {n:,} points of the batches after warm-up")
+    for column in ("part", "µs/point", "measured by"):
+        table.add_column(column, justify="right" if column == "µs/point" else "left")
+    for part, value, how in rows:
+        table.add_row(part, f"{value:.2f}", how)
+    b_idx = base.data()[1:]
+    b_n = sum(base.points[i] for i in b_idx)
+    b_stages = spark_stages(spark, base.run_id, {base.batch_ids[i] for i in b_idx})
+    b_total = 2 * sum(base.duration_s[i] for i in b_idx) * 1e6 / b_n
+    table.add_row("baseline: all (2 cores x trigger)", f"{b_total:.2f}", "same batches")
+    for kind, t in sorted(b_stages.items()):
+        what = {"read": "read stage", "host": "aggregation stages"}[kind]
+        table.add_row(
+            f"baseline: {what} (tasks)", f"{t.run_ms * 1e3 / b_n:.2f}",
+            f"executorRunTime; JVM CPU {t.jvm_cpu_ms * 1e3 / b_n:.2f}",
         )  # fmt: skip
-        seq += len(ts)
-        frame["bucket"] = [zlib.crc32(s.encode()) % buckets for s in source]
-        for b, rows in frame.groupby("bucket"):
-            t0 = perf_counter()
-            columns = _data(rows)
-            t1 = perf_counter()
-            nodes = pickle.loads(states[b]) if b in states else {}
-            loaded = {k: new(k) if k not in nodes else pickle.loads(nodes[k]) for k in columns}
-            t2 = perf_counter()
-            for k, node in loaded.items():
-                _call(node, [], columns[k])
-            t3 = perf_counter()
-            nodes.update({k: pickle.dumps(n, protocol=5) for k, n in loaded.items()})
-            states[b] = pickle.dumps(nodes, protocol=5)
-            t4 = perf_counter()
-            spent["convert"] += t1 - t0
-            spent["state"] += (t2 - t1) + (t4 - t3)
-            spent["node"] += t3 - t2
-    return {k: v / w.total * 1e6 for k, v in spent.items()}
+    console.print(table)
 
 
 def tree_bytes(path: Path) -> int:
@@ -415,7 +421,14 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
     spark = spark_session(
         "local[2]",
         "tsmon-bench",
-        {"spark.sql.streaming.numRecentProgressUpdates": "10000"},
+        {
+            "spark.sql.streaming.numRecentProgressUpdates": "10000",
+            # the status REST API (stage metrics for the split); a free port from 4050 on
+            "spark.ui.enabled": "true",
+            "spark.ui.port": "4050",
+            "spark.ui.retainedJobs": "100000",
+            "spark.ui.retainedStages": "100000",
+        },
     )
     console.print(f"SparkSession up in {perf_counter() - start:.1f} s (local[2])")
 
@@ -493,14 +506,8 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
             f"{2 * trig / n * 1e6:.1f} core-µs per point on 2 cores"
         )
     buckets = json.loads((job.checkpoint / "host.json").read_text(encoding="utf-8"))["buckets"]
-    split = host_split(job, w, buckets)
-    console.print(
-        f"the host's Python work per point, in-process on one core over {buckets} buckets: "
-        + ", ".join(f"{k} {v:.2f} µs" for k, v in split.items())
-        + f" (total {sum(split.values()):.2f} µs; on Spark the rest of the "
-        f"{2 * trig / n * 1e6 if idx else float('nan'):.1f} core-µs is Spark's read, shuffle, "
-        "Arrow transfer of rows and state, commits, and the driver)"
-    )
+    if idx:
+        _print_split(console, args, ours, base, job, w, buckets)
     ckpt, base_ckpt = tree_bytes(job.checkpoint), tree_bytes(root / "baseline-ckpt")
     console.print(
         f"checkpoint after the run: tsmon {ckpt / 1e6:,.1f} MB (state, offsets, control, "
