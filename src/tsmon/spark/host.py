@@ -86,6 +86,11 @@ INPUT_COLUMNS = ("source", "kind", "series", "ts", "value", "seq", "payload")
 OUTPUT_DDL = "source STRING, kind STRING, payload STRING"
 """Schema of node output rows; ``payload`` is JSON."""
 
+_NO_PAYLOAD = ""
+"""The payload of a data row: text, not null. A bucket's rows come in chunks of Spark's
+``maxRecordsPerBatch``, and ``pd.concat`` of frames tests every value of an all-null object
+column (0.74 µs per row in-process, 0.05 µs with ""; found with the UDF profiler)."""
+
 STATE_SCHEMA = StructType([StructField("nodes", BinaryType(), True)])
 """A bucket's state: the pickled ``{source: pickled node}`` map."""
 
@@ -304,7 +309,12 @@ def node_stream(
                 given = kind == "data" and "kind" in df.columns
                 cols.append((F.col("kind") if given else F.lit(kind)).alias("kind"))
             elif name in df.columns:
-                cols.append(F.col(name).cast(types[name]).alias(name))
+                col = F.col(name).cast(types[name])
+                if name == "payload" and kind == "data":  # see _NO_PAYLOAD
+                    col = F.coalesce(col, F.lit(_NO_PAYLOAD))
+                cols.append(col.alias(name))
+            elif name == "payload" and kind == "data":
+                cols.append(F.lit(_NO_PAYLOAD).alias(name))
             else:
                 cols.append(F.lit(None).cast(types[name]).alias(name))
         return df.select(*cols)
