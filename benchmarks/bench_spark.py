@@ -44,7 +44,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from spark_split import host_split, reader_us, spark_stages, split_lines, state_operator
+from spark_split import delta, process_cpu, python_parts, spark_stages, split_rows
 from tsmon.engine.batched import BatchedRuntime
 from tsmon.spark.driver import JobQueries
 from tsmon.spark.job import Job, parse_job
@@ -311,49 +311,46 @@ def run_reference(
 
 def _print_split(
     console: Console,
-    args: argparse.Namespace,
     ours: Run,
     base: Run,
     job: Job,
-    w: Workload,
-    buckets: int,
-) -> None:
-    """The core-µs per point of tsmon's data batches after warm-up, part by part
-    (:mod:`spark_split`), next to the baseline's stages."""
+    cpu: dict[str, float],
+    base_cpu: dict[str, float],
+) -> float:
+    """The CPU µs per point of the tsmon run, part by part (:mod:`spark_split`), next to the
+    baseline's; returns the ratio of the baseline's CPU per point to tsmon's."""
     from tsmon.spark.session import spark_session
 
     spark = spark_session()  # the running one
-    idx = ours.data()[1:]
-    n = sum(ours.points[i] for i in idx)
-    batches = {ours.batch_ids[i] for i in idx}
-    stages = spark_stages(spark, ours.run_id, batches)
-    names = list(dict.fromkeys(job.input.columns[c] for c in ("series", "source", "ts", "value")))
-    rows = split_lines(
-        stages,
-        state_operator(ours.records, batches),
+    n, b_n = sum(ours.points), sum(base.points)
+    lines = (job.checkpoint / "progress.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = split_rows(
+        {k: v * 1e6 / n for k, v in cpu.items()},
+        spark_stages(spark, ours.run_id, set(ours.batch_ids)),
+        python_parts([json.loads(x) for x in lines], set(ours.batch_ids)),
+        sum(ours.coordinator_s),
         n,
-        sum(ours.duration_s[i] for i in idx),
-        sum(ours.coordinator_s[i] for i in idx),
-        reader_us(w.files, job.input.format, names),
-        host_split(job, w.points, buckets),
     )
-    table = Table(title=f"tsmon: core-µs per point, {n:,} points of the batches after warm-up")
+    table = Table(title=f"CPU µs per point, all {len(ours.batch_ids)} batches ({n:,} points)")
     for column in ("part", "µs/point", "measured by"):
         table.add_column(column, justify="right" if column == "µs/point" else "left")
     for part, value, how in rows:
         table.add_row(part, f"{value:.2f}", how)
-    b_idx = base.data()[1:]
-    b_n = sum(base.points[i] for i in b_idx)
-    b_stages = spark_stages(spark, base.run_id, {base.batch_ids[i] for i in b_idx})
-    b_total = 2 * sum(base.duration_s[i] for i in b_idx) * 1e6 / b_n
-    table.add_row("baseline: all (2 cores x trigger)", f"{b_total:.2f}", "same batches")
+    total = sum(cpu.values()) * 1e6 / n
+    table.add_row("tsmon: all three processes", f"{total:.2f}", "/proc CPU")
+    b_stages = spark_stages(spark, base.run_id, set(base.batch_ids))
+    b_total = sum(base_cpu.values()) * 1e6 / b_n
     for kind, t in sorted(b_stages.items()):
         what = {"read": "read stage", "host": "aggregation stages"}[kind]
-        table.add_row(
-            f"baseline: {what} (tasks)", f"{t.run_ms * 1e3 / b_n:.2f}",
-            f"executorRunTime; JVM CPU {t.jvm_cpu_ms * 1e3 / b_n:.2f}",
-        )  # fmt: skip
+        table.add_row(f"baseline: {what} tasks", f"{t.jvm_cpu_ms * 1e3 / b_n:.2f}",
+                      "executorCpuTime")  # fmt: skip
+    table.add_row(
+        "baseline: all processes",
+        f"{b_total:.2f}",
+        ", ".join(f"{k} {v * 1e6 / b_n:.2f}" for k, v in base_cpu.items()),
+    )
     console.print(table)
+    return b_total / total
 
 
 def tree_bytes(path: Path) -> int:
@@ -432,9 +429,12 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
     )
     console.print(f"SparkSession up in {perf_counter() - start:.1f} s (local[2])")
 
+    cpu_start = process_cpu(spark)
     ours, runner = run_tsmon(spark, job, w)
+    cpu_tsmon = process_cpu(spark)
     console.print(f"tsmon: {len(ours.batch_ids)} batches in {ours.wall_s:.1f} s wall")
     base = run_baseline(spark, w, root, args.window)
+    cpu_base = delta(process_cpu(spark), cpu_tsmon)
     console.print(f"baseline: {len(base.batch_ids)} batches in {base.wall_s:.1f} s wall")
 
     check_ok = True
@@ -505,9 +505,7 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
             f"outside foreachBatch (planning, offsets, commits) {(trig - fb) / trig:.0%}; "
             f"{2 * trig / n * 1e6:.1f} core-µs per point on 2 cores"
         )
-    buckets = json.loads((job.checkpoint / "host.json").read_text(encoding="utf-8"))["buckets"]
-    if idx:
-        _print_split(console, args, ours, base, job, w, buckets)
+    cpu_ratio = _print_split(console, ours, base, job, delta(cpu_tsmon, cpu_start), cpu_base)
     ckpt, base_ckpt = tree_bytes(job.checkpoint), tree_bytes(root / "baseline-ckpt")
     console.print(
         f"checkpoint after the run: tsmon {ckpt / 1e6:,.1f} MB (state, offsets, control, "
@@ -535,6 +533,10 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
                                         f"than points: {row_ratio:,.1f}x"),
     ):  # fmt: skip
         console.print(f"target {what}: " + ("[green]met[/]" if ok else "[red]MISSED[/]"))
+    console.print(
+        f"CPU per point (all processes, whole runs; holds under load, unlike wall time): "
+        f"the baseline's is {cpu_ratio:.3f}x tsmon's"
+    )
     slower = f"{1 / ratio:.1f}x slower than" if ratio < 1 else f"{ratio:.1f}x faster than"
     console.print(
         f"tsmon is {slower} the plain groupBy(window).agg job "
@@ -550,7 +552,8 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
     print(
         f"RESULT spark points_per_s={pps:.0f} p50_batch_s={p50:.2f} p95_batch_s={p95:.2f} "
         f"rows_to_driver_ratio={row_ratio:.1f} baseline_points_per_s={base_pps:.0f} "
-        f"ratio_to_baseline={ratio:.3f} checkpoint_mb={ckpt / 1e6:.1f}"
+        f"ratio_to_baseline={ratio:.3f} cpu_ratio_to_baseline={cpu_ratio:.3f} "
+        f"checkpoint_mb={ckpt / 1e6:.1f}"
     )
     if not check_ok:
         console.print("[red bold]cross-check: FAILED[/]")

@@ -107,19 +107,28 @@ def file_rows(path: str, content: bytes, fmt: str, names: Sequence[str]) -> Iter
         yield (path, n, *(json_text(record.get(k)) for k in names), None, detail)
 
 
-def arrow_rows(batches: Iterator[Any], fmt: str, names: list[str]) -> Iterator[Any]:
+def arrow_rows(
+    batches: Iterator[Any], fmt: str, names: list[str], cpu: Any = None
+) -> Iterator[Any]:
     """``mapInArrow`` over Spark's ``binaryFile`` rows: batches of ``(path, content)`` in,
     the files' rows (:func:`schema`) out. A Parquet file's columns go from pyarrow to Arrow
-    batches without a Python object per value; CSV and JSON files are read line by line."""
+    batches without a Python object per value; CSV and JSON files are read line by line.
+    ``cpu``: an accumulator the reader adds its CPU time to (``fileReader``,
+    :class:`tsmon.spark.cpu.CpuTimes`)."""
+    from tsmon.spark.cpu import Clock
+
     for batch in batches:
         for uri, content in zip(
             batch.column("path").to_pylist(), batch.column("content").to_pylist(), strict=True
         ):
             path = uri.removeprefix("file://").removeprefix("file:")
+            clock = Clock(cpu)
             if fmt == "parquet":
                 table = _parquet(path, content, names)
             else:
                 table = _table(list(file_rows(path, content, fmt, names)), names)
+            clock.lap("fileReader")
+            clock.send()
             yield from table.to_batches()
 
 
