@@ -350,6 +350,16 @@ def _print_split(
         ", ".join(f"{k} {v * 1e6 / b_n:.2f}" for k, v in base_cpu.items()),
     )
     console.print(table)
+    state: dict[str, float] = {}
+    for p in ours.records:
+        for op in p.stateOperators:
+            for k, v in {**op.customMetrics, "commitTimeMs": op.commitTimeMs}.items():
+                if k.endswith(("LatencyMs", "TimeMs")) or "Compaction" in k:
+                    state[k] = state.get(k, 0) + v
+    console.print(
+        "tsmon's state store, summed over the batches: "
+        + ", ".join(f"{k} {v:,.0f}" for k, v in sorted(state.items()) if v)
+    )
     return b_total / total
 
 
@@ -379,6 +389,10 @@ def main(argv: list[str] | None = None) -> None:
         "--retention", default="1h", help="[registers] retention: the points each node stores"
     )
     ap.add_argument("--buckets", type=int, help="[job] buckets (default: 8x shuffle partitions)")
+    ap.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE",
+        help="a Spark setting for the session (repeatable), over tsmon's own",
+    )  # fmt: skip
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--out", type=Path, help="work directory (default: a temp dir, removed)")
     ap.add_argument("--no-check", action="store_true", help="skip the in-process reference")
@@ -425,6 +439,7 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
             "spark.ui.port": "4050",
             "spark.ui.retainedJobs": "100000",
             "spark.ui.retainedStages": "100000",
+            **dict(kv.split("=", 1) for kv in args.conf),
         },
     )
     console.print(f"SparkSession up in {perf_counter() - start:.1f} s (local[2])")

@@ -38,6 +38,7 @@ class StageTimes:
 
     run_ms: float = 0.0  # executorRunTime (wall)
     jvm_cpu_ms: float = 0.0  # executorCpuTime (JVM task thread only)
+    gc_ms: float = 0.0  # jvmGcTime (wall, while the task ran)
     tasks: int = 0
 
 
@@ -66,6 +67,7 @@ def spark_stages(spark: Any, run_id: str, batches: set[int]) -> dict[str, StageT
         t = out["host" if st.get("shuffleReadBytes", 0) else "read"]
         t.run_ms += st["executorRunTime"]
         t.jvm_cpu_ms += st["executorCpuTime"] / 1e6
+        t.gc_ms += st.get("jvmGcTime", 0)
         t.tasks += st["numTasks"]
     return dict(out)
 
@@ -137,7 +139,7 @@ def split_rows(
         ("  host stage tasks: shuffle, Arrow, state store", hosted.jvm_cpu_ms * us,
          f"executorCpuTime, {hosted.tasks} tasks"),
         ("  other threads: driver, planning, GC, JIT, RocksDB", cpu["jvm"] - tasks,
-         "difference"),
+         f"difference; tasks' GC wall {(read.gc_ms + hosted.gc_ms) * us:.2f}"),
         ("Python workers (whole run)", cpu["workers"], "/proc CPU"),
         ("  file reader", parts.get("fileReader", 0.0) * us, "pythonCpuMs"),
         ("  host: rows to pandas (pyspark)", host["hostRows"], "pythonCpuMs"),
