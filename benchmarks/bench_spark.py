@@ -44,7 +44,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from spark_split import delta, process_cpu, python_parts, spark_stages, split_rows
+from spark_split import delta, jvm_threads, process_cpu, python_parts, spark_stages, split_rows
 from tsmon.engine.batched import BatchedRuntime
 from tsmon.spark.driver import JobQueries
 from tsmon.spark.job import Job, parse_job
@@ -444,9 +444,10 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
     )
     console.print(f"SparkSession up in {perf_counter() - start:.1f} s (local[2])")
 
-    cpu_start = process_cpu(spark)
+    cpu_start, threads_start = process_cpu(spark), jvm_threads(spark)
     ours, runner = run_tsmon(spark, job, w)
     cpu_tsmon = process_cpu(spark)
+    threads = delta(jvm_threads(spark), threads_start)
     console.print(f"tsmon: {len(ours.batch_ids)} batches in {ours.wall_s:.1f} s wall")
     base = run_baseline(spark, w, root, args.window)
     cpu_base = delta(process_cpu(spark), cpu_tsmon)
@@ -521,6 +522,11 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
             f"{2 * trig / n * 1e6:.1f} core-µs per point on 2 cores"
         )
     cpu_ratio = _print_split(console, ours, base, job, delta(cpu_tsmon, cpu_start), cpu_base)
+    top = sorted(threads.items(), key=lambda kv: -kv[1])[:8]
+    console.print(
+        "tsmon's JVM threads, CPU µs per point by thread name (live threads): "
+        + ", ".join(f"{name!r} {s * 1e6 / w.total:.2f}" for name, s in top)
+    )
     ckpt, base_ckpt = tree_bytes(job.checkpoint), tree_bytes(root / "baseline-ckpt")
     console.print(
         f"checkpoint after the run: tsmon {ckpt / 1e6:,.1f} MB (state, offsets, control, "

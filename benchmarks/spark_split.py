@@ -80,6 +80,23 @@ def _stat(pid: int) -> tuple[int, float, float]:
     return int(fields[1]), (utime + stime) / TICKS, (cutime + cstime) / TICKS
 
 
+def jvm_threads(spark: Any) -> dict[str, float]:
+    """CPU seconds so far of the JVM's live threads, by name with digits dropped (``GC
+    Thread#``, ``Executor task l``; Linux keeps 15 characters of a name). A thread that
+    ended takes its time with it: compare groups of long-lived threads only."""
+    jvm = spark.sparkContext._gateway.proc.pid
+    out: dict[str, float] = defaultdict(float)
+    for tid in os.listdir(f"/proc/{jvm}/task"):
+        try:
+            text = Path(f"/proc/{jvm}/task/{tid}/stat").read_text()
+        except OSError:
+            continue
+        name = re.sub(r"\d+", "", text[text.index("(") + 1 : text.rindex(")")]).strip()
+        fields = text[text.rindex(")") + 2 :].split()
+        out[name] += (int(fields[11]) + int(fields[12])) / TICKS
+    return dict(out)
+
+
 def process_cpu(spark: Any) -> dict[str, float]:
     """CPU seconds so far of the JVM, of its Python workers and of this (driver) process."""
     jvm = spark.sparkContext._gateway.proc.pid
@@ -103,8 +120,9 @@ def process_cpu(spark: Any) -> dict[str, float]:
 
 
 def delta(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
-    """CPU seconds between two :func:`process_cpu` snapshots."""
-    return {k: after[k] - before[k] for k in after}
+    """CPU seconds between two snapshots of :func:`process_cpu` or :func:`jvm_threads` (a
+    thread group new since ``before`` counts from 0)."""
+    return {k: v - before.get(k, 0.0) for k, v in after.items()}
 
 
 def python_parts(progress_lines: list[dict], batches: set[int]) -> dict[str, float]:
