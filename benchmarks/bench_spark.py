@@ -167,6 +167,7 @@ def make_job(args: argparse.Namespace, w: Workload, root: Path) -> tuple[Job, di
             "name": "bench",
             "checkpoint": str(root / "tsmon-ckpt"),
             "trigger": "1ms",
+            "max_future": args.max_future,
             **({} if args.buckets is None else {"buckets": args.buckets}),
         },
         "input": {
@@ -393,6 +394,7 @@ def main(argv: list[str] | None = None) -> None:
         "--conf", action="append", default=[], metavar="KEY=VALUE",
         help="a Spark setting for the session (repeatable), over tsmon's own",
     )  # fmt: skip
+    ap.add_argument("--max-future", default="1d", help='[job] max_future ("off": no check)')
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--out", type=Path, help="work directory (default: a temp dir, removed)")
     ap.add_argument("--no-check", action="store_true", help="skip the in-process reference")
