@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--period", default="10s")
     ap.add_argument("--retention", default="1h")
     ap.add_argument("--buckets", type=int, default=None)
+    ap.add_argument("--max-future", default="1d", help='[job] max_future ("off": no check)')
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args(argv)

@@ -32,7 +32,6 @@ import statistics
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from time import perf_counter
 from typing import Any
@@ -43,8 +42,10 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from spark_split import delta, jvm_threads, process_cpu, python_parts, spark_stages, split_rows
 from tsmon.engine.batched import BatchedRuntime
-from tsmon.engine.node import new_node
 from tsmon.spark.driver import JobQueries
 from tsmon.spark.job import Job, parse_job
 from tsmon.spark.runtime import JobRunner
@@ -83,6 +84,8 @@ class Run:
     to_driver: list[int] = field(default_factory=list)  # rows reaching the driver
     driver_s: list[float] = field(default_factory=list)  # tsmon: foreachBatch (collect + step)
     coordinator_s: list[float] = field(default_factory=list)  # tsmon: CoordinatorNode step
+    run_id: str = ""  # the query run's id (the group of its Spark jobs)
+    records: list[Any] = field(default_factory=list)  # StreamingQueryProgress, by batch
 
     def data(self) -> list[int]:
         """Indices of the batches that read input points."""
@@ -164,6 +167,7 @@ def make_job(args: argparse.Namespace, w: Workload, root: Path) -> tuple[Job, di
             "name": "bench",
             "checkpoint": str(root / "tsmon-ckpt"),
             "trigger": "1ms",
+            "max_future": args.max_future,
             **({} if args.buckets is None else {"buckets": args.buckets}),
         },
         "input": {
@@ -215,10 +219,11 @@ def run_tsmon(spark: Any, job: Job, w: Workload) -> tuple[Run, JobRunner]:
     wall = perf_counter() - start
     nodes = runner.node_query
     records = _progress(nodes, w.directory)
+    run_id = str(nodes.runId)
     runner.stop()
     lines = (job.checkpoint / "progress.jsonl").read_text(encoding="utf-8").splitlines()
     ours = {p["batchId"]: p for p in map(json.loads, lines)}
-    run = Run("tsmon", wall)
+    run = Run("tsmon", wall, run_id=run_id, records=records)
     for p in records:
         run.batch_ids.append(p.batchId)
         run.duration_s.append(p.durationMs.get("triggerExecution", 0) / 1000)
@@ -270,8 +275,9 @@ def run_baseline(spark: Any, w: Workload, root: Path, window: str) -> Run:
     query.processAllAvailable()
     wall = perf_counter() - start
     records = _progress(query, w.directory)
+    run_id = str(query.runId)
     query.stop()
-    run = Run("baseline", wall)
+    run = Run("baseline", wall, run_id=run_id, records=records)
     for p in records:
         run.batch_ids.append(p.batchId)
         run.duration_s.append(p.durationMs.get("triggerExecution", 0) / 1000)
@@ -304,50 +310,58 @@ def run_reference(
     return ref.answers(), timed / seconds if seconds > 0 else float("nan")
 
 
-def host_split(job: Job, w: Workload, buckets: int) -> dict[str, float]:
-    """CPU µs per point, on one core in-process, of the Python work the Spark host does per
-    bucket and batch (:class:`tsmon.spark.host.BucketHost`): ``convert`` (the bucket's rows
-    split by source and sorted into numpy columns), ``node`` (the nodes' ``step_columns``) and
-    ``state`` (unpickling and pickling the nodes and the bucket's map), over the same batches
-    and buckets (``crc32`` here, not Spark's xxhash64: the sizes are the same)."""
-    import pickle
-    import zlib
+def _print_split(
+    console: Console,
+    ours: Run,
+    base: Run,
+    job: Job,
+    cpu: dict[str, float],
+    base_cpu: dict[str, float],
+) -> float:
+    """The CPU µs per point of the tsmon run, part by part (:mod:`spark_split`), next to the
+    baseline's; returns the ratio of the baseline's CPU per point to tsmon's."""
+    from tsmon.spark.session import spark_session
 
-    import pandas as pd
-
-    from tsmon.spark.host import _call, _data  # the host's own steps, timed apart
-
-    new = partial(new_node, settings=JobQueries.of(job).settings(job))
-    states: dict[int, bytes] = {}
-    spent = dict.fromkeys(("convert", "node", "state"), 0.0)
-    seq = 0
-    for points in w.points:
-        source, series, ts, value = (list(c) for c in zip(*points, strict=True))
-        frame = pd.DataFrame(
-            {
-                "source": source, "series": series, "ts": np.array(ts, np.int64),
-                "value": np.array(value), "seq": np.arange(seq, seq + len(ts), dtype=np.int64),
-            }
-        )  # fmt: skip
-        seq += len(ts)
-        frame["bucket"] = [zlib.crc32(s.encode()) % buckets for s in source]
-        for b, rows in frame.groupby("bucket"):
-            t0 = perf_counter()
-            columns = _data(rows)
-            t1 = perf_counter()
-            nodes = pickle.loads(states[b]) if b in states else {}
-            loaded = {k: new(k) if k not in nodes else pickle.loads(nodes[k]) for k in columns}
-            t2 = perf_counter()
-            for k, node in loaded.items():
-                _call(node, [], columns[k])
-            t3 = perf_counter()
-            nodes.update({k: pickle.dumps(n, protocol=5) for k, n in loaded.items()})
-            states[b] = pickle.dumps(nodes, protocol=5)
-            t4 = perf_counter()
-            spent["convert"] += t1 - t0
-            spent["state"] += (t2 - t1) + (t4 - t3)
-            spent["node"] += t3 - t2
-    return {k: v / w.total * 1e6 for k, v in spent.items()}
+    spark = spark_session()  # the running one
+    n, b_n = sum(ours.points), sum(base.points)
+    lines = (job.checkpoint / "progress.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = split_rows(
+        {k: v * 1e6 / n for k, v in cpu.items()},
+        spark_stages(spark, ours.run_id, set(ours.batch_ids)),
+        python_parts([json.loads(x) for x in lines], set(ours.batch_ids)),
+        sum(ours.coordinator_s),
+        n,
+    )
+    table = Table(title=f"CPU µs per point, all {len(ours.batch_ids)} batches ({n:,} points)")
+    for column in ("part", "µs/point", "measured by"):
+        table.add_column(column, justify="right" if column == "µs/point" else "left")
+    for part, value, how in rows:
+        table.add_row(part, f"{value:.2f}", how)
+    total = sum(cpu.values()) * 1e6 / n
+    table.add_row("tsmon: all three processes", f"{total:.2f}", "/proc CPU")
+    b_stages = spark_stages(spark, base.run_id, set(base.batch_ids))
+    b_total = sum(base_cpu.values()) * 1e6 / b_n
+    for kind, t in sorted(b_stages.items()):
+        what = {"read": "read stage", "host": "aggregation stages"}[kind]
+        table.add_row(f"baseline: {what} tasks", f"{t.jvm_cpu_ms * 1e3 / b_n:.2f}",
+                      "executorCpuTime")  # fmt: skip
+    table.add_row(
+        "baseline: all processes",
+        f"{b_total:.2f}",
+        ", ".join(f"{k} {v * 1e6 / b_n:.2f}" for k, v in base_cpu.items()),
+    )
+    console.print(table)
+    state: dict[str, float] = {}
+    for p in ours.records:
+        for op in p.stateOperators:
+            for k, v in {**op.customMetrics, "commitTimeMs": op.commitTimeMs}.items():
+                if k.endswith(("LatencyMs", "TimeMs")) or "Compaction" in k:
+                    state[k] = state.get(k, 0) + v
+    console.print(
+        "tsmon's state store, summed over the batches: "
+        + ", ".join(f"{k} {v:,.0f}" for k, v in sorted(state.items()) if v)
+    )
+    return b_total / total
 
 
 def tree_bytes(path: Path) -> int:
@@ -376,6 +390,11 @@ def main(argv: list[str] | None = None) -> None:
         "--retention", default="1h", help="[registers] retention: the points each node stores"
     )
     ap.add_argument("--buckets", type=int, help="[job] buckets (default: 8x shuffle partitions)")
+    ap.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE",
+        help="a Spark setting for the session (repeatable), over tsmon's own",
+    )  # fmt: skip
+    ap.add_argument("--max-future", default="1d", help='[job] max_future ("off": no check)')
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--out", type=Path, help="work directory (default: a temp dir, removed)")
     ap.add_argument("--no-check", action="store_true", help="skip the in-process reference")
@@ -415,13 +434,25 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
     spark = spark_session(
         "local[2]",
         "tsmon-bench",
-        {"spark.sql.streaming.numRecentProgressUpdates": "10000"},
+        {
+            "spark.sql.streaming.numRecentProgressUpdates": "10000",
+            # the status REST API (stage metrics for the split); a free port from 4050 on
+            "spark.ui.enabled": "true",
+            "spark.ui.port": "4050",
+            "spark.ui.retainedJobs": "100000",
+            "spark.ui.retainedStages": "100000",
+            **dict(kv.split("=", 1) for kv in args.conf),
+        },
     )
     console.print(f"SparkSession up in {perf_counter() - start:.1f} s (local[2])")
 
+    cpu_start, threads_start = process_cpu(spark), jvm_threads(spark)
     ours, runner = run_tsmon(spark, job, w)
+    cpu_tsmon = process_cpu(spark)
+    threads = delta(jvm_threads(spark), threads_start)
     console.print(f"tsmon: {len(ours.batch_ids)} batches in {ours.wall_s:.1f} s wall")
     base = run_baseline(spark, w, root, args.window)
+    cpu_base = delta(process_cpu(spark), cpu_tsmon)
     console.print(f"baseline: {len(base.batch_ids)} batches in {base.wall_s:.1f} s wall")
 
     check_ok = True
@@ -492,14 +523,11 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
             f"outside foreachBatch (planning, offsets, commits) {(trig - fb) / trig:.0%}; "
             f"{2 * trig / n * 1e6:.1f} core-µs per point on 2 cores"
         )
-    buckets = json.loads((job.checkpoint / "host.json").read_text(encoding="utf-8"))["buckets"]
-    split = host_split(job, w, buckets)
+    cpu_ratio = _print_split(console, ours, base, job, delta(cpu_tsmon, cpu_start), cpu_base)
+    top = sorted(threads.items(), key=lambda kv: -kv[1])[:8]
     console.print(
-        f"the host's Python work per point, in-process on one core over {buckets} buckets: "
-        + ", ".join(f"{k} {v:.2f} µs" for k, v in split.items())
-        + f" (total {sum(split.values()):.2f} µs; on Spark the rest of the "
-        f"{2 * trig / n * 1e6 if idx else float('nan'):.1f} core-µs is Spark's read, shuffle, "
-        "Arrow transfer of rows and state, commits, and the driver)"
+        "tsmon's JVM threads, CPU µs per point by thread name (live threads): "
+        + ", ".join(f"{name!r} {s * 1e6 / w.total:.2f}" for name, s in top)
     )
     ckpt, base_ckpt = tree_bytes(job.checkpoint), tree_bytes(root / "baseline-ckpt")
     console.print(
@@ -528,6 +556,10 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
                                         f"than points: {row_ratio:,.1f}x"),
     ):  # fmt: skip
         console.print(f"target {what}: " + ("[green]met[/]" if ok else "[red]MISSED[/]"))
+    console.print(
+        f"CPU per point (all processes, whole runs; holds under load, unlike wall time): "
+        f"the baseline's is {cpu_ratio:.3f}x tsmon's"
+    )
     slower = f"{1 / ratio:.1f}x slower than" if ratio < 1 else f"{ratio:.1f}x faster than"
     console.print(
         f"tsmon is {slower} the plain groupBy(window).agg job "
@@ -543,7 +575,8 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
     print(
         f"RESULT spark points_per_s={pps:.0f} p50_batch_s={p50:.2f} p95_batch_s={p95:.2f} "
         f"rows_to_driver_ratio={row_ratio:.1f} baseline_points_per_s={base_pps:.0f} "
-        f"ratio_to_baseline={ratio:.3f} checkpoint_mb={ckpt / 1e6:.1f}"
+        f"ratio_to_baseline={ratio:.3f} cpu_ratio_to_baseline={cpu_ratio:.3f} "
+        f"checkpoint_mb={ckpt / 1e6:.1f}"
     )
     if not check_ok:
         console.print("[red bold]cross-check: FAILED[/]")

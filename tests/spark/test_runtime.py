@@ -210,6 +210,10 @@ def test_spark_job_equals_the_batch_runtime_and_survives_a_restart(spark, tmp_pa
     points = sum(p["numInputRows"] for p in progress)
     assert points == sum(len(f) for f in files) - len(BAD) - 1  # the late point changes nothing
     assert sum(p["rowsToCoordinator"] for p in progress) < points
+    for p in progress:  # the Python workers' CPU by part (tsmon.spark.cpu), batch by batch
+        if p["inputRows"]:
+            assert {"fileReader", "hostRows", "hostNode", "hostState"} <= set(p["pythonCpuMs"])
+        assert all(ms >= 0 for ms in p["pythonCpuMs"].values())
     watermarks = [p["watermark"] for p in progress]
     assert watermarks == sorted(watermarks) and watermarks[-1] == last["s"].as_of_ms
     spark_lines = (tmp_path / "ckpt" / "spark_progress.jsonl").read_text().splitlines()

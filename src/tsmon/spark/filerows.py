@@ -32,6 +32,8 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from tsmon.engine.deadletters import Reason
 
 __all__ = [
@@ -45,6 +47,7 @@ __all__ = [
     "json_object",
     "json_text",
     "schema",
+    "text_arrays",
     "text_columns",
 ]
 
@@ -77,10 +80,12 @@ def file_rows(path: str, content: bytes, fmt: str, names: Sequence[str]) -> Iter
     >>> print(*file_rows("x.csv", b"\\x00\\x01\\xff", "csv", ["series"]))
     ('x.csv', None, None, 'unreadable_file', 'binary content (a NUL byte at offset 0), not csv text')
     """  # noqa: E501
-    empty = (None,) * len(names)
     if fmt == "parquet":
-        yield from _parquet(path, content, names, empty)
+        yield from zip(
+            *(c.to_pylist() for c in _parquet(path, content, names).columns), strict=True
+        )
         return
+    empty = (None,) * len(names)
     if b"\x00" in content:
         at = content.index(b"\x00")
         detail = f"binary content (a NUL byte at offset {at}), not {fmt} text"
@@ -102,26 +107,47 @@ def file_rows(path: str, content: bytes, fmt: str, names: Sequence[str]) -> Iter
         yield (path, n, *(json_text(record.get(k)) for k in names), None, detail)
 
 
-def arrow_rows(batches: Iterator[Any], fmt: str, names: list[str]) -> Iterator[Any]:
+def arrow_rows(
+    batches: Iterator[Any], fmt: str, names: list[str], cpu: Any = None
+) -> Iterator[Any]:
     """``mapInArrow`` over Spark's ``binaryFile`` rows: batches of ``(path, content)`` in,
-    the files' rows (:func:`schema`) out."""
-    import pyarrow as pa
+    the files' rows (:func:`schema`) out. A Parquet file's columns go from pyarrow to Arrow
+    batches without a Python object per value; CSV and JSON files are read line by line.
+    ``cpu``: an accumulator the reader adds its CPU time to (``fileReader``,
+    :class:`tsmon.spark.cpu.CpuTimes`)."""
+    from tsmon.spark.cpu import Clock
 
-    columns = [FILE, LINE, *names, REASON, DETAIL]
     for batch in batches:
         for uri, content in zip(
             batch.column("path").to_pylist(), batch.column("content").to_pylist(), strict=True
         ):
             path = uri.removeprefix("file://").removeprefix("file:")
-            rows = list(file_rows(path, content, fmt, names))
-            if rows:
-                yield pa.RecordBatch.from_arrays(
-                    [
-                        pa.array(list(c), type=pa.int64() if n == LINE else pa.string())
-                        for n, c in zip(columns, zip(*rows, strict=True), strict=True)
-                    ],
-                    names=columns,
-                )
+            clock = Clock(cpu)
+            if fmt == "parquet":
+                table = _parquet(path, content, names)
+            else:
+                table = _table(list(file_rows(path, content, fmt, names)), names)
+            clock.lap("fileReader")
+            clock.send()
+            yield from table.to_batches()
+
+
+def _table(rows: list[tuple], names: Sequence[str]) -> Any:
+    """Rows of :func:`file_rows` as a pyarrow table of :func:`schema`."""
+    import pyarrow as pa
+
+    columns = zip(*rows, strict=True) if rows else ([] for _ in range(len(names) + 4))
+    return pa.Table.from_arrays(
+        [
+            pa.array(list(c), type=pa.int64() if n == LINE else pa.string())
+            for n, c in zip(_columns(names), columns, strict=True)
+        ],
+        names=_columns(names),
+    )
+
+
+def _columns(names: Sequence[str]) -> list[str]:
+    return [FILE, LINE, *names, REASON, DETAIL]
 
 
 def file_origin(columns: list[str]) -> tuple[Any, Any]:
@@ -137,29 +163,43 @@ def file_origin(columns: list[str]) -> tuple[Any, Any]:
     return F.col(REASON), detail
 
 
-def _parquet(path: str, content: bytes, names: Sequence[str], empty: tuple) -> Iterator[tuple]:
+def _parquet(path: str, content: bytes, names: Sequence[str]) -> Any:
+    """The rows of one Parquet file as a pyarrow table of :func:`schema` (columns cast to
+    text by Arrow, no Python object per value): one ``unreadable_file`` row if pyarrow cannot
+    read it."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(pa.BufferReader(content))
-        header = table.column_names
-        columns = text_columns(table, [n for n in dict.fromkeys(names) if n in header])
+        parquet = pq.ParquetFile(pa.BufferReader(content))
+        header = parquet.schema_arrow.names
+        present = [n for n in dict.fromkeys(names) if n in header]
+        table = parquet.read(columns=present)
+        columns = text_arrays(table, present)
     except Exception as e:  # pyarrow's many errors: the file is one dead letter, not a crash
         what = f"not a readable Parquet file ({type(e).__name__}: {str(e).splitlines()[0]})"
-        yield (path, None, *empty, Reason.UNREADABLE_FILE.value, what)
-        return
+        return _table(
+            [(path, None, *(None,) * len(names), Reason.UNREADABLE_FILE.value, what)], names
+        )
     missing = [n for n in names if n not in columns]
     detail = f"the file has no column {missing[0]!r} (it has {header})" if missing else ""
-    nulls = [None] * table.num_rows
-    values = [columns.get(n, nulls) for n in names]
-    for n, row in enumerate(zip(*values, strict=True), 1):
-        yield (path, n, *row, None, detail)
+    n = table.num_rows
+    text = pa.string()
+    return pa.Table.from_arrays(
+        [
+            pa.repeat(pa.scalar(path, text), n),
+            pa.array(np.arange(1, n + 1, dtype=np.int64)),
+            *(columns[c] if c in columns else pa.nulls(n, text) for c in names),
+            pa.nulls(n, text),
+            pa.repeat(pa.scalar(detail, text), n),
+        ],
+        names=_columns(names),
+    )
 
 
-def text_columns(table: Any, names: Sequence[str]) -> dict[str, list[str | None]]:
-    """The named columns of a pyarrow table as text (None for null): numbers as their
-    shortest text, instants as epoch milliseconds (exact); a column that is no scalar raises
+def text_arrays(table: Any, names: Sequence[str]) -> dict[str, Any]:
+    """The named columns of a pyarrow table as Arrow text arrays: numbers as their shortest
+    text, instants as epoch milliseconds (exact); a column that is no scalar raises
     ``pyarrow.ArrowNotImplementedError``."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -169,8 +209,14 @@ def text_columns(table: Any, names: Sequence[str]) -> dict[str, list[str | None]
         column = table.column(n)
         if pa.types.is_timestamp(column.type):  # instants as epoch ms, exactly
             column = pc.cast(pc.cast(column, pa.timestamp("ms", "UTC")), pa.int64())
-        out[n] = pc.cast(column, pa.string()).to_pylist()
+        out[n] = pc.cast(column, pa.string()).combine_chunks()
     return out
+
+
+def text_columns(table: Any, names: Sequence[str]) -> dict[str, list[str | None]]:
+    """The named columns of a pyarrow table as text (None for null), as
+    :func:`text_arrays` gives them."""
+    return {n: c.to_pylist() for n, c in text_arrays(table, names).items()}
 
 
 def _csv(

@@ -31,7 +31,7 @@ import json
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tsmon.spark.filerows import arrow_rows, schema
 from tsmon.spark.input_spec import InputSpec
@@ -53,16 +53,19 @@ __all__ = ["raw_stream"]
 BINARY_FILE_DDL = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
 
 
-def raw_stream(spark: SparkSession, spec: InputSpec) -> tuple[DataFrame, dict[str, str]]:
+def raw_stream(
+    spark: SparkSession, spec: InputSpec, cpu: Any = None
+) -> tuple[DataFrame, dict[str, str]]:
     """The streaming DataFrame of a job's input and the column holding each of ``series``,
     ``ts``, ``value`` (and ``source`` when the rows carry one) in it.
 
     Raises :class:`JobError` for what the user can fix before the job runs: an unreadable
     recording or one without the mapped columns, a Kafka input without the Kafka connector
-    on the classpath.
+    on the classpath. ``cpu``: an accumulator the file reader adds its CPU time to
+    (:class:`tsmon.spark.cpu.CpuTimes`).
     """
     if spec.kind == "files":
-        return _files(spark, spec), dict(spec.columns)
+        return _files(spark, spec, cpu), dict(spec.columns)
     if spec.kind == "socket":
         lines = (
             spark.readStream.format("socket")
@@ -108,7 +111,7 @@ def raw_stream(spark: SparkSession, spec: InputSpec) -> tuple[DataFrame, dict[st
     raise JobError(f"[input] kind {spec.kind!r} is not an input kind")
 
 
-def _files(spark: SparkSession, spec: InputSpec) -> DataFrame:
+def _files(spark: SparkSession, spec: InputSpec, cpu: Any) -> DataFrame:
     """A directory of CSV, JSON or Parquet files, one new file per micro-batch: each file is
     streamed as bytes and read by :func:`tsmon.spark.filerows.file_rows` in the executors
     (columns by name, bad lines and unreadable files as rows with a reason)."""
@@ -120,7 +123,8 @@ def _files(spark: SparkSession, spec: InputSpec) -> DataFrame:
         .load(str(spec.path))
         .select("path", "content")
     )
-    return files.mapInArrow(partial(arrow_rows, fmt=spec.format, names=names), schema(names))
+    reader = partial(arrow_rows, fmt=spec.format, names=names, cpu=cpu)
+    return files.mapInArrow(reader, schema(names))
 
 
 def _json_columns(frame: DataFrame, text: Column, columns: Mapping[str, str]) -> DataFrame:

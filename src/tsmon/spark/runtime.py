@@ -55,6 +55,7 @@ from tsmon.engine.node import new_node
 from tsmon.kinds import answers_part
 from tsmon.spark.commands import CommandLog, apply
 from tsmon.spark.control import ControlChannel
+from tsmon.spark.cpu import CpuTimes
 from tsmon.spark.driver import Coordinator, JobQueries, check_checkpoint_queries, known_sources
 from tsmon.spark.host import PASS, BucketsChanged, default_buckets, freeze_buckets, node_stream
 from tsmon.spark.job import Job, JobError
@@ -124,6 +125,7 @@ class JobRunner:
         self._dropped_shown: set[str] = set()
         self._waiting_shown: set[str] = set()  # queries said to match no series
         self.spark_progress = SparkProgress(job.checkpoint / "spark_progress.jsonl")
+        self.cpu = CpuTimes(self.spark)  # the Python workers' CPU time, by part
 
     # -- plan --------------------------------------------------------------------------------
     def _rows(self) -> Any:
@@ -131,7 +133,7 @@ class JobRunner:
         if self.stream is None:
             from tsmon.spark.inputs import raw_stream
 
-            self.stream = raw_stream(self.spark, self.job.input)
+            self.stream = raw_stream(self.spark, self.job.input, self.cpu.acc)
         raw, columns = self.stream
         return point_rows(raw, columns, self.job.sources, self.job.max_future_ms)
 
@@ -166,6 +168,7 @@ class JobRunner:
             self.channel.read_stream(self.spark),
             partial(new_node, settings=self.queries.settings(self.job)),
             buckets,
+            self.cpu.acc,
         )
         trigger = {"processingTime": f"{self.job.trigger_ms} milliseconds"}
         self.sinks.start()
@@ -295,6 +298,8 @@ class JobRunner:
             "messages": _counts(node),
             **progress_of_parts,
             "previousBatchDurationMs": self.spark_progress.last_duration_ms,
+            # CPU of the file reader and the host in the Python workers (tsmon.spark.cpu)
+            "pythonCpuMs": self.cpu.since_last(),
             "driverMs": round(1000 * (time.perf_counter() - started), 3),
         }
         progress.update(utc_times(progress))

@@ -1,0 +1,171 @@
+"""Where tsmon's Spark CPU goes, per point (``bench_spark.py``): CPU time, not wall time, so
+that the split holds on a machine shared with other jobs (wall times there stretch with the
+load; CPU times do not).
+
+- **Processes** (``/proc/<pid>/stat``, user + system, snapshots around each job): the JVM
+  (Spark's driver and executor threads, RocksDB, GC), its Python workers (every descendant of
+  the JVM, with the children they reaped) and the driver's Python process (``collect``, the
+  coordinator, the sinks);
+- **Spark's stages** (the status REST API, ``/api/v1/applications/<id>/stages``; the benchmark
+  turns the UI on for it): ``executorCpuTime``, the CPU of the tasks' JVM threads, of the
+  *read* stage (scan the input and control files, normalise, write the shuffle) and of the
+  *host* stage (read the shuffle, feed the Python host, the state store);
+- **tsmon's Python parts** in the workers (``pythonCpuMs`` of ``progress.jsonl``,
+  :mod:`tsmon.spark.cpu`): the file reader, and the host's ``hostRows`` (pyspark's Arrow to
+  pandas of a bucket's rows), ``hostConvert`` (rows to numpy columns by source),
+  ``hostNode`` (the nodes' steps) and ``hostState`` (unpickling and pickling nodes);
+- the coordinator's step, timed around it on the driver.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import urllib.request
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BATCH = re.compile(r"batch = (\d+)")
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class StageTimes:
+    """Summed over the tasks of one kind of stage, in ms."""
+
+    run_ms: float = 0.0  # executorRunTime (wall)
+    jvm_cpu_ms: float = 0.0  # executorCpuTime (JVM task thread only)
+    gc_ms: float = 0.0  # jvmGcTime (wall, while the task ran)
+    tasks: int = 0
+
+
+def _get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return json.load(r)
+
+
+def spark_stages(spark: Any, run_id: str, batches: set[int]) -> dict[str, StageTimes]:
+    """Stage metrics of the query run ``run_id`` (its jobs' group), summed over ``batches``,
+    by kind: ``read`` (stages that scan the input), ``host`` (stages that read a shuffle)."""
+    base = spark.sparkContext.uiWebUrl
+    if base is None:
+        raise SystemExit("the split needs the Spark UI's REST API (spark.ui.enabled)")
+    app = f"{base}/api/v1/applications/{spark.sparkContext.applicationId}"
+    stage_batch: dict[int, int] = {}
+    for job in _get(f"{app}/jobs"):
+        found = BATCH.search(job.get("description", "") or "")
+        if job.get("jobGroup") == run_id and found:
+            for sid in job["stageIds"]:
+                stage_batch[sid] = int(found.group(1))
+    out: dict[str, StageTimes] = defaultdict(StageTimes)
+    for st in _get(f"{app}/stages"):
+        if st["status"] != "COMPLETE" or stage_batch.get(st["stageId"]) not in batches:
+            continue
+        t = out["host" if st.get("shuffleReadBytes", 0) else "read"]
+        t.run_ms += st["executorRunTime"]
+        t.jvm_cpu_ms += st["executorCpuTime"] / 1e6
+        t.gc_ms += st.get("jvmGcTime", 0)
+        t.tasks += st["numTasks"]
+    return dict(out)
+
+
+def _stat(pid: int) -> tuple[int, float, float]:
+    """``(ppid, own CPU s, reaped children's CPU s)`` of a live process."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    fields = text[text.rindex(")") + 2 :].split()  # after "pid (comm) "
+    utime, stime, cutime, cstime = (int(f) for f in fields[11:15])
+    return int(fields[1]), (utime + stime) / TICKS, (cutime + cstime) / TICKS
+
+
+def jvm_threads(spark: Any) -> dict[str, float]:
+    """CPU seconds so far of the JVM's live threads, by name with digits dropped (``GC
+    Thread#``, ``Executor task l``; Linux keeps 15 characters of a name). A thread that
+    ended takes its time with it: compare groups of long-lived threads only."""
+    jvm = spark.sparkContext._gateway.proc.pid
+    out: dict[str, float] = defaultdict(float)
+    for tid in os.listdir(f"/proc/{jvm}/task"):
+        try:
+            text = Path(f"/proc/{jvm}/task/{tid}/stat").read_text()
+        except OSError:
+            continue
+        name = re.sub(r"\d+", "", text[text.index("(") + 1 : text.rindex(")")]).strip()
+        fields = text[text.rindex(")") + 2 :].split()
+        out[name] += (int(fields[11]) + int(fields[12])) / TICKS
+    return dict(out)
+
+
+def process_cpu(spark: Any) -> dict[str, float]:
+    """CPU seconds so far of the JVM, of its Python workers and of this (driver) process."""
+    jvm = spark.sparkContext._gateway.proc.pid
+    stats = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stats[int(entry)] = _stat(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue  # gone meanwhile
+    children: dict[int, list[int]] = defaultdict(list)
+    for pid, (ppid, _, _) in stats.items():
+        children[ppid].append(pid)
+    workers, todo = 0.0, list(children[jvm])
+    while todo:
+        pid = todo.pop()
+        workers += stats[pid][1] + stats[pid][2]
+        todo += children[pid]
+    me = os.times()
+    return {"jvm": stats[jvm][1], "workers": workers, "driver": me.user + me.system}
+
+
+def delta(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+    """CPU seconds between two snapshots of :func:`process_cpu` or :func:`jvm_threads` (a
+    thread group new since ``before`` counts from 0)."""
+    return {k: v - before.get(k, 0.0) for k, v in after.items()}
+
+
+def python_parts(progress_lines: list[dict], batches: set[int]) -> dict[str, float]:
+    """tsmon's Python parts (``pythonCpuMs``) summed over ``batches``, in ms."""
+    out: dict[str, float] = defaultdict(float)
+    for p in progress_lines:
+        if p["batchId"] in batches:
+            for part, ms in p.get("pythonCpuMs", {}).items():
+                out[part] += ms
+    return dict(out)
+
+
+def split_rows(
+    cpu: dict[str, float],
+    stages: dict[str, StageTimes],
+    parts: dict[str, float],
+    coordinator_s: float,
+    n: int,
+) -> list[tuple[str, float, str]]:
+    """The split as ``(part, CPU µs per point, how it is measured)`` rows over a whole run
+    (``n`` points; the warm-up batch included): ``cpu`` is the processes' CPU µs per point,
+    ``stages`` and ``parts`` (ms) those of all its batches."""
+    us = 1e3 / n  # ms summed over the batches -> µs per point
+    read, hosted = stages.get("read", StageTimes()), stages.get("host", StageTimes())
+    host = {k: parts.get(k, 0.0) * us for k in ("hostRows", "hostConvert", "hostNode", "hostState")}
+    tasks = (read.jvm_cpu_ms + hosted.jvm_cpu_ms) * us
+    python = parts.get("fileReader", 0.0) * us + sum(host.values())
+    return [
+        ("JVM process (whole run)", cpu["jvm"], "/proc CPU"),
+        ("  read stage tasks: scan, normalise, shuffle write", read.jvm_cpu_ms * us,
+         f"executorCpuTime, {read.tasks} tasks"),
+        ("  host stage tasks: shuffle, Arrow, state store", hosted.jvm_cpu_ms * us,
+         f"executorCpuTime, {hosted.tasks} tasks"),
+        ("  other threads: driver, planning, GC, JIT, RocksDB", cpu["jvm"] - tasks,
+         f"difference; tasks' GC wall {(read.gc_ms + hosted.gc_ms) * us:.2f}"),
+        ("Python workers (whole run)", cpu["workers"], "/proc CPU"),
+        ("  file reader", parts.get("fileReader", 0.0) * us, "pythonCpuMs"),
+        ("  host: rows to pandas (pyspark)", host["hostRows"], "pythonCpuMs"),
+        ("  host: convert to columns", host["hostConvert"], "pythonCpuMs"),
+        ("  host: node logic", host["hostNode"], "pythonCpuMs"),
+        ("  host: state (pickle)", host["hostState"], "pythonCpuMs"),
+        ("  pyspark: worker start, Arrow and state serde", cpu["workers"] - python,
+         "difference"),
+        ("Driver Python (whole run)", cpu["driver"], "/proc CPU"),
+        ("  coordinator", coordinator_s * 1e6 / n, "timed around its step (wall)"),
+    ]  # fmt: skip
