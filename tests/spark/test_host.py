@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from tsmon.engine.node import SourceNode
 from tsmon.engine.settings import HostSettings, RegisterSettings
-from tsmon.spark.host import BucketsChanged, ctrl_row, data_row, freeze_buckets
+from tsmon.spark.buckets import BucketsChanged, freeze_buckets
+from tsmon.spark.host import ctrl_row, data_row
 from tsmon.spark.host_tester import HostTester
 from tsmon.spark.toy import RunningSum
 

@@ -12,8 +12,8 @@ with no per-row dicts. This module is the only glue:
   frames: the state is one pickled ``{source: pickled node}`` map, so a source without rows
   is neither unpickled nor re-pickled; per source with rows it calls the node once with the
   control rows (sorted by ``seq``) and the data (sorted by ``(ts, seq)``, vectorized);
-- :func:`freeze_buckets` keeps B in the checkpoint (``host.json``): a changed B would move
-  sources to buckets that do not hold their nodes;
+- :func:`~tsmon.spark.buckets.freeze_buckets` keeps B in the checkpoint (``host.json``): a
+  changed B would move sources to buckets that do not hold their nodes;
 - :class:`~tsmon.spark.host_tester.HostTester` runs the same :class:`BucketHost` with
   pyspark's own ``GroupState``, without Spark, so the glue is unit-tested in milliseconds.
 
@@ -40,7 +40,6 @@ import json
 import pickle
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
@@ -48,27 +47,22 @@ import pandas as pd
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from tsmon.engine.guard import node_step
+from tsmon.spark.buckets import default_buckets
 from tsmon.spark.cpu import Clock
-from tsmon.spark.files import atomic_write
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.state import GroupState
 
 __all__ = [
-    "BUCKETS_PER_PARTITION",
     "OUTPUT_DDL",
     "PASS",
-    "STATE_FORMAT",
     "STATE_SCHEMA",
     "BucketHost",
-    "BucketsChanged",
     "Node",
     "NodeFactory",
     "ctrl_row",
     "data_row",
-    "default_buckets",
-    "freeze_buckets",
     "node_stream",
 ]
 
@@ -78,10 +72,6 @@ warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark\.")
 
 PASS = "pass"
 """Kind of rows the host passes through to the output unchanged."""
-
-BUCKETS_PER_PARTITION = 8
-"""Default buckets per shuffle partition: enough that hashing spreads them evenly over the
-partitions, few enough that the per-bucket pandas overhead (~1 ms) stays small."""
 
 INPUT_COLUMNS = ("source", "kind", "series", "ts", "value", "seq", "payload")
 OUTPUT_DDL = "source STRING, kind STRING, payload STRING"
@@ -97,10 +87,6 @@ STATE_SCHEMA = StructType([StructField("nodes", BinaryType(), True)])
 
 PROTOCOL = pickle.HIGHEST_PROTOCOL
 
-STATE_FORMAT = 2
-"""Version of the pickled nodes, kept in ``host.json``: 2 has compact registers
-(:mod:`tsmon.core.register`); a checkpoint of another version cannot be resumed."""
-
 
 class Node(Protocol):
     """What the host needs from a pure node (picklable; no pyspark, no I/O, no clock)."""
@@ -112,10 +98,6 @@ class Node(Protocol):
 
 NodeFactory = Callable[[str], Node]
 """``new_node(source)``: must be picklable (a class or a module-level function)."""
-
-
-class BucketsChanged(ValueError):
-    """The job asks for another bucket count than its checkpoint was started with."""
 
 
 def data_row(source: str, series: str, ts: int, value: float, seq: int) -> dict[str, Any]:
@@ -305,8 +287,9 @@ def node_stream(
     or ``seq`` fails the query); with a ``kind`` column, rows of kind :data:`PASS` (with a JSON
     ``payload``) pass through to the output. ``control_df`` needs ``source, seq, payload``
     (see :mod:`tsmon.spark.control`). ``buckets`` is B (default
-    :data:`BUCKETS_PER_PARTITION` × the shuffle partitions); keep it fixed for a checkpoint
-    (:func:`freeze_buckets`). ``cpu``: an accumulator the host adds its CPU time to
+    :data:`~tsmon.spark.buckets.BUCKETS_PER_PARTITION` × the shuffle partitions); keep it
+    fixed for a checkpoint (:func:`~tsmon.spark.buckets.freeze_buckets`). ``cpu``: an
+    accumulator the host adds its CPU time to
     (:class:`tsmon.spark.cpu.CpuTimes`). The result has :data:`OUTPUT_DDL` and is an
     append-mode stream.
     """
@@ -353,52 +336,6 @@ def node_stream(
         outputMode="append",
         timeoutConf=GroupStateTimeout.NoTimeout,
     )
-
-
-def default_buckets(spark: SparkSession) -> int:
-    """:data:`BUCKETS_PER_PARTITION` × the session's shuffle partitions."""
-    return BUCKETS_PER_PARTITION * int(spark.conf.get("spark.sql.shuffle.partitions", "2"))
-
-
-def freeze_buckets(checkpoint: Path, wanted: int | None, default: int) -> int:
-    """The bucket count of the checkpoint in directory ``checkpoint`` (``host.json``).
-
-    A new checkpoint takes ``wanted`` (or ``default``) and records it; a checkpoint that has
-    one keeps it, and raises :class:`BucketsChanged` if ``wanted`` differs, or if its nodes
-    were pickled in another :data:`STATE_FORMAT`. A checkpoint of a node query without
-    ``host.json`` was written by the older host and cannot be resumed.
-    """
-    meta = checkpoint / "host.json"
-    if meta.exists():
-        found = json.loads(meta.read_text(encoding="utf-8"))
-        if found.get("state", 1) != STATE_FORMAT:
-            raise BucketsChanged(
-                f"the checkpoint {checkpoint} holds node state of an older tsmon (state format "
-                f"{found.get('state', 1)}, this one reads {STATE_FORMAT}) and cannot be "
-                "resumed: use a new checkpoint directory"
-            )
-        frozen = int(found["buckets"])
-        if wanted is not None and wanted != frozen:
-            raise BucketsChanged(
-                f"buckets = {wanted}, but the checkpoint {checkpoint} was started with "
-                f"{frozen} (sources are hashed to buckets): set buckets = {frozen} or use a "
-                "new checkpoint directory"
-            )
-        return frozen
-    if (checkpoint / "nodes" / "offsets").exists():
-        raise BucketsChanged(
-            f"the checkpoint {checkpoint} was written by an older tsmon (transformWithState "
-            "host) and cannot be resumed: use a new checkpoint directory"
-        )
-    buckets = default if wanted is None else wanted
-    checkpoint.mkdir(parents=True, exist_ok=True)
-    record = {
-        "buckets": buckets,
-        "bucket": "pmod(xxhash64(source), buckets)",
-        "state": STATE_FORMAT,
-    }
-    atomic_write(meta, json.dumps(record, sort_keys=True) + "\n")
-    return buckets
 
 
 def _require(df: DataFrame, columns: tuple[str, ...], name: str) -> None:

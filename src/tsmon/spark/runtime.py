@@ -53,11 +53,12 @@ from tsmon.engine.guard import row_counts
 from tsmon.engine.hub import CoordinatorNode
 from tsmon.engine.node import new_node
 from tsmon.kinds import answers_part
+from tsmon.spark.buckets import BucketsChanged, default_buckets, freeze_buckets
 from tsmon.spark.commands import CommandLog, apply
 from tsmon.spark.control import ControlChannel
 from tsmon.spark.cpu import CpuTimes
 from tsmon.spark.driver import Coordinator, JobQueries, check_checkpoint_queries, known_sources
-from tsmon.spark.host import PASS, BucketsChanged, default_buckets, freeze_buckets, node_stream
+from tsmon.spark.host import PASS, node_stream
 from tsmon.spark.job import Job, JobError
 from tsmon.spark.points import point_rows
 from tsmon.spark.progress import SparkProgress, append_progress, utc_times
