@@ -41,6 +41,7 @@ from tsmon.core.moments import (
 )
 from tsmon.core.monotonic import MaxQueue
 from tsmon.core.register import Register
+from tsmon.core.rmq import range_max
 from tsmon.core.view import WindowView, check_follows, covered_from, first_and_rate
 from tsmon.core.window_spec import WindowKind, WindowSpec
 
@@ -215,7 +216,8 @@ class SlidingWindow:
         squares = SQUARE_ROWS[len(rows)]
         scale = ends[squares] + begins[squares]  # the magnitudes subtracted
         checked = wanted
-        if held_values.min() >= 0 or held_values.max() <= 0:  # sums of one sign never cancel
+        may_cancel = "sum" in wanted or "mean" in wanted
+        if may_cancel and (held_values.min() >= 0 or held_values.max() <= 0):  # one sign
             checked = wanted - {"sum", "mean"}
         ill = ill_conditioned(n, sums, scale, anchor, float(len(held_values)), checked)
         for j in np.flatnonzero(ill).tolist():
@@ -233,10 +235,15 @@ class SlidingWindow:
         p0: int,
         starts: np.ndarray,
     ) -> None:
-        if "max" in wanted and self._max is not None:
-            stats["max"] = self._max.per_point(values, p0, starts)
-        if "min" in wanted and self._neg_min is not None:
-            stats["min"] = -self._neg_min.per_point(-values, p0, starts)
+        kept = (("max", self._max, 1.0), ("min", self._neg_min, -1.0))  # min = -max(-x)
+        asked = [(name, queue, sign) for name, queue, sign in kept if name in wanted and queue]
+        if not asked:
+            return
+        # the new points' part of every window, of both extremes at once (one sparse table)
+        signed = np.stack([sign * values for _, _, sign in asked])
+        new = range_max(signed, np.clip(starts - p0, 0, None), np.arange(len(values)))
+        for (name, queue, sign), row in zip(asked, new, strict=True):
+            stats[name] = sign * np.maximum(queue.held_max(starts), row)
 
     def _last_and_coverage(
         self,
