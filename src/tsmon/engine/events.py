@@ -72,7 +72,7 @@ class EventLog:
             k, labels = len(chunk.ts_ms), list(chunk.payload)
             columns = (np.asarray(v).tolist() for v in chunk.payload.values())
             rows = zip(*columns, strict=True) if labels else ((),) * k
-            payloads = [dict(zip(labels, row, strict=True)) for row in rows]
+            payloads = list(map(dict, map(zip, repeat(labels, k), rows)))  # one label per item
             seqs = repeat(None, k) if chunk.replayed else chunk.order.tolist()
             fields = (
                 repeat(chunk.query, k),
