@@ -199,14 +199,18 @@ class SlidingWindow:
         anchor = float(held_values[:lead].sum()) / lead
         anchor_t = (int(held_ts[0]) + int(held_ts[lead - 1])) // 2
         rows = features(held_ts, held_values, anchor, anchor_t, with_time)
-        # window sums = sum over the first window + entering prefix - leaving prefix
         leaving = int(starts[-1]) - first
-        ends = np.zeros((len(rows), len(n)))
-        np.cumsum(rows[:, lead:], axis=1, out=ends[:, 1:])
-        ends += rows[:, :lead].sum(axis=1)[:, None]
-        begins = np.zeros((len(rows), leaving + 1))
-        np.cumsum(rows[:, :leaving], axis=1, out=begins[:, 1:])
-        begins = begins[:, starts - first]
+        if lead <= leaving:  # windows shorter than the batch: window sums from one prefix sum
+            prefix = np.zeros((len(rows), len(held_values) + 1))
+            np.cumsum(rows, axis=1, out=prefix[:, 1:])
+            ends, begins = prefix[:, lead:], prefix[:, starts - first]
+        else:  # sum over the first window + entering prefix - leaving prefix (same sums)
+            ends = np.zeros((len(rows), len(n)))
+            np.cumsum(rows[:, lead:], axis=1, out=ends[:, 1:])
+            ends += rows[:, :lead].sum(axis=1)[:, None]
+            begins = np.zeros((len(rows), leaving + 1))
+            np.cumsum(rows[:, :leaving], axis=1, out=begins[:, 1:])
+            begins = begins[:, starts - first]
         sums = ends - begins
         stats = stats_from_sums(n, sums, anchor, wanted)
         single = n == 1  # exact without sums: its value

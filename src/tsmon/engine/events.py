@@ -84,7 +84,7 @@ class EventLog:
                 repeat(chunk.replayed, k),
                 seqs,
             )
-            events.extend(map(_new_event, zip(*fields)))  # k each: the lists bound the repeats
+            events.extend(map(_new_event, zip(*fields, strict=True)))
         sizes = [len(c.ts_ms) for c in chunks]
         rank = np.repeat([c.rank for c in chunks], sizes)
         epoch = np.repeat([c.epoch for c in chunks], sizes)
