@@ -44,9 +44,11 @@ class MaxQueue:
         """Append the points at positions ``p0 ...`` and drop those before ``keep_from``."""
         if len(values) == 0:
             return
+        skip = min(max(keep_from - p0, 0), len(values) - 1)  # points leaving at once: not queued
+        values, p0 = values[skip:], p0 + skip
         later_max = np.maximum.accumulate(values[::-1])[::-1]
         dominant = values > np.concatenate((later_max[1:], [-np.inf]))
-        new_pos = np.flatnonzero(dominant) + p0
+        new_pos = dominant.nonzero()[0] + p0
         new_pos = new_pos[new_pos >= keep_from]
         batch_max = later_max[0]
         stays_above = int(np.searchsorted(-self.values, -batch_max, side="left"))

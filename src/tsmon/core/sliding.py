@@ -224,7 +224,7 @@ class SlidingWindow:
         if may_cancel and (held_values.min() >= 0 or held_values.max() <= 0):  # one sign
             checked = wanted - {"sum", "mean"}
         ill = ill_conditioned(n, sums, scale, anchor, float(len(held_values)), checked)
-        for j in np.flatnonzero(ill).tolist():
+        for j in ill.nonzero()[0].tolist():
             lo, hi = int(starts[j]), p0 + j + 1
             for name, value in exact_stats(reg.ts(lo, hi), reg.values(lo, hi), wanted).items():
                 stats[name][j] = value

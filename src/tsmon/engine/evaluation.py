@@ -50,7 +50,7 @@ def fire(
     replayed: bool = False,
 ) -> EventChunk | None:
     """The events of ``query`` over the points in ``bindings``, or None when none fires."""
-    fired = np.flatnonzero(query.condition(bindings))  # few: indices select cheaper than masks
+    fired = query.condition(bindings).nonzero()[0]  # few: indices select cheaper than masks
     if len(fired) == 0:
         return None
     hit = bindings.subset(fired)
