@@ -203,14 +203,14 @@ class SlidingWindow:
         if lead <= leaving:  # windows shorter than the batch: window sums from one prefix sum
             prefix = np.zeros((len(rows), len(held_values) + 1))
             np.cumsum(rows, axis=1, out=prefix[:, 1:])
-            ends, begins = prefix[:, lead:], prefix[:, starts - first]
+            ends, begins = prefix[:, lead:], prefix.take(starts - first, axis=1)
         else:  # sum over the first window + entering prefix - leaving prefix (same sums)
             ends = np.zeros((len(rows), len(n)))
             np.cumsum(rows[:, lead:], axis=1, out=ends[:, 1:])
             ends += rows[:, :lead].sum(axis=1)[:, None]
             begins = np.zeros((len(rows), leaving + 1))
             np.cumsum(rows[:, :leaving], axis=1, out=begins[:, 1:])
-            begins = begins[:, starts - first]
+            begins = begins.take(starts - first, axis=1)  # cheaper than [:, starts - first]
         sums = ends - begins
         stats = stats_from_sums(n, sums, anchor, wanted)
         single = n == 1  # exact without sums: its value
