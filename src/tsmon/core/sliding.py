@@ -240,7 +240,7 @@ class SlidingWindow:
         starts: np.ndarray,
     ) -> None:
         kept = (("max", self._max, 1.0), ("min", self._neg_min, -1.0))  # min = -max(-x)
-        asked = [(name, queue, sign) for name, queue, sign in kept if name in wanted and queue]
+        asked = [(name, q, sign) for name, q, sign in kept if name in wanted and q is not None]
         if not asked:
             return
         # the new points' part of every window, of both extremes at once (one sparse table)
