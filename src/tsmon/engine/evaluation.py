@@ -24,20 +24,21 @@ class ViewBindings:
         ts_ms: np.ndarray,
         value: np.ndarray,
         views: dict[WindowSpec, WindowView],
-        mask: np.ndarray | None = None,
+        at: np.ndarray | None = None,
     ) -> None:
         self.series = series
-        self.ts_ms = ts_ms if mask is None else ts_ms[mask]
-        self.value = value if mask is None else value[mask]
+        self.ts_ms = ts_ms if at is None else ts_ms[at]
+        self.value = value if at is None else value[at]
         self._views = views
-        self._mask = mask
+        self._at = at  # the indices of the points bound, or None for all
 
     def stat(self, name: str, window: WindowSpec) -> np.ndarray:
         values = self._views[window].stat(name)
-        return values if self._mask is None else values[self._mask]
+        return values if self._at is None else values[self._at]
 
-    def subset(self, mask: np.ndarray) -> ViewBindings:
-        return ViewBindings(self.series, self.ts_ms, self.value, self._views, mask)
+    def subset(self, at: np.ndarray) -> ViewBindings:
+        """The points at indices ``at`` only (of a binding of all points)."""
+        return ViewBindings(self.series, self.ts_ms, self.value, self._views, at)
 
 
 def fire(
@@ -49,11 +50,11 @@ def fire(
     replayed: bool = False,
 ) -> EventChunk | None:
     """The events of ``query`` over the points in ``bindings``, or None when none fires."""
-    fired = np.asarray(query.condition(bindings), dtype=bool)
-    if not fired.any():
+    fired = query.condition(bindings).nonzero()[0]  # few: indices select cheaper than masks
+    if len(fired) == 0:
         return None
     hit = bindings.subset(fired)
-    coverage = np.ones(int(fired.sum()))
+    coverage = np.ones(len(fired))
     for spec in query.windows:
         coverage = np.minimum(coverage, hit.stat("coverage", spec))
     return EventChunk(

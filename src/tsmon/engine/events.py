@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
+from itertools import repeat
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -26,6 +28,10 @@ class Event(NamedTuple):
     coverage: float = 1.0
     replayed: bool = False
     seq: int | None = None  # the arrival number of the triggering point (None when replayed)
+
+
+#: An Event from a tuple of its fields, without the Python-level ``__new__`` of named tuples.
+_new_event = partial(tuple.__new__, Event)
 
 
 @dataclass
@@ -63,29 +69,22 @@ class EventLog:
             return []
         events: list[Event] = []
         for chunk in chunks:
-            labels = list(chunk.payload)
-            payloads = zip(*(np.asarray(v).tolist() for v in chunk.payload.values()), strict=True)
-            seqs = [None] * len(chunk.ts_ms) if chunk.replayed else chunk.order.tolist()
-            events.extend(
-                Event(
-                    chunk.query,
-                    chunk.series,
-                    ts,
-                    value,
-                    dict(zip(labels, row, strict=True)),
-                    cov,
-                    chunk.replayed,
-                    seq,
-                )
-                for ts, value, cov, row, seq in zip(
-                    chunk.ts_ms.tolist(),
-                    chunk.values.tolist(),
-                    chunk.coverage.tolist(),
-                    payloads if labels else ([] for _ in chunk.ts_ms),
-                    seqs,
-                    strict=True,
-                )
+            k, labels = len(chunk.ts_ms), list(chunk.payload)
+            columns = (np.asarray(v).tolist() for v in chunk.payload.values())
+            rows = zip(*columns, strict=True) if labels else ((),) * k
+            payloads = list(map(dict, map(zip, repeat(labels, k), rows)))  # one label per item
+            seqs = repeat(None, k) if chunk.replayed else chunk.order.tolist()
+            fields = (
+                repeat(chunk.query, k),
+                repeat(chunk.series, k),
+                chunk.ts_ms.tolist(),
+                chunk.values.tolist(),
+                payloads,
+                chunk.coverage.tolist(),
+                repeat(chunk.replayed, k),
+                seqs,
             )
+            events.extend(map(_new_event, zip(*fields, strict=True)))
         sizes = [len(c.ts_ms) for c in chunks]
         rank = np.repeat([c.rank for c in chunks], sizes)
         epoch = np.repeat([c.epoch for c in chunks], sizes)

@@ -123,7 +123,8 @@ _FUNCTIONS = {"abs": np.abs}
 
 
 def _constant(number: float) -> Evaluator:
-    return lambda b: np.full(len(b.value), number, dtype=np.float64)
+    constant = np.float64(number)  # a scalar the operators broadcast; made an array at the top
+    return lambda b: constant  # type: ignore[return-value]
 
 
 def _build(expr: Expr) -> Evaluator:
@@ -184,7 +185,8 @@ def compile_expr(expr: Expr) -> Evaluator:
 
     def evaluator(b: Bindings) -> np.ndarray:
         with np.errstate(all="ignore"):
-            return evaluate(b)
+            out = evaluate(b)
+        return out if isinstance(out, np.ndarray) else np.full(len(b.value), out)
 
     return evaluator
 
