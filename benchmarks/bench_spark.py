@@ -44,7 +44,15 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from spark_split import delta, jvm_threads, process_cpu, python_parts, spark_stages, split_rows
+from spark_split import (
+    codegen_compiles,
+    delta,
+    jvm_threads,
+    process_cpu,
+    python_parts,
+    spark_stages,
+    split_rows,
+)
 from tsmon.engine.batched import BatchedRuntime
 from tsmon.spark.driver import JobQueries
 from tsmon.spark.job import Job, parse_job
@@ -447,10 +455,15 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
     console.print(f"SparkSession up in {perf_counter() - start:.1f} s (local[2])")
 
     cpu_start, threads_start = process_cpu(spark), jvm_threads(spark)
+    compiles_start = codegen_compiles(spark)
     ours, runner = run_tsmon(spark, job, w)
     cpu_tsmon = process_cpu(spark)
     threads = delta(jvm_threads(spark), threads_start)
-    console.print(f"tsmon: {len(ours.batch_ids)} batches in {ours.wall_s:.1f} s wall")
+    compiles = codegen_compiles(spark) - compiles_start
+    console.print(
+        f"tsmon: {len(ours.batch_ids)} batches in {ours.wall_s:.1f} s wall; Spark compiled "
+        f"{compiles} generated classes (a plan whose code differs per batch adds some each batch)"
+    )
     base = run_baseline(spark, w, root, args.window)
     cpu_base = delta(process_cpu(spark), cpu_tsmon)
     console.print(f"baseline: {len(base.batch_ids)} batches in {base.wall_s:.1f} s wall")

@@ -97,6 +97,14 @@ def jvm_threads(spark: Any) -> dict[str, float]:
     return dict(out)
 
 
+def codegen_compiles(spark: Any) -> int:
+    """Classes Spark's code generator has compiled so far (Janino, ``CodegenMetrics``): its
+    cache is keyed by the generated source, so a plan whose code differs every batch (a
+    literal that changes) is compiled again, and JIT-compiled again, every batch."""
+    metrics = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics
+    return int(metrics.METRIC_COMPILATION_TIME().getCount())
+
+
 def process_cpu(spark: Any) -> dict[str, float]:
     """CPU seconds so far of the JVM, of its Python workers and of this (driver) process."""
     jvm = spark.sparkContext._gateway.proc.pid

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tsmon.engine.node import SourceNode
-from tsmon.engine.settings import HostSettings, RegisterSettings
+from tsmon.engine.settings import DAY_MS, HostSettings, RegisterSettings
 from tsmon.spark.buckets import BucketsChanged, freeze_buckets
 from tsmon.spark.host import ctrl_row, data_row
 from tsmon.spark.host_tester import HostTester
@@ -238,3 +238,20 @@ def test_buckets_are_frozen_in_the_checkpoint():
     (old / "nodes" / "offsets").mkdir(parents=True)
     with pytest.raises(BucketsChanged, match="older tsmon"):
         freeze_buckets(old, None, 16)
+
+
+def test_the_host_gives_source_nodes_the_batch_clock_for_max_future():
+    """A point stamped beyond the batch's clock + max_future is a dead letter of its node, as
+    of the node's dict step at that clock; the heartbeat counts it received, not accepted."""
+    clock = 1_700_000_000_000
+    limit = clock + DAY_MS  # the default max_future; inclusive
+    rows = [data_row("a", "a.x", limit, 1.0, 0), data_row("a", "a.x", limit + 1, 2.0, 1)]
+    hosted = HostTester(_source_node).test(rows, clock)
+    got = [(r["kind"], json.loads(r["payload"])) for r in hosted]
+    mine = [{k: r[k] for k in ("series", "ts", "value", "seq")} for r in rows]
+    out = _source_node("a").step([], mine, clock_ms=clock)
+    assert got == [(o["kind"], json.loads(json.dumps(o["payload"]))) for o in out]
+    dead = [p for kind, p in got if kind == "dead"]
+    assert [(d["ts_ms"], d["reason"]) for d in dead] == [(limit + 1, "future_timestamp")]
+    (beat,) = [p for kind, p in got if kind == "heartbeat"]
+    assert (beat["received"], beat["accepted"]) == (2, 1)

@@ -5,7 +5,7 @@
   stage rejects both first); a point stamped more than
   ``max_future_ms`` after the batch's clock (its processing time: Spark's batch timestamp,
   fixed in the offset log so a replay sees the same; the caller's ``clock_ms`` in-process) is
-  a dead letter ``future_timestamp`` (Spark's input stage, in-process the node). The clock, not
+  a dead letter ``future_timestamp`` (at the node, on Spark as in-process). The clock, not
   event time, is the reference: before the first point a job has no event time, and a source
   silent for days must not reject its own return (docs/time.md).
 - **quarantine**: a step that raises for an unforeseen reason is retried from the state before

@@ -2,8 +2,10 @@
 
 A *pure node* is any object with ``step(control, data) -> outputs`` made by a factory
 ``new_node(source)``; it never imports pyspark. A node with ``step_columns(control, series,
-ts, value, seq)`` (:class:`~tsmon.engine.node.SourceNode`) gets its points as numpy columns,
-with no per-row dicts. This module is the only glue:
+ts, value, seq, clock_ms=)`` (:class:`~tsmon.engine.node.SourceNode`) gets its points as numpy
+columns, with no per-row dicts, and the batch's clock (Spark's batch timestamp, kept in the
+offset log: a replayed batch sees the same), against which it checks ``max_future``.
+This module is the only glue:
 
 - :func:`node_stream` unions the data and control streams into one schema, adds the bucket
   of each row's source, ``pmod(xxhash64(source), B)`` (Spark SQL: stable across processes and
@@ -40,6 +42,7 @@ import json
 import pickle
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
@@ -131,7 +134,7 @@ class BucketHost:
         clock.lap("hostRows")  # pyspark makes the frames as they are pulled
         nodes: dict[str, bytes] = pickle.loads(state.get[0]) if state.exists else {}
         clock.lap("hostState")
-        out, touched = self.step(rows, nodes, clock)
+        out, touched = self.step(rows, nodes, clock, state.getCurrentProcessingTimeMs())
         if touched:
             state.update((pickle.dumps(nodes, protocol=PROTOCOL),))
         clock.lap("hostState")
@@ -139,12 +142,17 @@ class BucketHost:
         yield out
 
     def step(
-        self, rows: pd.DataFrame, nodes: dict[str, bytes], clock: Clock | None = None
+        self,
+        rows: pd.DataFrame,
+        nodes: dict[str, bytes],
+        clock: Clock | None = None,
+        batch_ms: int | None = None,
     ) -> tuple[pd.DataFrame, bool]:
         """Step the nodes of ``rows`` (columns as :func:`node_stream` makes them), updating
         ``nodes`` in place; returns the output rows and whether any node was stepped.
         ``clock`` times the parts: ``hostConvert`` (rows to columns by source), ``hostState``
-        (unpickling and pickling nodes), ``hostNode`` (the nodes' steps and outputs)."""
+        (unpickling and pickling nodes), ``hostNode`` (the nodes' steps and outputs).
+        ``batch_ms``: the batch's clock, given to columnar steps as ``clock_ms``."""
         clock = Clock(None) if clock is None else clock
         kind = rows["kind"].to_numpy()
         is_data, is_ctrl, is_pass = kind == "data", kind == "ctrl", kind == PASS
@@ -176,7 +184,7 @@ class BucketHost:
                 restore,
                 control.get(source, []),
                 data.get(source),
-                step=_call,
+                step=partial(_call, clock_ms=batch_ms),
                 rows_of=Columns.rows,
             )
             for out in outputs:
@@ -240,12 +248,13 @@ def _data(rows: pd.DataFrame) -> dict[str, Columns]:
     }
 
 
-def _call(node: Any, control: Sequence[Mapping[str, Any]], data: Any) -> list:
-    """One step of ``node``: over columns when it takes them, else over dict rows."""
+def _call(node: Any, control: Sequence[Mapping[str, Any]], data: Any, clock_ms: int | None) -> list:
+    """One step of ``node``: over columns and the batch's clock when it takes them, else
+    over dict rows."""
     columns = _NO_DATA if data is None else data
     columnar = getattr(node, "step_columns", None)
     if columnar is not None:
-        return columnar(control, *columns)
+        return columnar(control, *columns, clock_ms=clock_ms)
     return node.step(control, columns.rows())
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pickle
+import time
 import zlib
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -54,8 +55,13 @@ class HostTester:
     def bucket(self, source: str) -> int:
         return zlib.crc32(source.encode()) % self.buckets
 
-    def test(self, rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """Process one micro-batch of input rows; return the output rows, bucket by bucket."""
+    def test(
+        self, rows: Iterable[Mapping[str, Any]], clock_ms: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Process one micro-batch of input rows; return the output rows, bucket by bucket.
+        ``clock_ms``: the batch's timestamp (the wall clock by default), as Spark's
+        ``GroupState`` gives it."""
+        clock = int(time.time() * 1000) if clock_ms is None else clock_ms
         by_bucket: dict[int, list[dict]] = {}
         for row in rows:
             full = {c: row.get(c) for c in INPUT_COLUMNS}
@@ -69,20 +75,20 @@ class HostTester:
         for b in sorted(by_bucket):
             frame = pd.DataFrame(by_bucket[b], columns=list(INPUT_COLUMNS))
             frame = frame.astype({"ts": np.int64, "seq": np.int64, "value": np.float64})
-            state = self._state(b)
+            state = self._state(b, clock)
             for result in self.host((b,), iter([frame]), state):
                 out += result.to_dict("records")
             if state.exists:  # as pyspark's worker sends it to the JVM
                 self.states[b] = pickle.dumps(state._value_schema.toInternal(state._value))
         return out
 
-    def _state(self, b: int) -> GroupState:
+    def _state(self, b: int, clock_ms: int) -> GroupState:
         from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
         stored = self.states.get(b)
         return GroupState(
             optionalValue=None if stored is None else pickle.loads(stored),
-            batchProcessingTimeMs=0,
+            batchProcessingTimeMs=clock_ms,
             eventTimeWatermarkMs=-1,
             timeoutConf=GroupStateTimeout.NoTimeout,
             hasTimedOut=False,

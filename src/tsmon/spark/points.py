@@ -94,7 +94,6 @@ def point_rows(
     raw: DataFrame,
     columns: Mapping[str, str],
     sources: Mapping[str, str],
-    max_future_ms: int | None,
 ) -> DataFrame:
     """Rows ``source, series, ts, value, seq, raw_ts, raw_value, reason, detail`` of ``raw``.
 
@@ -133,10 +132,9 @@ def point_rows(
         .when(F.abs(value) == float("inf"), Reason.INFINITE.value)
         .when(F.abs(value) > MAX_ABS_VALUE, Reason.VALUE_OUT_OF_RANGE.value)
     )
-    if max_future_ms is not None:  # tsmon.engine.guard.future_limit, on Spark's batch
-        # timestamp (kept in the offset log: a replayed batch sees the same clock)
-        limit = F.unix_millis(F.current_timestamp()) + F.lit(max_future_ms)
-        reason = reason.when(ts > limit, Reason.FUTURE_TIMESTAMP.value)
+    # max_future is checked at the source node, against the batch's clock its host gets
+    # (spark/host.py): here current_timestamp() would be a literal in the generated code,
+    # new every batch, so Spark would compile the stage again each batch
     return raw.select(
         source.alias("source"),
         series.alias("series"),

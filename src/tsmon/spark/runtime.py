@@ -136,7 +136,7 @@ class JobRunner:
 
             self.stream = raw_stream(self.spark, self.job.input, self.cpu.acc)
         raw, columns = self.stream
-        return point_rows(raw, columns, self.job.sources, self.job.max_future_ms)
+        return point_rows(raw, columns, self.job.sources)
 
     def start(self) -> None:
         """Start the job's one streaming query. The input is scanned once: its good rows go
