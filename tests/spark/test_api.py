@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import random
 import time
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.spark.test_runtime import reference_runtime, run_file
+from tests.spark.test_runtime import SERIES, reference_runtime, run_file, walk_files
 from tsmon.spark import Monitor
 from tsmon.spark.driver import JobQueries
 from tsmon.spark.job import JobError, load_job
@@ -32,7 +31,6 @@ from tsmon.spark.sinks import BatchOutput
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-SERIES = {"a.x": "A", "a.y": "A", "b.x": "B", "c.y": "C"}  # as tests.spark.test_runtime
 QUERIES = """
 QUERY s AS SUM(a.x, b.x) WITHIN 2
 QUERY w AS AVG(2*a.y - c.y, b.x) WITHIN 1.5
@@ -76,19 +74,11 @@ BAD = [
 
 
 def make_files(n: int, seed: int = 3) -> list[list[tuple]]:
-    """``n`` files of random-walk points ``(name, event_time ms, v)``; file 2 has :data:`BAD`."""
-    rng = random.Random(seed)
-    value = {s: rng.uniform(-5, 5) for s in SERIES}
-    files = []
-    for f in range(n):
-        rows = []
-        for k in range(40):
-            series = rng.choice(list(SERIES))
-            value[series] += rng.gauss(0, 0.4)
-            rows.append((series, f * 2_000 + k * 50 + list(SERIES).index(series), value[series]))
-        if f == 2:
-            rows += [(s, ts, v) for s, ts, v, _ in BAD]
-        files.append(rows)
+    """``n`` files of random-walk points ``(name, event_time ms, v)``
+    (:func:`~tests.spark.test_runtime.walk_files`); file 2 has :data:`BAD`."""
+    files = walk_files(n, seed)
+    if n > 2:
+        files[2] += [(s, ts, v) for s, ts, v, _ in BAD]
     return files
 
 

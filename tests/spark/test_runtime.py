@@ -68,8 +68,9 @@ BAD = [
 ]
 
 
-def make_files(n: int, seed: int = 3) -> list[list[dict]]:
-    """``n`` files of random-walk points; ts unique per series, growing across files."""
+def walk_files(n: int, seed: int = 3) -> list[list[tuple[str, int, float]]]:
+    """``n`` files of random-walk points ``(series, ts ms, value)`` of :data:`SERIES`; ts
+    unique per series, growing across files."""
     rng = random.Random(seed)
     value = {s: rng.uniform(-5, 5) for s in SERIES}
     files = []
@@ -78,10 +79,17 @@ def make_files(n: int, seed: int = 3) -> list[list[dict]]:
         for k in range(40):
             series = rng.choice(list(SERIES))
             value[series] += rng.gauss(0, 0.4)
-            ts = f * 2_000 + k * 50 + list(SERIES).index(series)
-            rows.append({"metric": series, "time": str(ts), "v": repr(value[series])})
+            rows.append((series, f * 2_000 + k * 50 + list(SERIES).index(series), value[series]))
         files.append(rows)
     return files
+
+
+def make_files(n: int, seed: int = 3) -> list[list[dict]]:
+    """:func:`walk_files` as JSON-lines records of text."""
+    return [
+        [{"metric": s, "time": str(ts), "v": repr(v)} for s, ts, v in rows]
+        for rows in walk_files(n, seed)
+    ]
 
 
 def drop(directory: Path, name: str, rows: list[dict]) -> None:
