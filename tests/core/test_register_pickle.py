@@ -9,7 +9,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tsmon.core.register import Register, RegisterConfig, _decode_ts, _encode_ts
+from tsmon.core.register import Register, RegisterConfig
+from tsmon.core.sealed import SEAL_POINTS, decode_ts, encode_ts
 from tsmon.core.window_spec import WindowSpec
 from tsmon.core.windows import STATS, open_window
 
@@ -20,7 +21,7 @@ SPECS = (WindowSpec.count(3), WindowSpec.time(2_500), WindowSpec.landmark(0))
 def test_timestamps_round_trip(deltas: list[int], first: int) -> None:
     ts = first + np.cumsum(np.array([0, *deltas], dtype=np.int64))
     for points in (ts, ts[:1], ts[:0]):
-        back = _decode_ts(_encode_ts(points))
+        back = decode_ts(encode_ts(points))
         assert back.dtype == np.int64
         assert back.tolist() == points.tolist()
 
@@ -29,7 +30,8 @@ def test_even_timestamps_pickle_to_a_few_bytes() -> None:
     reg = Register("s", RegisterConfig(retention_ms=None))
     reg.append(np.arange(1_000, dtype=np.int64) * 1_000, np.zeros(1_000))
     assert reg._ts.nbytes >= 8_000
-    assert len(pickle.dumps(reg, protocol=5)) < 8_000 + 500  # the values and little else
+    runs = 1_000 // SEAL_POINTS  # each sealed run adds its position and timestamp code
+    assert len(pickle.dumps(reg, protocol=5)) < 8_000 + 500 + 40 * runs  # the values, little else
 
 
 batches = st.lists(
@@ -84,3 +86,56 @@ def _points(reg: Register) -> tuple:
 
 def _same(a: dict, b: dict) -> bool:
     return repr(a) == repr(b)  # NaN-aware, exact
+
+
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), st.integers(1, 300), st.integers(1, 3)),
+        st.tuples(st.just("late"), st.integers(0, 400), st.floats(-1e3, 1e3)),
+        st.tuples(st.just("replace"), st.integers(0, 10**6), st.floats(-1e3, 1e3)),
+        st.tuples(st.just("pickle"), st.booleans(), st.just(0)),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops, st.sampled_from([None, 200, 700]))
+def test_sealed_runs_always_hold_the_register_points(actions: list, capacity: int | None) -> None:
+    """Appends, late inserts, keep-last replacements and evictions over many sealed runs: a
+    register pickled (or only snapshotted, keeping its runs) between any two of them holds the
+    same points as one never pickled, and its runs never hold stale points."""
+    config = RegisterConfig(capacity_points=capacity, retention_ms=None)
+    plain, reg = Register("s", config), Register("s", config)
+    t, counter = 0, 0
+    for action, a, b in actions:
+        if action == "append":
+            ts = t + b * np.arange(1, a + 1, dtype=np.int64) * 2  # even: room for late points
+            t = int(ts[-1])
+            values = np.arange(counter, counter + a, dtype=np.float64)
+            counter += a
+            for r in (plain, reg):
+                r.append(ts, values)
+        elif (
+            action == "late"
+            and len(plain)
+            and (late := t - 2 * a - 1) > plain.ts(plain.start, plain.start + 1)[0]
+        ):
+            for r in (plain, reg):
+                if r.position_of(late) is None:
+                    r.insert(late, b)
+        elif action == "replace" and len(plain):
+            for r in (plain, reg):
+                r.replace(r.start + a % len(r), b)
+        elif action == "pickle":
+            blob = pickle.dumps(reg, protocol=5)
+            if a:
+                reg = pickle.loads(blob)
+        for r in (plain, reg):
+            r.evict()
+        assert _points(reg) == _points(plain)
+        for run in reg._sealed:  # as last pickled, minus runs that changed since
+            if run.end > reg.start:
+                lo = max(run.start, reg.start)
+                assert run.ts[lo - run.start :].tolist() == reg.ts(lo, run.end).tolist()
+                assert run.values[lo - run.start :].tobytes() == reg.values(lo, run.end).tobytes()

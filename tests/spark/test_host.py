@@ -62,9 +62,9 @@ def test_state_survives_across_batches_and_sources_in_one_bucket_are_separate():
 def test_a_source_without_rows_keeps_its_stored_bytes():
     t = HostTester(RunningSum, buckets=1)
     t.test([data_row("a", "x", 1, 1.0, 0), data_row("b", "x", 1, 5.0, 0)])
-    before = t._nodes("b")["b"]
+    before = t._stored("b").nodes["b"]
     t.test([data_row("a", "x", 2, 1.0, 1)])
-    assert t._nodes("b")["b"] is not None and t._nodes("b")["b"] == before
+    assert t._stored("b").nodes["b"] is not None and t._stored("b").nodes["b"] == before
 
 
 def test_seed_then_continue():
@@ -232,8 +232,12 @@ def test_buckets_are_frozen_in_the_checkpoint():
         freeze_buckets(ckpt, 8, 16)
     older = Path(tempfile.mkdtemp())  # nodes pickled with the registers' arrays (format 1)
     (older / "host.json").write_text('{"buckets": 16}')
-    with pytest.raises(BucketsChanged, match="state format 1, this one reads 2"):
+    with pytest.raises(BucketsChanged, match="state format 1, this one reads 3"):
         freeze_buckets(older, None, 16)
+    whole = Path(tempfile.mkdtemp())  # registers pickled whole in the state (format 2)
+    (whole / "host.json").write_text('{"buckets": 16, "state": 2}')
+    with pytest.raises(BucketsChanged, match="state format 2, this one reads 3"):
+        freeze_buckets(whole, None, 16)
     old = Path(tempfile.mkdtemp())
     (old / "nodes" / "offsets").mkdir(parents=True)
     with pytest.raises(BucketsChanged, match="older tsmon"):

@@ -7,8 +7,9 @@ amortized and every window reads its points as a plain numpy slice, never a gath
 starts small and grows with the data.
 
 A register pickles compactly (a Spark host pickles every node each batch): only the live
-points, the values as raw bytes and the timestamps as their first value and a constant step,
-or as deltas in the narrowest unsigned type that holds them.
+points, as :class:`~tsmon.core.sealed.Sealed` runs of older points, made once and kept from one
+pickle to the next (a host may store them apart, :mod:`tsmon.spark.history`), and the newer
+points after them, values as raw bytes and timestamps encoded.
 
 Positions are absolute: the n-th point ever stored has position n for as long as it is retained,
 whatever the buffer does underneath. A late insert shifts the positions after it by one; the
@@ -30,9 +31,9 @@ from numbers import Integral
 import numpy as np
 
 from tsmon.core.moments import MAX_ABS_VALUE, value_in_range
+from tsmon.core.sealed import SEAL_POINTS, Sealed, decode_ts, encode_ts
 
 _INITIAL_CAPACITY = 8
-_DELTA_TYPES = (np.uint8, np.uint16, np.uint32)  # narrowest first
 
 
 class DuplicatePolicy(str, Enum):
@@ -110,6 +111,8 @@ class Register:
         self._watchers: dict[object, Callable[[int, int], None]] = {}
         self.complete_from_ts: int | None = None  # None: nothing was ever evicted
         self.first_ts: int | None = None  # the series' first point, evicted or not
+        # runs of older points as last pickled, contiguous (see __getstate__)
+        self._sealed: list[Sealed] = []
 
     # -- positions and reads -------------------------------------------------------------------
     @property
@@ -171,6 +174,7 @@ class Register:
         _check_values(np.array([value], dtype=np.float64))
         pos = int(self.search(ts_ms))
         self.first_ts = int(ts_ms) if self.first_ts is None else min(self.first_ts, int(ts_ms))
+        self._unseal(pos)  # the positions from pos on shift
         self._make_room(1)
         at = pos - self._base
         self._ts[at + 1 : self._hi + 1] = self._ts[at : self._hi].copy()
@@ -183,7 +187,13 @@ class Register:
     def replace(self, pos: int, value: float) -> None:
         """Overwrite the value stored at ``pos`` (a keep-last duplicate)."""
         _check_values(np.array([value], dtype=np.float64))
+        self._unseal(pos)
         self._values[pos - self._base] = value
+
+    def _unseal(self, pos: int) -> None:
+        """Forget the sealed runs that hold ``pos`` or later positions (they change)."""
+        while self._sealed and self._sealed[-1].end > pos:
+            self._sealed.pop()
 
     # -- retention -----------------------------------------------------------------------------
     def pin(self, owner: object, pos: int) -> None:
@@ -258,46 +268,38 @@ class Register:
 
     # -- pickling ------------------------------------------------------------------------------
     def __getstate__(self) -> dict[str, object]:
-        """The live points only: values as bytes, timestamps encoded (:func:`_encode_ts`)."""
+        """The live points: sealed runs of :data:`~tsmon.core.sealed.SEAL_POINTS` older
+        points, the same objects from one pickle to the next until evicted, then the newer
+        points, values as bytes and timestamps encoded (:func:`~tsmon.core.sealed.encode_ts`)."""
+        runs = [run for run in self._sealed if run.end > self.start]  # drop evicted runs
+        sealed_end = runs[-1].end if runs else self.start
+        while self.end - sealed_end >= SEAL_POINTS:
+            a, b = sealed_end - self._base, sealed_end - self._base + SEAL_POINTS
+            runs.append(Sealed(sealed_end, self._ts[a:b], self._values[a:b]))
+            sealed_end += SEAL_POINTS
+        self._sealed = runs
+        origin = runs[0].start if runs else self.start
         state = self.__dict__.copy()
-        state["_ts"] = _encode_ts(self._ts[self._lo : self._hi])
-        state["_values"] = self._values[self._lo : self._hi].tobytes()
-        state["_base"], state["_lo"], state["_hi"] = self.start, 0, len(self)
+        state["_ts"] = encode_ts(self._ts[sealed_end - self._base : self._hi])
+        state["_values"] = self._values[sealed_end - self._base : self._hi].tobytes()
+        state["_sealed"] = list(runs)
+        state["_base"], state["_lo"], state["_hi"] = origin, self.start - origin, self.end - origin
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        ts = _decode_ts(state["_ts"])  # type: ignore[arg-type]
-        capacity = max(_INITIAL_CAPACITY, 2 * len(ts))  # room for the next appends
+        runs: list[Sealed] = state["_sealed"]  # type: ignore[assignment]
+        newer_ts = decode_ts(state["_ts"])  # type: ignore[arg-type]
+        newer_values = np.frombuffer(state["_values"], dtype=np.float64)  # type: ignore[call-overload]
+        held = state["_hi"]
+        capacity = max(_INITIAL_CAPACITY, 2 * held)  # type: ignore[operator]  # room to grow
         self.__dict__.update(state)
         self._ts = np.empty(capacity, dtype=np.int64)
         self._values = np.empty(capacity, dtype=np.float64)
-        self._ts[: len(ts)] = ts
-        self._values[: len(ts)] = np.frombuffer(state["_values"], dtype=np.float64)  # type: ignore[call-overload]
-
-
-def _encode_ts(ts: np.ndarray) -> tuple[int, int, int] | tuple[int, str, bytes]:
-    """Strictly increasing timestamps as ``(first, step, n)`` when evenly spaced, else as
-    ``(first, dtype, deltas)`` in the narrowest unsigned type that holds every delta."""
-    if len(ts) == 0:
-        return (0, 0, 0)
-    deltas = np.diff(ts)
-    if len(deltas) == 0 or (deltas == deltas[0]).all():
-        return (int(ts[0]), int(deltas[0]) if len(deltas) else 0, len(ts))
-    top = int(deltas.max())
-    kind = next((t for t in _DELTA_TYPES if top <= np.iinfo(t).max), np.int64)
-    return (int(ts[0]), np.dtype(kind).str, deltas.astype(kind).tobytes())
-
-
-def _decode_ts(code: tuple[int, int, int] | tuple[int, str, bytes]) -> np.ndarray:
-    first, how, rest = code
-    if isinstance(how, int):  # evenly spaced: (first, step, n)
-        return first + how * np.arange(rest, dtype=np.int64)  # type: ignore[operator]
-    deltas = np.frombuffer(rest, dtype=how).astype(np.int64)  # type: ignore[arg-type]
-    out = np.empty(len(deltas) + 1, dtype=np.int64)
-    out[0] = first
-    np.cumsum(deltas, out=out[1:])
-    out[1:] += first
-    return out
+        at = 0
+        for ts, values in [*((run.ts, run.values) for run in runs), (newer_ts, newer_values)]:
+            self._ts[at : at + len(ts)] = ts
+            self._values[at : at + len(ts)] = values
+            at += len(ts)
 
 
 def _check_values(values: np.ndarray) -> None:

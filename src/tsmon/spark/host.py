@@ -11,8 +11,9 @@ This module is the only glue:
   of each row's source, ``pmod(xxhash64(source), B)`` (Spark SQL: stable across processes and
   restarts), groups by it and applies :class:`BucketHost`;
 - :class:`BucketHost` runs once per bucket and micro-batch on the bucket's rows as pandas
-  frames: the state is one pickled ``{source: pickled node}`` map, so a source without rows
-  is neither unpickled nor re-pickled; per source with rows it calls the node once with the
+  frames: the state holds each source's pickled node, so a source without rows is neither
+  unpickled nor re-pickled, the older points of its registers stored apart, once, in history
+  files (:mod:`tsmon.spark.history`); per source with rows it calls the node once with the
   control rows (sorted by ``seq``) and the data (sorted by ``(ts, seq)``, vectorized);
 - :func:`~tsmon.spark.buckets.freeze_buckets` keeps B in the checkpoint (``host.json``): a
   changed B would move sources to buckets that do not hold their nodes;
@@ -39,10 +40,10 @@ input rows, say) to the driver in the same query, so the input is scanned once.
 from __future__ import annotations
 
 import json
-import pickle
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
@@ -52,6 +53,7 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 from tsmon.engine.guard import node_step
 from tsmon.spark.buckets import default_buckets
 from tsmon.spark.cpu import Clock
+from tsmon.spark.history import Blobs, BucketState, History
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import DataFrame, SparkSession
@@ -86,9 +88,8 @@ _NO_PAYLOAD = ""
 column (0.74 µs per row in-process, 0.05 µs with ""; found with the UDF profiler)."""
 
 STATE_SCHEMA = StructType([StructField("nodes", BinaryType(), True)])
-"""A bucket's state: the pickled ``{source: pickled node}`` map."""
-
-PROTOCOL = pickle.HIGHEST_PROTOCOL
+"""A bucket's state: a pickled :class:`~tsmon.spark.history.BucketState` (each source's
+pickled node, and the bucket's register history files)."""
 
 
 class Node(Protocol):
@@ -117,12 +118,18 @@ class BucketHost:
     """The ``applyInPandasWithState`` function: every node of one bucket, one call per batch.
 
     ``new_node`` is cloudpickled into the plan: keep it small (a class, or a ``partial`` of a
-    module-level function with small settings).
+    module-level function with small settings). ``history``: the directory of the register
+    history files (:mod:`tsmon.spark.history`); None keeps whole nodes in the state.
     """
 
-    def __init__(self, new_node: NodeFactory, cpu: Any = None) -> None:
+    def __init__(self, new_node: NodeFactory, cpu: Any = None, history: str | None = None) -> None:
         self.new_node = new_node
         self.cpu = cpu  # an accumulator of CPU time by part (tsmon.spark.cpu), or None
+        self.history = history
+
+    def codec(self, bucket: int, stored: BucketState) -> Blobs:
+        """How the nodes of ``bucket`` are pickled: with their history apart, or whole."""
+        return Blobs() if self.history is None else History(Path(self.history), bucket, stored)
 
     def __call__(
         self, key: tuple, frames: Iterable[pd.DataFrame], state: GroupState
@@ -132,11 +139,14 @@ class BucketHost:
         chunks = list(frames)  # a bucket's rows may come in several Arrow batches
         rows = chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
         clock.lap("hostRows")  # pyspark makes the frames as they are pulled
-        nodes: dict[str, bytes] = pickle.loads(state.get[0]) if state.exists else {}
+        stored = BucketState.loads(state.get[0]) if state.exists else BucketState()
+        codec = self.codec(int(key[0]), stored)
         clock.lap("hostState")
-        out, touched = self.step(rows, nodes, clock, state.getCurrentProcessingTimeMs())
+        batch_ms = state.getCurrentProcessingTimeMs()
+        out, touched = self.step(rows, stored.nodes, clock, batch_ms, codec)
         if touched:
-            state.update((pickle.dumps(nodes, protocol=PROTOCOL),))
+            codec.commit(stored)
+            state.update((stored.dumps(),))
         clock.lap("hostState")
         clock.send()
         yield out
@@ -147,13 +157,16 @@ class BucketHost:
         nodes: dict[str, bytes],
         clock: Clock | None = None,
         batch_ms: int | None = None,
+        codec: Blobs | None = None,
     ) -> tuple[pd.DataFrame, bool]:
         """Step the nodes of ``rows`` (columns as :func:`node_stream` makes them), updating
         ``nodes`` in place; returns the output rows and whether any node was stepped.
         ``clock`` times the parts: ``hostConvert`` (rows to columns by source), ``hostState``
         (unpickling and pickling nodes), ``hostNode`` (the nodes' steps and outputs).
-        ``batch_ms``: the batch's clock, given to columnar steps as ``clock_ms``."""
+        ``batch_ms``: the batch's clock, given to columnar steps as ``clock_ms``. ``codec``
+        pickles the nodes (:class:`~tsmon.spark.history.Blobs`: whole)."""
         clock = Clock(None) if clock is None else clock
+        codec = Blobs() if codec is None else codec
         kind = rows["kind"].to_numpy()
         is_data, is_ctrl, is_pass = kind == "data", kind == "ctrl", kind == PASS
         if not (is_data | is_ctrl | is_pass).all():
@@ -174,7 +187,7 @@ class BucketHost:
             blob = nodes.get(source)
 
             def restore(source: str = source, blob: bytes | None = blob) -> Any:
-                return self.new_node(source) if blob is None else pickle.loads(blob)
+                return self.new_node(source) if blob is None else codec.loads(blob)
 
             restored = restore()
             clock.lap("hostState")
@@ -192,7 +205,7 @@ class BucketHost:
                 kinds.append(_kind(source, node, out))
                 payloads.append(_payload(source, out))
             clock.lap("hostNode")
-            nodes[source] = pickle.dumps(node, protocol=PROTOCOL)
+            nodes[source] = codec.dumps(source, node)
             clock.lap("hostState")
         frame = pd.DataFrame({"source": sources, "kind": kinds, "payload": payloads})
         return frame, bool(control or data)
@@ -289,6 +302,7 @@ def node_stream(
     new_node: NodeFactory,
     buckets: int | None = None,
     cpu: Any = None,
+    history: str | None = None,
 ) -> DataFrame:
     """Union data and control, group by source bucket and host ``new_node`` nodes on them.
 
@@ -299,8 +313,9 @@ def node_stream(
     :data:`~tsmon.spark.buckets.BUCKETS_PER_PARTITION` × the shuffle partitions); keep it
     fixed for a checkpoint (:func:`~tsmon.spark.buckets.freeze_buckets`). ``cpu``: an
     accumulator the host adds its CPU time to
-    (:class:`tsmon.spark.cpu.CpuTimes`). The result has :data:`OUTPUT_DDL` and is an
-    append-mode stream.
+    (:class:`tsmon.spark.cpu.CpuTimes`). ``history``: where the nodes' register history is
+    stored (:mod:`tsmon.spark.history`; None: in the state). The result has
+    :data:`OUTPUT_DDL` and is an append-mode stream.
     """
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
@@ -339,7 +354,7 @@ def node_stream(
         union = union.withColumn(name, F.coalesce(F.col(name), fill.cast("bigint")))
     bucketed = union.withColumn("bucket", F.pmod(F.xxhash64("source"), F.lit(buckets)))
     return bucketed.groupBy("bucket").applyInPandasWithState(
-        BucketHost(new_node, cpu),
+        BucketHost(new_node, cpu, history),
         outputStructType=OUTPUT_DDL,
         stateStructType=STATE_SCHEMA,
         outputMode="append",

@@ -12,14 +12,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from tsmon.spark.host import (
-    INPUT_COLUMNS,
-    PROTOCOL,
-    STATE_SCHEMA,
-    BucketHost,
-    Node,
-    NodeFactory,
-)
+from tsmon.spark.history import PROTOCOL, BucketState
+from tsmon.spark.host import INPUT_COLUMNS, STATE_SCHEMA, BucketHost, Node, NodeFactory
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql.streaming.state import GroupState
@@ -34,7 +28,8 @@ class HostTester:
     xxhash64, which only decides which sources share a state value), builds the frames
     ``node_stream`` would (null ts/seq as 0), and calls the host with pyspark's own
     ``GroupState``, the state round-tripped through pickle as on Spark. ``peek`` and ``seed``
-    read and write one source's node.
+    read and write one source's node. ``history``: the directory of register history files
+    (:mod:`tsmon.spark.history`), as the Spark runtime gives it; None keeps nodes whole.
 
     Examples
     --------
@@ -47,8 +42,8 @@ class HostTester:
     (2.5, None)
     """
 
-    def __init__(self, new_node: NodeFactory, buckets: int = 4) -> None:
-        self.host = BucketHost(new_node)
+    def __init__(self, new_node: NodeFactory, buckets: int = 4, history: str | None = None) -> None:
+        self.host = BucketHost(new_node, history=history)
         self.buckets = buckets
         self.states: dict[int, bytes] = {}  # bucket -> the state value as Spark stores it
 
@@ -101,17 +96,19 @@ class HostTester:
             valueSchema=STATE_SCHEMA,
         )
 
-    def _nodes(self, source: str) -> dict[str, bytes]:
+    def _stored(self, source: str) -> BucketState:
         stored = self.states.get(self.bucket(source))
-        return {} if stored is None else pickle.loads(pickle.loads(stored)[0])  # (nodes,)
+        return BucketState() if stored is None else BucketState.loads(pickle.loads(stored)[0])
 
     def peek(self, source: str) -> Any:
         """The node of ``source`` as stored (unpickled copy), or None if it has none yet."""
-        blob = self._nodes(source).get(source)
-        return None if blob is None else pickle.loads(blob)
+        stored = self._stored(source)
+        blob = stored.nodes.get(source)
+        return None if blob is None else self.host.codec(self.bucket(source), stored).loads(blob)
 
     def seed(self, source: str, node: Node) -> None:
-        """Store ``node`` as the node of ``source``, as if earlier batches had built it."""
-        nodes = self._nodes(source)
-        nodes[source] = pickle.dumps(node, protocol=PROTOCOL)
-        self.states[self.bucket(source)] = pickle.dumps((pickle.dumps(nodes, protocol=PROTOCOL),))
+        """Store ``node`` as the node of ``source``, as if earlier batches had built it
+        (whole, its history in the state)."""
+        stored = self._stored(source)
+        stored.nodes[source] = pickle.dumps(node, protocol=PROTOCOL)
+        self.states[self.bucket(source)] = pickle.dumps((stored.dumps(),))

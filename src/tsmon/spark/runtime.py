@@ -170,6 +170,7 @@ class JobRunner:
             partial(new_node, settings=self.queries.settings(self.job)),
             buckets,
             self.cpu.acc,
+            str(self.job.checkpoint / "history"),
         )
         trigger = {"processingTime": f"{self.job.trigger_ms} milliseconds"}
         self.sinks.start()

@@ -1,0 +1,110 @@
+"""Register history kept apart from the Spark state (tsmon.spark.history), without Spark:
+the host's answers are the same with or without history files, a batch's state stays small
+however much history is retained, unreferenced files go, and a replayed batch writes the
+same bytes."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tsmon.engine.node import SourceNode
+from tsmon.engine.settings import HostSettings, RegisterSettings
+from tsmon.spark.host import data_row
+from tsmon.spark.host_tester import HostTester
+
+SOURCES = ("a", "b", "c")
+
+
+def _node(retention: str):
+    def new_node(key: str) -> SourceNode:
+        queries = {"local": "QUERY up ON *.x WHEN avg(5 points) > 1 EMIT mean(40s)"}
+        registers = RegisterSettings(retention=retention)
+        return SourceNode(key, HostSettings(1_000, 0.1, registers=registers, queries=queries))
+
+    return new_node
+
+
+def _batches(n: int, per: int, seed: int, late: bool = False) -> list[list[dict]]:
+    """``n`` batches of ``per`` 1 s points for two series of each source (a random walk);
+    ``late``: some points come a few seconds late."""
+    rng = np.random.default_rng(seed)
+    out, seq, value = [], 0, 0.0
+    for b in range(n):
+        rows = []
+        for t in range(b * per, (b + 1) * per):
+            for source in SOURCES:
+                for series in ("x", "y"):
+                    value += float(rng.normal())
+                    ts = t * 1_000 - (3_000 if late and rng.random() < 0.05 and t > 5 else 0)
+                    rows.append(data_row(source, f"{source}.{series}", ts, round(value, 3), seq))
+                    seq += 1
+        out.append(rows)
+    return out
+
+
+def _outputs(t: HostTester, rows: list[dict]) -> list:
+    return sorted((r["source"], r["kind"], r["payload"]) for r in t.test(rows, clock_ms=0))
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.runs"))}
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(1, 400), st.sampled_from(["20s", "2m", "1h"]), st.booleans(), st.integers(0, 9))
+def test_answers_equal_with_and_without_history_files(tmp_path_factory, per, retention, late, seed):
+    root = tmp_path_factory.mktemp("history")
+    apart = HostTester(_node(retention), buckets=2, history=str(root))
+    whole = HostTester(_node(retention), buckets=2)
+    for rows in _batches(6, per, seed, late):
+        assert _outputs(apart, rows) == _outputs(whole, rows)
+    for source in SOURCES:  # the nodes themselves, registers and all, pickled whole
+        assert pickle.dumps(apart.peek(source)) == pickle.dumps(whole.peek(source))
+
+
+def test_state_per_batch_does_not_grow_with_retained_history(tmp_path):
+    """With 1 h retained, the state written per batch stays about the same after 10 or 40
+    batches; pickled whole, it grows with every batch."""
+    apart = HostTester(_node("1h"), buckets=1, history=str(tmp_path))
+    whole = HostTester(_node("1h"), buckets=1)
+    sizes: dict[str, list[int]] = {"apart": [], "whole": []}
+    for rows in _batches(40, 60, seed=1):
+        for name, t in (("apart", apart), ("whole", whole)):
+            _outputs(t, rows)
+            sizes[name].append(len(t.states[0]))
+    assert sizes["apart"][39] < 1.3 * sizes["apart"][9]
+    assert sizes["whole"][39] > 3 * sizes["whole"][9]
+    assert sizes["apart"][39] < sizes["whole"][39] / 5
+
+
+def test_files_no_node_refers_to_are_deleted_a_batch_later(tmp_path):
+    t = HostTester(_node("20s"), buckets=1, history=str(tmp_path))
+    for rows in _batches(30, 50, seed=2):
+        _outputs(t, rows)
+        stored = t._stored("a")
+        live = set().union(*stored.refs.values())
+        on_disk = {int(p.stem) for p in tmp_path.rglob("*.runs")}
+        assert on_disk == live | set(stored.garbage)  # garbage goes at the next batch
+        assert not live & set(stored.garbage)
+    assert len(on_disk) <= 3  # 20 s retained of 50 s batches: a file or two, not 30
+
+
+def test_a_replayed_batch_writes_the_same_files_and_rows(tmp_path):
+    """Spark replays a failed batch from the last committed state: same rows, same bytes."""
+    t = HostTester(_node("1h"), buckets=2, history=str(tmp_path))
+    batches = _batches(8, 90, seed=3, late=True)
+    for rows in batches[:-1]:
+        _outputs(t, rows)
+    committed = dict(t.states)
+    first = _outputs(t, batches[-1])
+    written = _files(tmp_path)
+    t.states = dict(committed)  # the batch failed after writing its files: replay it
+    assert _outputs(t, batches[-1]) == first
+    assert _files(tmp_path) == written
+    assert json.dumps(first)  # rows came out
