@@ -1,18 +1,19 @@
 """Throughput of the PySpark API (``tsmon.spark.Monitor``) against ``tsmon run`` on the same input.
 
-The workload and queries are ``bench_spark.py``'s (seeded random walks as Parquet files, one per
-micro-batch; ``AVG`` bounded aggregates). ``tsmon run`` is run as the CLI runs it,
-``Monitor.from_job(job).run()`` over the job's ``[input]`` (a Parquet files input); the API
-run monitors the user's own ``spark.readStream.parquet(...)`` of the same directory, with the
-same settings and no outputs. Both run in one SparkSession, alternately ``--rounds`` times
-(job, API, job, API, ...), each on a fresh checkpoint. Sustained points/s: the points of the
-data batches after the first divided by their ``triggerExecution``; the ratio printed is API /
-job of the medians (1.0: no cost). Answers of the two are checked equal.
+The workload and queries are ``bench_spark.py``'s ``avg`` variant (``spark_workload.py``: seeded
+random walks as Parquet files, one per micro-batch; ``AVG`` bounded aggregates). ``tsmon run`` is
+run as the CLI runs it, ``Monitor.from_job(job).run()`` over the job's ``[input]`` (a Parquet files
+input); the API run monitors the user's own ``spark.readStream.parquet(...)`` of the same
+directory, with the same settings and no outputs. Both run in one SparkSession, alternately
+``--rounds`` times (job, API, job, API, ...), each on a fresh checkpoint. Sustained points/s: the
+points of the data batches after the first divided by their ``triggerExecution``; the ratio printed
+is API / job of the medians (1.0: no cost). Answers of the two are checked equal.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import sys
@@ -22,15 +23,20 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_spark import INPUT_DDL, _input_rows, make_job, make_workload
+from spark_runs import INPUT_DDL
+from spark_workload import make_job, make_workload
 from tsmon.spark.api import Monitor, Run
 from tsmon.spark.session import spark_session
 
 
-def sustained(run: Run, input_dir: Path) -> float:
-    """Points/s of the data batches after the first (warm-up) one."""
+def sustained(run: Run, checkpoint: Path) -> float:
+    """Points/s of the data batches after the first (warm-up) one: durations from Spark's
+    progress, points from tsmon's (``inputRows``: Spark's ``numInputRows`` counts control rows,
+    and files where the job reads them as bytes)."""
+    lines = (checkpoint / "progress.jsonl").read_text(encoding="utf-8").splitlines()
+    points = {p["batchId"]: p.get("inputRows", 0) for p in map(json.loads, lines)}
     records = sorted(run.node_query.recentProgress, key=lambda p: p.batchId)
-    data = [(p, _input_rows(p, input_dir)) for p in records]
+    data = [(p, points.get(p.batchId, 0)) for p in records]
     data = [(p, n) for p, n in data if n][1:]
     seconds = sum(p.durationMs.get("triggerExecution", 0) for p, _ in data) / 1000
     return sum(n for _, n in data) / seconds
@@ -56,7 +62,7 @@ def one(spark: Any, args: argparse.Namespace, w: Any, root: Path, api: bool) -> 
         run = Monitor.from_job(job, spark).run()
     run.start()
     run.process_all_available()
-    pps = sustained(run, w.directory)
+    pps = sustained(run, root / "api-ckpt" if api else job.checkpoint)
     run.stop()
     return pps, run.answers("bounded")
 
@@ -77,6 +83,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-future", default="1d", help='[job] max_future ("off": no check)')
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seed", type=int, default=7)
+    ap.set_defaults(variant="avg", level=None)  # bench_spark's AVG queries only
     args = ap.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="tsmon-bench-api-"))
     try:
