@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tsmon.core.sealed import decode_ts, encode_ts
+
 
 class MaxQueue:
     """Positions whose value exceeds every later value in the window, with those values.
@@ -26,6 +28,15 @@ class MaxQueue:
     def __init__(self) -> None:
         self.positions = np.empty(0, dtype=np.int64)
         self.values = np.empty(0, dtype=np.float64)
+
+    def __getstate__(self) -> tuple[object, bytes]:
+        """Compact (a Spark host pickles every node each batch): the positions, strictly
+        increasing, encoded as timestamps are, and the values as raw bytes."""
+        return encode_ts(self.positions), self.values.tobytes()
+
+    def __setstate__(self, state: tuple[object, bytes]) -> None:
+        self.positions = decode_ts(state[0])  # type: ignore[arg-type]
+        self.values = np.frombuffer(state[1], dtype=np.float64).copy()
 
     def reset(self, values: np.ndarray, p0: int) -> None:
         """Queue the points ``values`` stored at positions ``p0, p0 + 1, ...`` from scratch."""
