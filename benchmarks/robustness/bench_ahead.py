@@ -5,12 +5,13 @@ event time per batch); from batch 20 on, ``n2``'s points are stamped ``--lead-s`
 (6 h). One bounded query, ``total`` = SUM of the three. The coordinator's time follows the
 two behind, so ``n2``'s updates wait in its queue (Olston et al. §4) until that time
 reaches them. Prints, every 10 batches, the coordinator's snapshot size and its queued
-records with the queue bounded per series (``tsmon.kinds.bounded.coordinator.BACKLOG``, the
-job's) and unbounded (the paper's queue, as before the bound), and the answer's width
+records with the queue bounded per series (``--backlog``, a job's ``[filters] backlog``,
+default 32) and unbounded (the paper's queue, as before the bound), and the answer's width
 (δ = 1; the bound's cost: wider while the coordinator's time passes a folded stretch, which
 with a lead of 6 h it never does; try ``--lead-s 60``).
 
     PYTHONPATH=src python benchmarks/robustness/bench_ahead.py [--batches 120] [--lead-s 21600]
+        [--backlog 32]
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from __future__ import annotations
 import argparse
 import math
 
-import tsmon.kinds.bounded.coordinator as bounded
 from tsmon.engine.batched import BatchedRuntime
+from tsmon.engine.settings import BACKLOG
 
 SOURCES = ["n0", "n1", "n2"]
 JUMP_AT = 20
@@ -27,7 +28,6 @@ JUMP_AT = 20
 
 def run(batches: int, backlog: int | None, lead_ms: int) -> list[tuple[int, int, int, float]]:
     """Per batch: snapshot bytes, queued records, folds so far, the answer's width."""
-    bounded.BACKLOG = backlog  # read when the coordinator part is made
     rt = BatchedRuntime(
         1_000,
         0.1,
@@ -35,6 +35,7 @@ def run(batches: int, backlog: int | None, lead_ms: int) -> list[tuple[int, int,
         queries="QUERY total AS SUM(s0, s1, s2) WITHIN 1",
         source_of={f"s{i}": s for i, s in enumerate(SOURCES)},
         max_future_ms=None,
+        backlog=backlog,
     )
     out = []
     for b in range(batches):
@@ -55,11 +56,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", type=int, default=120)
     ap.add_argument("--lead-s", type=int, default=6 * 3_600)
+    ap.add_argument("--backlog", type=int, default=BACKLOG)
     args = ap.parse_args()
-    backlog = bounded.BACKLOG
+    backlog = args.backlog
     after = run(args.batches, backlog, args.lead_s * 1_000)
     before = run(args.batches, None, args.lead_s * 1_000)
-    print(f"batch | bounded (BACKLOG={backlog}): snapshot B, queued, folds, width | unbounded")
+    print(f"batch | bounded (backlog {backlog}): snapshot B, queued, folds, width | unbounded")
     for b in [*range(0, args.batches, 10), args.batches - 1]:
         a, u = after[b], before[b]
         print(

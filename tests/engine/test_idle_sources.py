@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from tsmon.engine.batched import BatchedRuntime
-from tsmon.kinds.bounded.coordinator import BACKLOG
+from tsmon.engine.settings import BACKLOG
 
 SOURCES = ["n0", "n1", "n2", "n3"]
 QUERIES = """

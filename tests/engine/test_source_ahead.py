@@ -1,7 +1,8 @@
 """A source far ahead of the others in event time (issue 16, "queues stay bounded"): the
-coordinator's queue of its updates stays within BACKLOG records per series, folding the
-closest values into hulls, and the answers still contain the exact aggregate as of the
-coordinator's time (BatchedRuntime, the reference Spark must agree with batch for batch)."""
+coordinator's queue of its updates stays within the backlog (``[filters] backlog``, default
+BACKLOG) records per series, folding the closest values into hulls, and the answers still
+contain the exact aggregate as of the coordinator's time (BatchedRuntime, the reference Spark
+must agree with batch for batch)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tsmon.engine.batched import BatchedRuntime
-from tsmon.kinds.bounded.coordinator import BACKLOG
+from tsmon.engine.settings import BACKLOG
 
 SOURCE_OF = {"s0": "n0", "s1": "n1", "s2": "n2", "s3": "n2"}  # n2 runs ahead
 QUERIES = """
@@ -20,13 +21,17 @@ QUERY total AS SUM(s0, s1, s2, s3) WITHIN {delta}
 QUERY top AS MAX(s1, s2) WITHIN {delta}
 """
 STEP_MS = 1_000  # event time per batch
-#: A bound on the coordinator's pickled state, whatever the run's length: ~8 KB with nothing
-#: queued, and at most BACKLOG records per series (~140 B pickled each), twice while folded
-#: ones wait in the heap. Unbounded, the two series ahead would queue every update of the run.
-MAX_SNAPSHOT = 8_000 + 2 * BACKLOG * len(SOURCE_OF) * 160
 
 
-def runtime(delta: float) -> BatchedRuntime:
+def max_snapshot(backlog: int) -> int:
+    """A bound on the coordinator's pickled state, whatever the run's length: ~8 KB with
+    nothing queued, and at most ``backlog`` records per series (~140 B pickled each), twice
+    while folded ones wait in the heap. Unbounded, the two series ahead would queue every
+    update of the run."""
+    return 8_000 + 2 * backlog * len(SOURCE_OF) * 160
+
+
+def runtime(delta: float, backlog: int = BACKLOG) -> BatchedRuntime:
     return BatchedRuntime(
         1_000,
         0.1,
@@ -35,6 +40,7 @@ def runtime(delta: float) -> BatchedRuntime:
         source_of=SOURCE_OF,
         max_future_ms=None,
         idle_timeout_ms=None,  # the others advance every batch: none is idle anyway
+        backlog=backlog,
     )
 
 
@@ -45,8 +51,9 @@ def value_at(history: list[tuple[int, float]], t: int) -> float | None:
 
 
 @st.composite
-def runs(draw: st.DrawFn) -> tuple[float, int, int, list[list[tuple[str, str, int, float]]]]:
+def runs(draw: st.DrawFn) -> tuple[float, int, list[list[tuple[str, str, int, float]]]]:
     delta = draw(st.sampled_from([0.5, 2.0, 10.0]))
+    backlog = draw(st.sampled_from([2, 3, 8, BACKLOG]))  # small ones fold even a batch's skew
     # ahead by 3-40 batches, so that the coordinator's time passes through the folded stretch
     # within the run, or by 1 h to 10 days
     lead = draw(st.integers(3_000, 40_000) | st.integers(3_600_000, 10 * 86_400_000))
@@ -64,14 +71,14 @@ def runs(draw: st.DrawFn) -> tuple[float, int, int, list[list[tuple[str, str, in
                 values[series] += draw(steps)
                 batch.append((source, series, t + ahead + j * 100, values[series]))
         out.append(batch)
-    return delta, lead, jump, out
+    return delta, backlog, out
 
 
 @settings(max_examples=20, deadline=None)
 @given(runs())
 def test_a_source_far_ahead_keeps_answers_exact_and_the_queue_bounded(run) -> None:
-    delta, _, _, batches = run
-    rt = runtime(delta)
+    delta, backlog, batches = run
+    rt = runtime(delta, backlog)
     part = rt.coordinator.part("bounded")
     history: dict[str, list[tuple[int, float]]] = {s: [] for s in SOURCE_OF}
     sizes = []
@@ -90,10 +97,10 @@ def test_a_source_far_ahead_keeps_answers_exact_and_the_queue_bounded(run) -> No
         if not math.isnan(top.value):
             assert top.lo - 1e-9 <= max(exact[1], exact[2]) <= top.hi + 1e-9  # type: ignore[type-var]
         queue = part.coordinator.queue
-        assert len(queue) <= BACKLOG * len(SOURCE_OF)
-        assert len(queue._heap) <= 2 * BACKLOG * len(SOURCE_OF)  # with the folded ones
+        assert len(queue) <= backlog * len(SOURCE_OF)
+        assert len(queue._heap) <= 2 * backlog * len(SOURCE_OF)  # with the folded ones
         sizes.append(len(rt.coordinator.snapshot()))
-    assert max(sizes) < MAX_SNAPSHOT
+    assert max(sizes) < max_snapshot(backlog)
     progress = part.progress()
     assert progress["queuedRecords"] == len(part.coordinator.queue)
     assert progress["mergedUpdates"] == part.coordinator.queue.merged
@@ -121,3 +128,45 @@ def test_the_queue_folds_only_beyond_the_backlog_and_answers_return_to_exact() -
     assert len(part.coordinator.queue) <= len(SOURCE_OF)  # the last batch's, not yet due
     assert answers["total"].width <= 2.0 + 1e-9
     assert not part.coordinator.cache.spread.any()
+
+
+def test_a_smaller_backlog_folds_sooner_and_its_answers_still_hold_the_truth() -> None:
+    """One source 5 s ahead (20 updates per series queued): within the default backlog
+    nothing is folded and every answer meets δ; with ``backlog = 4`` the folds are counted
+    (progress ``mergedUpdates``), the queue holds at most 4 records per series, and every
+    answer still contains the exact SUM, wider than δ while the coordinator's time passes a
+    folded stretch (docs/time.md, "A source far ahead")."""
+    delta, lead = 2.0, 5 * STEP_MS
+    batches = []
+    for b in range(40):
+        t = (b + 1) * STEP_MS
+        batches.append(
+            [
+                (source, series, t + (lead if source == "n2" and b >= 5 else 0) + j * 250, v)
+                for series, source in SOURCE_OF.items()
+                for j in range(4)
+                for v in [math.sin(t / 2_000 + j + len(series)) * 7]
+            ]
+        )
+    widths = {}
+    for backlog in (BACKLOG, 4):
+        rt = runtime(delta, backlog)
+        part = rt.coordinator.part("bounded")
+        history: dict[str, list[tuple[int, float]]] = {s: [] for s in SOURCE_OF}
+        widths[backlog] = []
+        for batch in batches:
+            total = rt.run_batch(batch)["total"]
+            for _, series, ts, value in batch:
+                history[series].append((ts, value))
+            if math.isnan(total.value):
+                continue
+            exact = sum(value_at(history[s], total.as_of_ms) for s in SOURCE_OF)  # type: ignore[misc]
+            assert total.lo - 1e-9 <= exact <= total.hi + 1e-9
+            assert len(part.coordinator.queue) <= backlog * len(SOURCE_OF)
+            widths[backlog].append(total.width)
+        merged = part.progress()["mergedUpdates"]
+        assert merged == part.coordinator.queue.merged
+        assert (merged > 0) == (backlog == 4)
+    assert max(widths[BACKLOG]) <= delta + 1e-9
+    assert max(widths[4]) > delta  # the price of the smaller bound
+    assert len(widths[4]) == len(widths[BACKLOG]) >= 30

@@ -22,10 +22,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import tsmon.engine.batched
+import tsmon.spark.driver
 import tsmon.spark.runtime
-from tests.spark.poison import POISON, poisoned_node
+from tests.spark.poison import POISON, PoisonedHub, poisoned_node
 from tests.spark.test_runtime import batch_reference, run_file
-from tsmon.spark.job import load_job
+from tsmon.spark.job import JobError, load_job
 from tsmon.spark.runtime import JobRunner
 from tsmon.spark.sinks import BatchOutput
 
@@ -403,3 +405,98 @@ def test_a_node_step_that_raises_is_quarantined_and_the_job_goes_on(
         f"tsmon: quarantined {n} row(s) of source {series!r} (its node step failed): "
         f"RuntimeError: a bug on the value {POISON}"
     ]
+
+
+def test_a_coordinator_step_that_raises_is_quarantined_and_a_restart_replays_it_cleanly(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The coordinator's bounded part has a bug on the filter update of one value (it raises
+    after changing its state): the batch's rows of that update's source are left out of the
+    coordinator's step, as dead letters, and the job goes on, equal to the in-process runtime
+    running the same coordinator. The driver then dies before that batch commits: the restart
+    replays it, quarantines the same rows again and goes on (no crash loop)."""
+    monkeypatch.setattr(tsmon.spark.driver, "CoordinatorNode", PoisonedHub)  # the driver's
+    monkeypatch.setattr(tsmon.engine.batched, "CoordinatorNode", PoisonedHub)  # the reference's
+    job_path = tmp_path / "job.toml"
+    job_path.write_text(JOB, encoding="utf-8")
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    job = load_job(job_path)
+    reference = batch_reference(job)
+    walk = Walk(seed=3)
+    files = [walk.rows(20), walk.rows(30), walk.rows(20), walk.rows(20)]
+    series, ts, _ = files[1][10]
+    files[1][10] = (series, ts, POISON)  # far out of its bound: the node streams it
+    error = f"RuntimeError: a bug on the update {POISON}"
+    crashed: list[int] = []
+    left_out = 0  # the node rows the coordinator left out
+    newest: dict[str, list[tuple[int, float]]] = {"a": [], "b": []}  # every point, in order
+    outputs: list[BatchOutput] = []
+
+    def callback(out: BatchOutput) -> None:
+        if out.progress["coordinatorQuarantined"] and not crashed:
+            crashed.append(out.batch_id)  # after the coordinator's step, before the commit
+            raise RuntimeError("the driver dies")
+        outputs.append(out)
+
+    runner = JobRunner(job, spark=spark, callback=callback)
+    runner.start()
+    try:
+        for n, rows in enumerate(files):
+            as_dicts = [{"series": s, "ts": t, "value": v} for s, t, v in rows]
+            drop(incoming, f"{n}.csv", csv_text(["series", "ts", "value"], as_dicts))
+            outputs.clear()
+            if n == 1:
+                with pytest.raises(JobError, match=r"Message: RuntimeError: the driver dies$"):
+                    runner.process_all_available()
+                runner.stop()
+                runner = JobRunner(job, spark=spark, callback=callback)  # same checkpoint
+                runner.start()
+            runner.process_all_available()
+            reference.run_batch([(s, s, t, v) for s, t, v in rows])
+            quarantined = list(reference.quarantined)  # what the reference left out
+            assert reference.errors == ([f"coordinator, sources [{series!r}]: {error}"] * (n == 1))
+            events = [e["payload"] for e in reference.events()]
+            while reference.control:  # control-only batches, as in run_file
+                reference.run_batch([])
+                assert reference.errors == []
+                events += [e["payload"] for e in reference.events()]
+            batches = [o.progress for o in outputs]
+            rejected = [r for o in outputs for r in o.rejected]
+            # every input row accepted at its node (the poison too); the coordinator's
+            # left-out node rows are dead letters, counted apart
+            assert sum(p["inputRows"] for p in batches) == len(rows)
+            assert sum(p["numInputRows"] for p in batches) == len(rows)
+            assert sum(p["deadLetters"] for p in batches) == 0
+            assert sum(p["coordinatorQuarantined"] for p in batches) == len(rejected)
+            assert len(rejected) == len(quarantined) and (len(rejected) > 0) == (n == 1)
+            left_out += len(rejected)
+            told = [p["quarantined"] for p in batches if p["quarantined"]]
+            assert told == ([{series: len(rejected)}] if n == 1 else [])
+            assert {r["source"] for r in rejected} <= {series}
+            assert all(r["reason"] == "quarantined" for r in rejected)
+            assert all(r["detail"].startswith(f"{error} (row ") for r in rejected)
+            assert runner.answers() == reference.answers(), n  # the job went on, exactly
+            for s, t, v in rows:
+                newest[s].append((t, v))
+            answer = runner.answers()["s"]  # and holds the exact SUM as of its time
+            known = [[v for t, v in newest[s] if t <= answer.as_of_ms][-1:] for s in "ab"]
+            assert not all(known) or answer.lo <= known[0][0] + known[1][0] <= answer.hi, n
+            assert [e for o in outputs for e in o.events] == events, n
+    finally:
+        runner.stop()
+    assert len(crashed) == 1 and answer.hi - answer.lo <= 2  # known, within δ, at the end
+    lines = progress(tmp_path / "ckpt")
+    assert [p["batchId"] for p in lines] == list(range(len(lines)))  # the replay wrote once
+    (poisoned,) = [p for p in lines if p["coordinatorQuarantined"]]
+    assert poisoned["batchId"] == crashed[0]
+    assert poisoned["coordinatorQuarantined"] == left_out
+    assert poisoned["quarantined"] == {series: left_out}
+    assert sum(p["inputRows"] for p in lines) == sum(map(len, files))
+    # the operator is told on the console, in the failed attempt and in its replay
+    told = [text for text in capsys.readouterr().out.splitlines() if "quarantined" in text]
+    expected = (
+        f"tsmon: quarantined {left_out} row(s) of source {series!r} "
+        f"(the coordinator's step failed): {error}"
+    )
+    assert told == [expected] * 2, told

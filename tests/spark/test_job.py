@@ -102,6 +102,10 @@ def test_the_module_docstring_example_is_a_valid_job(tmp_path: Path) -> None:
         (('series = "metric"', 'serie = "metric"'), "unknown key 'serie'"),
         (('kind = "files"', 'kind = "socket"'), "needs port = <1..65535>"),
         (('master = "local[2]"', "buckets = 0"), "[job] buckets must be an integer 1..100000"),
+        (("shrink = 0.02", "backlog = 1"), "[filters] backlog must be an integer >= 2, got 1"),
+        (("shrink = 0.02", 'backlog = "32"'), "[filters] backlog must be an integer >= 2"),
+        (("shrink = 0.02", "backlog = 8.0"), "[filters] backlog must be an integer >= 2"),
+        (("shrink = 0.02", "backlog = true"), "[filters] backlog must be an integer >= 2"),
     ],
 )
 def test_mistakes_name_the_key_and_what_was_expected(
@@ -323,3 +327,26 @@ def test_a_missing_input_directory_fails_before_a_checkpoint_exists(tmp_path: Pa
     assert len(lines) == 1 and lines[0].startswith("error: ") and "nowhere" in lines[0]
     assert done.stderr == ""
     assert not (tmp_path / "state").exists()
+
+
+def test_the_filter_backlog_reaches_the_coordinators_queue(tmp_path: Path) -> None:
+    """``[filters] backlog`` (default 32), from a job file or ``tsmon.spark.Monitor``'s
+    ``filters``, is the bound of the bounded coordinator's queue per series."""
+    from tsmon.engine.hub import CoordinatorNode
+    from tsmon.engine.settings import BACKLOG
+    from tsmon.spark.api import Monitor
+    from tsmon.spark.driver import JobQueries
+
+    def queue_bound(job: jobmod.Job) -> int | None:
+        node = CoordinatorNode(JobQueries.of(job).settings(job))
+        return node.part("bounded").coordinator.queue.backlog
+
+    assert queue_bound(load_job(write(tmp_path, GOOD))) == BACKLOG == 32
+    job = load_job(write(tmp_path, GOOD.replace("shrink = 0.02", "shrink = 0.02\nbacklog = 5")))
+    assert job.filters.backlog == 5 and queue_bound(job) == 5
+    mon = Monitor(None, tmp_path / "ckpt", "QUERY s AS SUM(a, b) WITHIN 1", filters={"backlog": 7})
+    assert queue_bound(mon.job) == 7
+    with pytest.raises(JobError) as e:
+        Monitor(None, tmp_path / "ckpt", filters={"backlog": 0})
+    assert str(e.value) == ("tsmon.spark.Monitor: [filters] backlog must be an integer >= 2, got 0")
+    assert not (tmp_path / "ckpt").exists()

@@ -22,7 +22,7 @@ from tsmon.engine.events import event_order
 from tsmon.engine.hub import BatchCounts, CoordinatorNode
 from tsmon.engine.node import SourceNode, new_node, parse_data
 from tsmon.engine.replicas import DEFAULT_PHASE_MS
-from tsmon.engine.settings import DAY_MS, HOUR_MS, HostSettings, RegisterSettings
+from tsmon.engine.settings import BACKLOG, DAY_MS, HOUR_MS, HostSettings, RegisterSettings
 from tsmon.engine.standing_settings import StandingSettings
 from tsmon.engine.transport import Transport
 from tsmon.kinds import JobStatements, reserved_part
@@ -44,9 +44,10 @@ class BatchedRuntime:
     (the next batch, as on Spark, by default; :mod:`tsmon.engine.transport`); ``source_of``
     declares the source of series that queries read before their first point; ``registers``
     gives every node its stored points (watch queries need them); ``max_future_ms`` and
-    ``idle_timeout_ms`` (None: off) are the limits of docs/time.md. :meth:`answers` gives any
-    kind's answers, :meth:`events` the last batch's events, :attr:`last_outputs` all its node
-    rows.
+    ``idle_timeout_ms`` (None: off) are the limits of docs/time.md, ``backlog`` the
+    coordinator's queue bound per series (None: unbounded; docs/time.md). :meth:`answers`
+    gives any kind's answers, :meth:`events` the last batch's events, :attr:`last_outputs` all
+    its node rows.
 
     Examples
     --------
@@ -74,6 +75,7 @@ class BatchedRuntime:
         max_future_ms: int | None = DAY_MS,
         idle_timeout_ms: int | None = HOUR_MS,
         transport: Transport | None = None,
+        backlog: int | None = BACKLOG,
     ) -> None:
         job = JobStatements.of(parse_queries(queries) if queries.strip() else [])
         settings = HostSettings(
@@ -88,6 +90,7 @@ class BatchedRuntime:
             job.tracked,
             max_future_ms,
             idle_timeout_ms,
+            backlog,
         )
         self._host(settings, source_of, transport)
         for statement in job.registered:

@@ -10,10 +10,13 @@ from tsmon.engine.replicas import DEFAULT_PHASE_MS
 from tsmon.engine.standing_settings import StandingSettings
 from tsmon.engine.store import SeriesStore, register_config
 
-__all__ = ["DAY_MS", "HOUR_MS", "HostSettings", "RegisterSettings"]
+__all__ = ["BACKLOG", "DAY_MS", "HOUR_MS", "HostSettings", "RegisterSettings"]
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS  # the default max_future
+#: Records the bounded coordinator's queue holds per series by default, beyond which it folds
+#: the closest values into a hull (a source far ahead: docs/time.md, ``[filters] backlog``).
+BACKLOG = 32
 
 
 @dataclass(frozen=True)
@@ -40,16 +43,17 @@ class RegisterSettings:
 class HostSettings:
     """A job's settings, by protocol, and the text of its initial node-side queries.
 
-    ``period_ms``, ``shrink``, ``seed`` and ``growth``: the adaptive filters (Olston et al.
-    §3); ``registers``: each node's stored points (watch queries need them); ``standing``:
-    the stream models and query partitions of standing queries; ``replica_phase_ms``: the
-    SWAT-ASR phase. ``max_future_ms``: points stamped more than this after the batch's clock
-    are dead letters (``future_timestamp``; None: no limit); ``idle_timeout_ms``: a source whose
-    newest time is more than this behind the job's newest time is idle and no longer holds the
-    coordinator's time back (None: never idle); docs/time.md. ``queries`` maps a part name to
-    the text of the statements every node starts with (``local``: watch and summary queries,
-    ``topk``); ``tracked`` are the series the standing queries read (so that no node parses
-    their text).
+    ``period_ms``, ``shrink``, ``seed`` and ``growth``: the adaptive filters (Olston et al. §3);
+    ``backlog``: the updates the filter coordinator's queue holds per series (§4's serializing
+    queue), folding beyond (None: unbounded, the paper's queue); ``registers``: each node's
+    stored points (watch queries need them); ``standing``: the stream models and query
+    partitions of standing queries; ``replica_phase_ms``: the SWAT-ASR phase. ``max_future_ms``:
+    points stamped more than this after the batch's clock are dead letters
+    (``future_timestamp``; None: no limit); ``idle_timeout_ms``: a source whose newest time is
+    more than this behind the job's newest time is idle and no longer holds the coordinator's
+    time back (None: never idle); docs/time.md. ``queries`` maps a part name to the text of the
+    statements every node starts with (``local``: watch and summary queries, ``topk``);
+    ``tracked`` are the series the standing queries read (so that no node parses their text).
     """
 
     period_ms: int
@@ -63,6 +67,7 @@ class HostSettings:
     tracked: tuple[str, ...] = ()
     max_future_ms: int | None = DAY_MS
     idle_timeout_ms: int | None = HOUR_MS
+    backlog: int | None = BACKLOG
 
     def text(self, part: str) -> str:
         """The initial statements of ``part`` ('' if none)."""

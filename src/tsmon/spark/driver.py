@@ -70,6 +70,7 @@ class JobQueries:
             tracked=self.statements.tracked,
             max_future_ms=job.max_future_ms,
             idle_timeout_ms=job.idle_timeout_ms,
+            backlog=f.backlog,
         )
 
     def register(self, node: CoordinatorNode, job: Job) -> None:

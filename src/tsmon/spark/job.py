@@ -42,6 +42,7 @@ before any Spark work starts::
     period = "10s"
     shrink = 0.05
     growth = "capped"
+    backlog = 32                   # updates queued per series for a source far ahead, then merged
 
     [standing]                     # standing queries (... CONFIDENCE p): deferred evaluation
     tick = "1s"                    # event time a micro-batch is expected to span
@@ -79,7 +80,7 @@ from typing import Any
 
 from tsmon.core.units import UnitError
 from tsmon.engine.replicas import DEFAULT_PHASE_MS
-from tsmon.engine.settings import DAY_MS, HOUR_MS, RegisterSettings
+from tsmon.engine.settings import BACKLOG, DAY_MS, HOUR_MS, RegisterSettings
 from tsmon.engine.standing_settings import SETTINGS_KEYS, StandingSettings, standing_settings
 from tsmon.query import QuerySyntaxError, parse_queries
 from tsmon.spark.input_spec import InputSpec, read_input
@@ -87,6 +88,7 @@ from tsmon.spark.toml_checks import (
     JobError,
     choice,
     conf_value,
+    count,
     duration,
     is_int,
     limit,
@@ -109,11 +111,13 @@ DUPLICATES = ("keep_last", "keep_first")
 
 @dataclass(frozen=True)
 class FilterSpec:
-    """Adaptive-filter settings: period ``T`` (ms), shrink ``S`` and growth allocation."""
+    """Adaptive-filter settings: period ``T`` (ms), shrink ``S``, growth allocation and the
+    coordinator's queue bound per series (``backlog``, docs/time.md "A source far ahead")."""
 
     period_ms: int = 10_000
     shrink: float = 0.05
     growth: str = "capped"
+    backlog: int = BACKLOG
 
 
 @dataclass(frozen=True)
@@ -263,7 +267,7 @@ def _registers(t: Mapping[str, Any], where: str) -> RegisterSettings:
 
 
 def _filters(t: Mapping[str, Any], where: str) -> FilterSpec:
-    no_unknown(t, {"period", "shrink", "growth"}, where, "[filters]")
+    no_unknown(t, {"period", "shrink", "growth", "backlog"}, where, "[filters]")
     shrink = t.get("shrink", 0.05)
     if not (isinstance(shrink, int | float) and not isinstance(shrink, bool) and 0 <= shrink < 1):
         raise JobError(f"{where}: [filters] shrink must be in [0, 1), got {shrink!r}; e.g. 0.05")
@@ -271,6 +275,7 @@ def _filters(t: Mapping[str, Any], where: str) -> FilterSpec:
         period_ms=duration(t, "period", where, "[filters]", default="10s"),
         shrink=float(shrink),
         growth=choice(t, "growth", GROWTH, where, "[filters]", default="capped"),
+        backlog=count(t, "backlog", where, default=BACKLOG, least=2, name="[filters]"),
     )
 
 

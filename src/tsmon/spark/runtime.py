@@ -39,6 +39,7 @@ difference (:func:`~tsmon.spark.driver.check_checkpoint_queries`).
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -49,7 +50,7 @@ from typing import Any
 
 from tsmon.engine.deadletters import Reason
 from tsmon.engine.events import event_order
-from tsmon.engine.guard import row_counts
+from tsmon.engine.guard import Quarantine, row_counts
 from tsmon.engine.hub import CoordinatorNode
 from tsmon.engine.node import new_node
 from tsmon.kinds import answers_part
@@ -272,7 +273,7 @@ class JobRunner:
         rejected = [_unreadable(p) for p in unreadable] + [
             _rejected(r["source"], r["payload"]) for r in dead
         ]
-        quarantined = _quarantined(dead, quarantine.sources)
+        quarantined = _quarantined(dead, quarantine)
         # rows of several nodes arrive in no fixed order: sort, so a replay writes the same file
         rejected.sort(key=lambda d: tuple(str(d[c]) for c in DEAD_LETTER_COLUMNS))
         self.dead_letters += len(rejected)
@@ -330,20 +331,38 @@ def _failures() -> Iterator[None]:
     try:
         yield
     except StreamingQueryException as e:
-        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise JobError(f"the streaming query failed: {reason}") from None
+        raise JobError(f"the streaming query failed: {_reason(str(e))}") from None
 
 
-def _quarantined(dead: list[dict], coordinator: list[str]) -> dict[str, int]:
-    """Quarantined rows per source, each source told once per batch on the console."""
+TRACEBACK = "Traceback (most recent call last):"  # a foreachBatch function raised
+
+
+def _reason(message: str) -> str:
+    r"""The first line of a failed query's message; if it ends in a Python traceback (a sink
+    or a callback raised), with the traceback's exception line.
+
+    >>> _reason("[X] Message: " + TRACEBACK + "\n  File a\nValueError: no\n SQLSTATE\n=== Query")
+    '[X] Message: ValueError: no'
+    """
+    first, *rest = message.strip().splitlines() or ["no reason given"]
+    frames = itertools.takewhile(lambda line: not line.startswith(("===", "\t")), rest)
+    exception = [line for line in frames if line.strip() and line[0] != " "][-1:]
+    if not first.endswith(TRACEBACK) or not exception:
+        return first
+    return first.removesuffix(TRACEBACK) + exception[0]
+
+
+def _quarantined(dead: list[dict], coordinator: Quarantine) -> dict[str, int]:
+    """Quarantined rows per source, each source told once per batch on the console (the
+    error, not the row: a dead letter of the coordinator's also shows the row it left out)."""
     counts: dict[str, int] = {}
-    errors: dict[str, str] = {}
+    errors: dict[str, str] = dict.fromkeys(coordinator.sources, str(coordinator.error))
     for r in dead:
         if r["payload"]["reason"] == Reason.QUARANTINED.value:
             counts[r["source"]] = counts.get(r["source"], 0) + 1
             errors.setdefault(r["source"], r["payload"]["detail"])
     for source, n in sorted(counts.items()):
-        step = "the coordinator's" if source in coordinator else "its node"
+        step = "the coordinator's" if source in coordinator.sources else "its node"
         print(
             f"tsmon: quarantined {n} row(s) of source {source!r} ({step} step failed): "
             f"{errors[source]}"

@@ -44,12 +44,13 @@ def count(
     default: int,
     least: int = 1,
     most: int | None = None,
+    name: str = "[input]",
 ) -> int:
-    """An integer key of [input] in ``least..most`` (``default`` when absent)."""
+    """An integer key of table ``name`` in ``least..most`` (``default`` when absent)."""
     value = t.get(key, default)
     if not (is_int(value) and value >= least and (most is None or value <= most)):
         span = f"{least}..{most}" if most is not None else f">= {least}"
-        raise JobError(f"{where}: [input] {key} must be an integer {span}, got {value!r}")
+        raise JobError(f"{where}: {name} {key} must be an integer {span}, got {value!r}")
     return value
 
 

@@ -22,11 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from tsmon.engine.hub import CoordinatorNode
     from tsmon.engine.settings import HostSettings
 
-__all__ = ["BACKLOG", "BoundedCoordinator"]
-
-#: Records the coordinator's queue holds per series, beyond which it folds the closest values
-#: into a hull (a source far ahead: docs/time.md, :mod:`tsmon.protocols.filters.serializing`).
-BACKLOG = 32
+__all__ = ["BoundedCoordinator"]
 
 
 class BoundedCoordinator(CoordinatorPart):
@@ -42,7 +38,7 @@ class BoundedCoordinator(CoordinatorPart):
             np.random.default_rng(settings.seed),
             latency_ms=0,
             growth=settings.growth,
-            backlog=BACKLOG,
+            backlog=settings.backlog,  # a source far ahead: docs/time.md
         )
         self.globbed: dict[str, AggregateDef] = {}  # bounded queries over globs, by name
         self.dropped: dict[str, str] = {}  # glob queries that cannot be evaluated, and why
@@ -254,7 +250,7 @@ class BoundedCoordinator(CoordinatorPart):
             "droppedQueries": dict(self.dropped),
             "waitingOn": dict(self.waiting),
             # records of updates held for a time not every source has reached, and the folds
-            # that keep them to BACKLOG per series (docs/time.md, "A source far ahead")
+            # that keep them to the backlog per series (docs/time.md, "A source far ahead")
             "queuedRecords": len(self.coordinator.queue),
             "mergedUpdates": self.coordinator.queue.merged,
         }
