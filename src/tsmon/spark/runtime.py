@@ -39,12 +39,10 @@ difference (:func:`~tsmon.spark.driver.check_checkpoint_queries`).
 
 from __future__ import annotations
 
-import itertools
 import json
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -59,6 +57,7 @@ from tsmon.spark.commands import CommandLog, apply
 from tsmon.spark.control import ControlChannel
 from tsmon.spark.cpu import CpuTimes
 from tsmon.spark.driver import Coordinator, JobQueries, check_checkpoint_queries, known_sources
+from tsmon.spark.failures import query_failures
 from tsmon.spark.host import PASS, node_stream
 from tsmon.spark.job import Job, JobError
 from tsmon.spark.points import point_rows
@@ -196,13 +195,13 @@ class JobRunner:
 
     def process_all_available(self) -> None:
         """Block until every input available now (and the control it causes) is processed."""
-        with _failures():
+        with query_failures():
             self._query.processAllAvailable()
 
     def await_termination(self, timeout: float | None = None) -> bool | None:
         """Block until the query stops, or ``timeout`` seconds pass (then False); an error in
         it is raised here as a :class:`JobError`."""
-        with _failures():
+        with query_failures():
             return self._query.awaitTermination(timeout)
 
     def stop(self, patience_s: float = 60.0) -> None:
@@ -320,36 +319,6 @@ class JobRunner:
         append_progress(self.job.checkpoint / "progress.jsonl", progress, self._progress_last)
         self._progress_last = batch_id
         self._batch_done.set()
-
-
-@contextmanager
-def _failures() -> Iterator[None]:
-    """A failed streaming query becomes a :class:`JobError` with the first line of its reason
-    (the rest of Spark's message is the query plan)."""
-    from pyspark.errors import StreamingQueryException
-
-    try:
-        yield
-    except StreamingQueryException as e:
-        raise JobError(f"the streaming query failed: {_reason(str(e))}") from None
-
-
-TRACEBACK = "Traceback (most recent call last):"  # a foreachBatch function raised
-
-
-def _reason(message: str) -> str:
-    r"""The first line of a failed query's message; if it ends in a Python traceback (a sink
-    or a callback raised), with the traceback's exception line.
-
-    >>> _reason("[X] Message: " + TRACEBACK + "\n  File a\nValueError: no\n SQLSTATE\n=== Query")
-    '[X] Message: ValueError: no'
-    """
-    first, *rest = message.strip().splitlines() or ["no reason given"]
-    frames = itertools.takewhile(lambda line: not line.startswith(("===", "\t")), rest)
-    exception = [line for line in frames if line.strip() and line[0] != " "][-1:]
-    if not first.endswith(TRACEBACK) or not exception:
-        return first
-    return first.removesuffix(TRACEBACK) + exception[0]
 
 
 def _quarantined(dead: list[dict], coordinator: Quarantine) -> dict[str, int]:
