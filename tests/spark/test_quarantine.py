@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tsmon.engine.deadletters import Reason
-from tsmon.engine.guard import dead_row
+from tsmon.engine.guard import Quarantine, dead_row
 from tsmon.spark.runtime import _quarantined
 
 
@@ -20,9 +20,10 @@ def test_quarantined_rows_are_counted_per_source_and_told_once(
         row("s2", Reason.QUARANTINED, "RuntimeError: a bug"),
         row("s1", Reason.TOO_LATE, "older than the allowed lateness"),
         row("s2", Reason.QUARANTINED, "RuntimeError: a bug"),
-        row("s3", Reason.QUARANTINED, "ValueError: kind must be one of ..."),
+        row("s3", Reason.QUARANTINED, "ValueError: kind must be one of ... (left out: {...})"),
     ]
-    assert _quarantined(dead, coordinator=["s3"]) == {"s2": 2, "s3": 1}
+    coordinator = Quarantine(error="ValueError: kind must be one of ...", sources=["s3"])
+    assert _quarantined(dead, coordinator) == {"s2": 2, "s3": 1}  # the error, not the row
     assert capsys.readouterr().out.splitlines() == [
         "tsmon: quarantined 2 row(s) of source 's2' (its node step failed): RuntimeError: a bug",
         "tsmon: quarantined 1 row(s) of source 's3' (the coordinator's step failed): "
