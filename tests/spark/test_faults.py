@@ -358,27 +358,39 @@ def test_stale_points_are_accepted_late_or_dead_letters_and_counts_add_up(spark,
         runner.stop()
 
 
-def test_a_node_step_that_raises_is_quarantined_and_the_job_goes_on(
-    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setattr(tsmon.spark.runtime, "new_node", poisoned_node)  # what nodes run
+def _poisoned_input(tmp_path: Path, sizes: tuple[int, ...]) -> tuple:
+    """The job, its input directory, the in-process reference, the files' rows (one per size,
+    a random walk) with POISON as the 11th point of the second file, and that point's series
+    (far out of its bound: its node streams it to the coordinator)."""
     job_path = tmp_path / "job.toml"
     job_path.write_text(JOB, encoding="utf-8")
     incoming = tmp_path / "incoming"
     incoming.mkdir()
     job = load_job(job_path)
-    reference = batch_reference(job)
     walk = Walk(seed=3)
-    files = [walk.rows(20), walk.rows(30), walk.rows(20)]
+    files = [walk.rows(n) for n in sizes]
     series, ts, _ = files[1][10]
-    files[1][10] = (series, ts, POISON)  # source a's step raises on this batch
+    files[1][10] = (series, ts, POISON)
+    return job, incoming, batch_reference(job), files, series
+
+
+def _drop_rows(incoming: Path, n: int, rows: list) -> None:
+    """Input file ``n``: the ``(series, ts, value)`` rows as CSV."""
+    as_dicts = [{"series": s, "ts": t, "value": v} for s, t, v in rows]
+    drop(incoming, f"{n}.csv", csv_text(["series", "ts", "value"], as_dicts))
+
+
+def test_a_node_step_that_raises_is_quarantined_and_the_job_goes_on(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(tsmon.spark.runtime, "new_node", poisoned_node)  # what nodes run
+    job, incoming, reference, files, series = _poisoned_input(tmp_path, (20, 30, 20))
     outputs: list[BatchOutput] = []
     runner = JobRunner(job, spark=spark, callback=outputs.append)
     runner.start()
     try:
         for n, rows in enumerate(files):
-            as_dicts = [{"series": s, "ts": t, "value": v} for s, t, v in rows]
-            drop(incoming, f"{n}.csv", csv_text(["series", "ts", "value"], as_dicts))
+            _drop_rows(incoming, n, rows)
             outputs.clear()
             runner.process_all_available()
             lost = [r for r in rows if n == 1 and r[0] == series]  # every row of its batch
@@ -417,16 +429,7 @@ def test_a_coordinator_step_that_raises_is_quarantined_and_a_restart_replays_it_
     replays it, quarantines the same rows again and goes on (no crash loop)."""
     monkeypatch.setattr(tsmon.spark.driver, "CoordinatorNode", PoisonedHub)  # the driver's
     monkeypatch.setattr(tsmon.engine.batched, "CoordinatorNode", PoisonedHub)  # the reference's
-    job_path = tmp_path / "job.toml"
-    job_path.write_text(JOB, encoding="utf-8")
-    incoming = tmp_path / "incoming"
-    incoming.mkdir()
-    job = load_job(job_path)
-    reference = batch_reference(job)
-    walk = Walk(seed=3)
-    files = [walk.rows(20), walk.rows(30), walk.rows(20), walk.rows(20)]
-    series, ts, _ = files[1][10]
-    files[1][10] = (series, ts, POISON)  # far out of its bound: the node streams it
+    job, incoming, reference, files, series = _poisoned_input(tmp_path, (20, 30, 20, 20))
     error = f"RuntimeError: a bug on the update {POISON}"
     crashed: list[int] = []
     left_out = 0  # the node rows the coordinator left out
@@ -443,8 +446,7 @@ def test_a_coordinator_step_that_raises_is_quarantined_and_a_restart_replays_it_
     runner.start()
     try:
         for n, rows in enumerate(files):
-            as_dicts = [{"series": s, "ts": t, "value": v} for s, t, v in rows]
-            drop(incoming, f"{n}.csv", csv_text(["series", "ts", "value"], as_dicts))
+            _drop_rows(incoming, n, rows)
             outputs.clear()
             if n == 1:
                 with pytest.raises(JobError, match=r"Message: RuntimeError: the driver dies$"):
