@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
 
@@ -72,7 +73,8 @@ def read_batches(directory: Path, seen: set[Path] | None = None) -> pd.DataFrame
     files = sorted(p for p in directory.glob("batch-*.parquet") if seen is None or p not in seen)
     if seen is not None:
         seen.update(files)
-    frames = [pd.read_parquet(p) for p in files]
+    # one thread: pyarrow's pool threads can abort the process at exit (apache/arrow#34314)
+    frames = [pq.read_table(p, use_threads=False).to_pandas() for p in files]
     frames = [f for f in frames if not f.empty]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
