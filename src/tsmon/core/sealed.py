@@ -50,7 +50,11 @@ class Sealed:
 
 
 def _restore(start: int, ts: tuple, values: bytes) -> Sealed:
-    return Sealed(start, decode_ts(ts), np.frombuffer(values, dtype=np.float64))
+    """A pickled run, its arrays read-only views as decoded (no copy: nothing else holds them)."""
+    run = object.__new__(Sealed)
+    run.start, run.ts, run.values = start, decode_ts(ts), np.frombuffer(values, dtype=np.float64)
+    run.ts.flags.writeable = False
+    return run
 
 
 def encode_ts(ts: np.ndarray) -> tuple[int, int, int] | tuple[int, str, bytes]:
