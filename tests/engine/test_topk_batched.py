@@ -138,6 +138,68 @@ def test_no_source_starves(busy: str) -> None:
     assert late is not None and late <= 4  # 4 when the busy source sorts first, 2 when last
 
 
+def control_batches(rt: BatchedRuntime, limit: int = 100) -> int:
+    """Empty batches (control only) run until the answer says settled."""
+    for n in range(limit):
+        if rt.answers("topk")["q"].settled:
+            return n
+        rt.run_batch([])
+    raise AssertionError(f"not settled after {limit} control batches")
+
+
+@pytest.mark.parametrize("n", [20, 100])
+def test_start_up_requests_fold_into_one_resolution(n: int) -> None:
+    """Issue 17: ``n`` sources each see a new object in the first batch. Their requests (after
+    the join installs made the first ones stale) fold into one Phase 3: 3 control batches and
+    6 messages per source, not a Phase 3 each (2n batches, ~3.5n² messages before)."""
+    rt = BatchedRuntime(1_000, 0.1, 0, queries="QUERY q AS TOP 10 OF doc* BY hits WITHIN 0")
+    exact = Exact(None)
+    points = [(f"s{j:03d}", f"doc{j}.hits", 1, float(j % 37)) for j in range(n)]
+    for source, series, ts, value in points:
+        exact.add(source, ts, series.split(".")[0], value)
+    rt.run_batch(points)
+    assert control_batches(rt) == 3
+    answer = rt.answers("topk")["q"]
+    assert quiet(rt) and answer.messages == 6 * n and answer.nodes == n
+    phases = next(iter(rt.coordinator.part("topk").topk.running.values())).resolver
+    assert phases.coordinator.phases == {"phase2": 0, "probe": 0, "phase3": 1, "refresh": 0}
+    now_of = {s: node.now_ms for s, node in rt.nodes.items()}
+    assert valid(answer.members, exact.totals(now_of), 10, 0, False)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 40),
+    per_source=st.integers(1, 3),
+    objects=st.integers(1, 60),
+    k=st.integers(1, 4),
+    eps=st.sampled_from([0, 0, 1, 5]),
+    bottom=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_start_up_settles_in_a_few_batches_whatever_the_sources(
+    n: int, per_source: int, objects: int, k: int, eps: float, bottom: bool, seed: int
+) -> None:
+    """Any number of sources, each with a few points of any objects (shared or not, ties
+    allowed) in the first batch: settled within 3 control batches, ε-valid against the exact
+    sums."""
+    w = {"bottom": bottom, "window": None, "k": k, "eps": eps}
+    rt = BatchedRuntime(1_000, 0.1, 0, queries=query_text(w))
+    exact = Exact(None)
+    rng = random.Random(seed)
+    points = []
+    for j in range(n):
+        for i in range(per_source):
+            obj, value = f"doc{rng.randrange(objects)}", float(rng.randint(0, 9))
+            points.append((f"s{j:03d}", f"{obj}.hits", 1 + i, value))
+            exact.add(f"s{j:03d}", 1 + i, obj, value)
+    rt.run_batch(points)
+    assert control_batches(rt) <= 3
+    assert quiet(rt)
+    now_of = {s: node.now_ms for s, node in rt.nodes.items()}
+    assert valid(rt.answers("topk")["q"].members, exact.totals(now_of), k, eps, bottom)
+
+
 def test_settled_waits_for_installs_in_flight() -> None:
     rt = BatchedRuntime(1_000, 0.1, 0, queries="QUERY q AS TOP 1 OF doc* BY hits WITHIN 0")
     rt.run_batch([("s1", "doc1.hits", 1, 5.0)])  # join: the install is on its way

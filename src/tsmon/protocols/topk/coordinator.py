@@ -30,6 +30,20 @@ Objects nobody reported
     phantom (then ``U − R`` is empty), which also re-sets every ``d_j``. The initial top-k is
     computed the same way from one gather of all partial values (§3).
 
+Folded resolutions (a choice the paper leaves open)
+    Appendix A serializes resolutions. Requests taken up together (every request queued while
+    a Phase 3 ran, or a host's micro-batch: :meth:`Coordinator.on_requests`) each try Phase 2
+    in turn; those that fail are *folded* into one Phase 3 over the union of their resolution
+    sets, ``R = T ∪ F_f1 ∪ F_f2 ∪ …``, in which every node whose Phase 1 values do not cover
+    ``R`` (the requesters too) reports ``V_ij``, ``δ_ij`` of ``R`` and its border ``B_j`` with
+    respect to ``R``. That is the paper's Phase 3 (§3.1) with a larger resolution set: Lemma B.3
+    needs only ``T ⊆ R`` and ``B_j ≤ V_tj + δ_tj`` for ``O_t ∈ T``, and Theorem B.4 needs
+    ``B_j ≥ V_sj + δ_sj`` for ``O_s ∈ U − R``, which a border taken over ``U − R`` gives. ``n``
+    requests then cost one round of control instead of ``n`` (200 micro-batches for 100
+    sources starting at once, 3 after). A fold probes as one request does, over
+    ``N = {N_0} ∪ F ∪ S`` (the requesters re-asked for ``R`` with the probe); a full-refresh
+    request among them folds in the others (it gathers every object).
+
 Nonnegativity
     Partial values never go below zero (counts; cancelling updates undo earlier ones), so every
     ``V_i ≥ 0 = V_phantom`` and the phantom never needs a place in ``T``.
@@ -37,13 +51,15 @@ Nonnegativity
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from tsmon.protocols.topk.allocation import Policy, reallocate
 from tsmon.protocols.topk.messages import (
     Install,
     Obj,
     ResolutionRequest,
+    ToNode,
     ValueReply,
     ValueRequest,
 )
@@ -57,6 +73,19 @@ class _Phantom:
 
 
 PHANTOM: Obj = _Phantom()
+
+
+@dataclass
+class _Resolution:
+    """A Phase 3 (or full refresh) under way: the resolution set ``R``, the requesters, and the
+    values ``(V_ij, δ_ij)`` of ``R`` and borders ``B_j`` known so far (§3.1)."""
+
+    objects: frozenset[Obj]  # R
+    requesters: frozenset[int]  # the nodes N_f whose Phase 1 requests it resolves
+    entries: dict[int, Mapping[Obj, tuple[int, int]]]  # requesters whose values cover R
+    borders: dict[int, int]  # B_j of those
+    new: bool  # names an object some node may hold no entry for: no probe (Phase 3)
+    phantom: bool = False  # a full refresh
 
 
 class Coordinator:
@@ -86,7 +115,7 @@ class Coordinator:
         self.update_counts = [0] * (m + 1)  # updates reported by each node (proportional)
         # resolutions ended by Phase 2, by a probe, by Phase 3, by a full refresh
         self.phases = {"phase2": 0, "probe": 0, "phase3": 0, "refresh": 0}
-        self._pending: ResolutionRequest | None = None
+        self._pending: _Resolution | None = None
         self._probing = False  # the probed nodes' replies are awaited
         self._probed: list[ValueReply] = []  # their replies, while the others' are awaited
 
@@ -199,40 +228,66 @@ class Coordinator:
         """Initial top-k from one gather of all partial values (§3), then reallocation."""
         return self._refresh(replies)
 
-    def on_request(self, request: ResolutionRequest) -> list[Install] | list[ValueRequest]:
-        """Phase 2 (§3.1): validation test with ``δ_i0`` and ε; else ask for Phase 3 (the
-        probed nodes first, see the module docstring)."""
-        self.update_counts[request.node] += request.updates
-        # V_i ≥ V_if (partial values are ≥ 0): a running estimate of the largest value (§4.3)
-        self.max_value = max(self.max_value, *(abs(v) for v, _ in request.values.values()))
-        self._pending = request
-        if request.phantom:
-            self.phases["refresh"] += 1
-            return self.full_request()
-        f = request.node
-        resolution = set(request.values)
-        # validation test, §3.1 Phase 2 (a new object must reach every node: Phase 3)
-        if not request.new and self._valid(resolution, {f: request.values}):
-            self.phases["phase2"] += 1
-            self._pending = None
-            borders = {0: self._coordinator_border(resolution), f: request.border}
-            return self._finish(self.top, resolution, borders, {f: request.values})
-        return self._ask(request, set())
+    def on_request(self, request: ResolutionRequest) -> list[ToNode]:
+        """One Phase 1 request: :meth:`on_requests` of it alone."""
+        return self.on_requests([request])
 
-    def _ask(self, request: ResolutionRequest, asked: set[int]) -> list[ValueRequest]:
-        """The next nodes a Phase 3 asks: the busiest ones not ``asked`` yet, up to the next
-        size in ``Policy.probe``, while that leaves a node unasked; else all the rest."""
-        others = [j for j in range(1, self.m + 1) if j != request.node and j not in asked]
-        sizes = [q for q in self.policy.probe if len(asked) < q < len(asked) + len(others)]
-        sizes = sizes if self.m >= self.policy.probe_min else []
-        objects = frozenset(request.values)
-        if sizes and not request.new:
+    def on_requests(self, requests: Sequence[ResolutionRequest]) -> list[ToNode]:
+        """Phase 1 requests taken up together, in this order: each tries Phase 2 (§3.1), and
+        those that fail are folded into one Phase 3 (module docstring). Returns the Phase 2
+        installs, then the requests of the Phase 3 (none when it needs no other node)."""
+        for r in requests:
+            self.update_counts[r.node] += r.updates
+            # V_i ≥ V_if (partial values are ≥ 0): a running estimate of the largest value (§4.3)
+            self.max_value = max(self.max_value, 0, *(abs(v) for v, _ in r.values.values()))
+        if any(r.phantom for r in requests):  # a full refresh resolves every object
+            self.phases["refresh"] += 1
+            nodes = frozenset(r.node for r in requests)
+            self._pending = _Resolution(frozenset(), nodes, {}, {}, new=True, phantom=True)
+            return list(self.full_request())
+        out: list[ToNode] = []
+        failed = []
+        for r in requests:
+            resolution = set(r.values)
+            # validation test, §3.1 Phase 2 (a new object must reach every node: Phase 3)
+            if not r.new and self._valid(resolution, {r.node: r.values}):
+                self.phases["phase2"] += 1
+                borders = {0: self._coordinator_border(resolution), r.node: r.border}
+                out += self._finish(self.top, resolution, borders, {r.node: r.values})
+            else:
+                failed.append(r)
+        if not failed:
+            return out
+        objects = frozenset(o for r in failed for o in r.values)  # R = T ∪ F_f1 ∪ F_f2 ∪ …
+        cover = [r for r in failed if frozenset(r.values) == objects]
+        self._pending = _Resolution(
+            objects,
+            frozenset(r.node for r in failed),
+            {r.node: r.values for r in cover},
+            {r.node: r.border for r in cover},
+            new=any(r.new for r in failed),
+        )
+        return out + self._ask(set())
+
+    def _ask(self, asked: set[int]) -> list[ToNode]:
+        """The next nodes a Phase 3 asks: the requesters whose values do not cover ``R`` (a
+        fold's) and the busiest other nodes not ``asked`` yet, up to the next size in
+        ``Policy.probe``, while that leaves a node unasked; else all the rest."""
+        p = self._pending
+        assert p is not None
+        known = {*p.entries, *asked}
+        need = sorted(p.requesters - known)
+        others = [j for j in range(1, self.m + 1) if j not in known and j not in p.requesters]
+        done = len(asked - p.requesters)
+        sizes = [q for q in self.policy.probe if done < q < done + len(others)]
+        if sizes and self.m >= self.policy.probe_min and not p.new:
             self._probing = True
             busiest = sorted(others, key=lambda j: (-self.update_counts[j], j))
-            return [ValueRequest(j, objects) for j in sorted(busiest[: sizes[0] - len(asked)])]
+            ask = sorted([*need, *busiest[: sizes[0] - done]])
+            return [ValueRequest(j, p.objects) for j in ask]
         self._probing = False
         self.phases["phase3"] += 1
-        return [ValueRequest(j, objects) for j in others]
+        return [ValueRequest(j, p.objects) for j in sorted([*need, *others])]
 
     def _valid(
         self, resolution: set[Obj], entries: Mapping[int, Mapping[Obj, tuple[int, int]]]
@@ -243,20 +298,20 @@ class Coordinator:
         others = [v_n[s] for s in resolution - self.top]
         return not others or min(v_n[t] for t in self.top) + self.eps >= max(others)
 
-    def on_replies(self, replies: list[ValueReply]) -> list[Install] | list[ValueRequest]:
+    def on_replies(self, replies: list[ValueReply]) -> list[ToNode]:
         """Phase 3 (§3.1) or full refresh: new top-k from the gathered values, reallocation.
         After a probe: the installs of the nodes probed if the validation test passes over
         them, else the requests to the other nodes (whose replies end Phase 3)."""
-        request = self._pending
-        if request is None:
+        p = self._pending
+        if p is None:
             raise RuntimeError("no resolution under way")
-        if request.phantom:
+        if p.phantom:
             self._pending = None
-            return self._refresh(replies)
-        resolution = set(request.values)
+            return list(self._refresh(replies))
+        resolution = set(p.objects)
         gathered = [*self._probed, *replies]
-        entries: dict[int, Mapping[Obj, tuple[int, int]]] = {request.node: request.values}
-        borders = {0: self._coordinator_border(resolution), request.node: request.border}
+        entries: dict[int, Mapping[Obj, tuple[int, int]]] = dict(p.entries)
+        borders = {0: self._coordinator_border(resolution), **p.borders}
         for r in replies:
             self.update_counts[r.node] += r.updates
         for r in gathered:
@@ -265,15 +320,15 @@ class Coordinator:
         if self._probing and self._valid(resolution, entries):  # T stays (Lemma B.1, App. B)
             self.phases["probe"] += 1
             self._pending, self._probing, self._probed = None, False, []
-            return self._finish(self.top, resolution, borders, entries)
+            return list(self._finish(self.top, resolution, borders, entries))
         if self._probing:
             self._probed = gathered
-            return self._ask(request, set(entries) - {request.node})
+            return self._ask(set(entries) - set(p.entries))
         self._probed = []
         self._pending = None
         totals = {i: sum(entries[j][i][0] for j in entries) for i in resolution}  # V_i
         self.max_value = max(self.max_value, *map(abs, totals.values()))
-        return self._finish(self._rank(totals), resolution, borders, entries)
+        return list(self._finish(self._rank(totals), resolution, borders, entries))
 
     def _refresh(self, replies: list[ValueReply]) -> list[Install]:
         """Phase 3 over every known object and the phantom (``U − R = ∅``)."""

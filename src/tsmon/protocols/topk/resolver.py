@@ -213,15 +213,18 @@ class Resolver:
         out = self._installs(c.initialize(replies)) if phase == "gather" else None
         return (out if out is not None else self._answer(c.on_replies(replies))) + self._drain()
 
-    def _answer(self, answer: list[Install] | list[ValueRequest]) -> list[ToNode]:
-        """Send the coordinator's answer: installs, or the requests of a Phase 3 (all of it, the
-        probe, or the rest after a probe)."""
+    def _answer(self, answer: list[ToNode]) -> list[ToNode]:
+        """Send the coordinator's answer: installs (Phase 2, or the end of a resolution), then
+        the requests of a Phase 3 (all of it, the probe, or the rest after a probe)."""
         c = self.coordinator
-        if c.resolving and answer:
-            return self._ask(answer, "phase3")  # type: ignore[arg-type]
+        installs = [m for m in answer if isinstance(m, Install)]
+        asks = [m for m in answer if isinstance(m, ValueRequest)]
+        out = self._installs(installs) if installs else []
+        if asks:
+            return out + self._ask(asks, "phase3")
         if c.resolving:  # Phase 3 with no other node to ask (m = 1)
-            return self._answer(c.on_replies([]))
-        return self._installs(answer)  # type: ignore[arg-type]
+            return out + self._answer(c.on_replies([]))
+        return out
 
     def _fold(self, replies: list[ValueReply]) -> list[ValueReply]:
         """Take the queued offloads of the nodes that replied into their replies.
@@ -270,47 +273,47 @@ class Resolver:
         self.sent[target] += 1
         return [Shift(target, offload.obj, offload.delta, self.coordinator.epoch)]
 
-    def _next(self) -> ResolutionRequest | Offload:
-        """The queued request of the node that has waited longest; offloads go first, in
-        arrival order (never dropped: their decrease must be placed)."""
-        best = min(
-            range(len(self.queue)),
-            key=lambda n: (
-                self._since[self.queue[n].node][0]
-                if isinstance(self.queue[n], ResolutionRequest)
-                else 0,
-                n,
-            ),
-        )
-        request = self.queue[best]
-        del self.queue[best]
-        return request
+    def _take(self) -> Offload | list[ResolutionRequest]:
+        """The first queued offload (in arrival order: never dropped, its decrease must be
+        placed), else every queued request, the node that has waited longest first."""
+        for n, m in enumerate(self.queue):
+            if isinstance(m, Offload):
+                del self.queue[n]
+                return m
+        requests = [m for m in self.queue if isinstance(m, ResolutionRequest)]
+        self.queue.clear()
+        return sorted(requests, key=lambda r: self._since[r.node][0])
 
     def _drain(self) -> list[ToNode]:
-        """Take up queued requests until one needs answers from the nodes."""
+        """Take up queued requests until one needs answers from the nodes: an offload, or the
+        requests still current, folded (:meth:`Coordinator.on_requests`)."""
         out: list[ToNode] = []
         c = self.coordinator
         while self._phase is None and self.queue and not self._held:
-            request = self._next()
-            if isinstance(request, Offload):
+            taken = self._take()
+            if isinstance(taken, Offload):
                 self.resolutions += 1
-                others = [j for j in range(1, c.m + 1) if j != request.node]
-                self._offload, self._counts = request, []
+                others = [j for j in range(1, c.m + 1) if j != taken.node]
+                self._offload, self._counts = taken, []
                 if not others:
                     out += self._place()
                     continue
                 self._phase, self._waiting = "count", set(others)
-                out += [CountRequest(j, request.obj, request.delta) for j in others]
+                out += [CountRequest(j, taken.obj, taken.delta) for j in others]
                 continue
-            if request.epoch < c.epoch or request.version < self.sent[request.node]:
-                self.stale += 1
-                if request.node in self._since:  # it keeps its place if it asks again at once
-                    self._since[request.node] = (
-                        self._since[request.node][0],
-                        self.sent[request.node],
-                    )
-                continue
-            self.resolutions += 1
-            self._since.pop(request.node, None)
-            out += self._answer(c.on_request(request))
+            current = []
+            for request in taken:
+                if request.epoch < c.epoch or request.version < self.sent[request.node]:
+                    self.stale += 1
+                    if request.node in self._since:  # it keeps its place if it asks again
+                        self._since[request.node] = (
+                            self._since[request.node][0],
+                            self.sent[request.node],
+                        )
+                    continue
+                self.resolutions += 1
+                self._since.pop(request.node, None)
+                current.append(request)
+            if current:
+                out += self._answer(c.on_requests(current))
         return out
