@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from tests.protocols.topk.streams import Oracle, check_invariants, stream
 from tsmon.protocols.topk.coordinator import Policy
-from tsmon.protocols.topk.messages import MessageCounts
-from tsmon.sim.topk.network import DelayedNetwork, TopKNetwork
+from tsmon.protocols.topk.messages import MessageCounts, ToCoordinator, ToNode
+from tsmon.sim.topk.network import DelayedNetwork, TopKNetwork, _Network
 
 POLICIES = [Policy.paper(), Policy(0, False), Policy(1, True), Policy(None, True)]
 
@@ -77,6 +77,68 @@ def test_delayed_valid_when_quiet_and_converges(s: dict, delay: int, spacing: in
             assert oracle.valid(net.answer(), eps, k, s["bottom"]), (net.answer(), oracle.totals)
             check_invariants(net)
     net.settle()
+    assert net.quiet
+    assert oracle.valid(net.answer(), eps, k, s["bottom"]), (net.answer(), oracle.totals)
+    check_invariants(net)
+
+
+class Rounds(_Network):
+    """One hop per round, as a micro-batch host: the nodes' messages of a round reach the
+    coordinator together (:meth:`Resolver.on_messages`, where requests fold), its answers
+    reach the nodes in the next round."""
+
+    def __init__(self, m: int, k: int, eps: int, policy: Policy, bottom: bool, theta) -> None:
+        super().__init__(m, k, eps, policy, None, bottom, theta)
+        self.down: list[ToNode] = self.resolver.start()
+        self.up: list[ToCoordinator] = []
+
+    def update(self, node: int, obj: int, delta: int) -> None:
+        message = self.nodes[node - 1].update(obj, delta)
+        self.up += [] if message is None else [message]
+
+    def round(self) -> None:
+        down, self.down = self.down, []
+        for message in down:
+            answer = self.nodes[message.node - 1].on_message(message)
+            self.up += [] if answer is None else [answer]
+        up, self.up = self.up, []
+        self.down = self.resolver.on_messages(up)
+
+    @property
+    def quiet(self) -> bool:
+        return not (self.down or self.up or self.resolver.busy) and not any(
+            n.awaiting or n.fresh for n in self.nodes
+        )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    scenarios(),
+    st.integers(2, 12),
+    st.sampled_from([Policy(probe=(1, 2), probe_min=1), Policy(probe=(2,), probe_min=2)]),
+    st.integers(1, 8),
+)
+def test_folded_resolutions_valid_when_quiet_and_converge(
+    s: dict, m: int, policy: Policy, per_round: int
+) -> None:
+    """Requests of one round fold into one Phase 3 (probing too): whenever the network is
+    quiet the invariants hold exactly and ``T`` is valid; after the last round it settles."""
+    k, eps = s["k"], s["eps"]
+    net = Rounds(m, k, eps, policy, s["bottom"], s["theta"])
+    oracle = Oracle()
+    updates = list(stream(s["seed"], m, s["n"], s["steps"], s["zipf"], s["window"], s["max_delta"]))
+    for start in range(0, len(updates), per_round):
+        for node, obj, delta in updates[start : start + per_round]:
+            net.update(node, obj, delta)
+            oracle.apply(obj, delta)
+        net.round()
+        if net.quiet:
+            assert oracle.valid(net.answer(), eps, k, s["bottom"]), (net.answer(), oracle.totals)
+            check_invariants(net)
+    for _ in range(100):
+        if net.quiet:
+            break
+        net.round()
     assert net.quiet
     assert oracle.valid(net.answer(), eps, k, s["bottom"]), (net.answer(), oracle.totals)
     check_invariants(net)

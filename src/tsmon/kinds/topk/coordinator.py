@@ -31,9 +31,11 @@ Choices the paper leaves open
       while a resolution runs. ``settled`` is the protocol's own criterion of ε-validity
       (Appendix A): no resolution under way or queued, no change pending, and nothing sent to
       a source in the last step (no install in flight, so no node awaits an answer: a node's
-      request reaches the coordinator in the batch it is sent). Requests of one batch are
-      taken up longest-waiting node first (:class:`~tsmon.protocols.topk.resolver.Resolver`),
-      so no source starves.
+      request reaches the coordinator in the batch it is sent). The requests of one batch
+      (and those queued behind a Phase 3) are taken up together: each tries Phase 2, the
+      others share one Phase 3 over the union of their objects
+      (:class:`~tsmon.protocols.topk.resolver.Resolver`), so no source starves and ``n``
+      sources starting at once settle in 3 control batches, not ``2n``.
 """
 
 from __future__ import annotations

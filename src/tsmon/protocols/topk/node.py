@@ -173,7 +173,8 @@ class MonitorNode:
         nothing holds them below ``T`` here (Lemma B.3 bounds ``B_j`` by the lowest member of
         a full ``T``; with ``T`` empty there is none), so counting one could put ``B_N`` above
         a member of ``T'``, make ``λ_t < 0`` and break Invariant 2 at the coordinator. They
-        get their own resolution: the node asks again after this one's install."""
+        get a later resolution: the node asks again after this one's install (requests taken
+        up together put every requester's fresh objects in one ``R``, §3.1 Phase 3)."""
         r = {*resolution, *self.fresh}
         popped: list[tuple[int, int, Obj]] = []
         best = self.default if self.phantom else None

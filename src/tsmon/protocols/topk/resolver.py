@@ -4,17 +4,20 @@
 message handler, so any host (zero latency, simulated delays, Spark micro-batches) drives it
 the same way: messages in, messages out.
 
-* **Serialized** (Appendix A): one resolution at a time; requests that come while Phase 3
-  gathers values, or while an offload is being placed, wait in a queue.
-* **Fair** (a choice the paper leaves open): the queue serves the node that has waited longest
-  first, counted from its oldest request not yet taken up. A node whose request went stale
-  keeps its place for the request it sends as soon as it has the install that made it stale
-  (recognized by its version), so a node that asks again every time (say one that sees a new
-  object in every batch) cannot win every turn and starve the others; a later request, after
-  the node's constraints held again, waits from its own arrival. Hosts that
-  deliver many messages at once (a micro-batch) pass them to :meth:`Resolver.on_messages`,
-  which takes up requests only after all of them are in, so arrival order within the batch
-  does not decide either.
+* **Serialized** (Appendix A): one Phase 3 (or offload) at a time; requests that come while
+  Phase 3 gathers values, or while an offload is being placed, wait in a queue.
+* **Folded** (a choice the paper leaves open): when the coordinator is free again it takes up
+  every queued request at once (:meth:`Coordinator.on_requests`): each tries Phase 2, and those
+  that fail share one Phase 3 over the union of their resolution sets. Hosts that deliver many
+  messages at once (a micro-batch) pass them to :meth:`Resolver.on_messages`, which takes up
+  requests only after all of them are in. So ``n`` nodes asking together cost one round of
+  control, not ``n`` one after another (a source that asks in every batch could otherwise
+  keep the others waiting: the installs of its Phase 3 made their queued requests stale).
+* **Fair** order within a fold: the node that has waited longest tries Phase 2 first, counted
+  from its oldest request not yet taken up (the coordinator's slack goes to it first). A node
+  whose request went stale keeps its place for the request it sends as soon as it has the
+  install that made it stale (recognized by its version); a later request, after the node's
+  constraints held again, waits from its own arrival.
 * **Stale requests dropped**: a request from an earlier epoch, or sent by a node before an
   install or shift the coordinator had already sent it (the request's ``version`` is behind),
   is ignored and counted in :attr:`Resolver.stale`. The node gets that install, checks its
