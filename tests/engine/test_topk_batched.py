@@ -135,7 +135,7 @@ def test_no_source_starves(busy: str) -> None:
         if t >= 3 and "docbig" in rt.answers("topk")["q"].members:
             late = t - 3
             break
-    assert late is not None and late <= 4  # 4 when the busy source sorts first, 2 when last
+    assert late == 3  # whichever name sorts first
 
 
 def control_batches(rt: BatchedRuntime, limit: int = 100) -> int:

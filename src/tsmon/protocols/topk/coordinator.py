@@ -91,10 +91,11 @@ class _Resolution:
 class Coordinator:
     """Coordinator ``N_0``: top-k set ``T``, adjustment factors ``δ_i0`` and resolution (§3.1).
 
-    Driven by messages: :meth:`initialize` with the one-time gather, :meth:`on_request` with a
-    Phase 1 request (returns the Phase 2 :class:`Install` or the Phase 3 / full-refresh
-    :class:`ValueRequest` list), :meth:`on_replies` with the replies (returns the installs, or
-    after a probe that failed the requests to the other nodes).
+    Driven by messages: :meth:`initialize` with the one-time gather, :meth:`on_requests` with
+    the Phase 1 requests taken up together (returns the Phase 2 :class:`Install` messages, then
+    the :class:`ValueRequest` list of their folded Phase 3 or full refresh), :meth:`on_replies`
+    with the replies (returns the installs, or after a probe that failed the requests to the
+    other nodes).
     """
 
     def __init__(
@@ -227,10 +228,6 @@ class Coordinator:
     def initialize(self, replies: list[ValueReply]) -> list[Install]:
         """Initial top-k from one gather of all partial values (§3), then reallocation."""
         return self._refresh(replies)
-
-    def on_request(self, request: ResolutionRequest) -> list[ToNode]:
-        """One Phase 1 request: :meth:`on_requests` of it alone."""
-        return self.on_requests([request])
 
     def on_requests(self, requests: Sequence[ResolutionRequest]) -> list[ToNode]:
         """Phase 1 requests taken up together, in this order: each tries Phase 2 (§3.1), and
