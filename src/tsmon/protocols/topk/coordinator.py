@@ -39,7 +39,7 @@ Folded resolutions (a choice the paper leaves open)
     respect to ``R``. That is the paper's Phase 3 (§3.1) with a larger resolution set: Lemma B.3
     needs only ``T ⊆ R`` and ``B_j ≤ V_tj + δ_tj`` for ``O_t ∈ T``, and Theorem B.4 needs
     ``B_j ≥ V_sj + δ_sj`` for ``O_s ∈ U − R``, which a border taken over ``U − R`` gives. ``n``
-    requests then cost one round of control instead of ``n`` (200 micro-batches for 100
+    requests then cost one round of control instead of ``n`` (201 micro-batches for 100
     sources starting at once, 3 after). A fold probes as one request does, over
     ``N = {N_0} ∪ F ∪ S`` (the requesters re-asked for ``R`` with the probe); a full-refresh
     request among them folds in the others (it gathers every object).
