@@ -8,6 +8,11 @@ Hypothesis profiles: ``dev`` (the default: random examples, a 1 s deadline per e
 example database on) and ``ci`` (selected when ``CI=true``: derandomized, so a run is
 reproducible, no deadline on a shared machine, no database, and the blob to reproduce a
 failure printed). ``HYPOTHESIS_PROFILE=<name>`` picks one explicitly.
+
+``make test`` runs the suite on two pytest-xdist workers (``--dist loadgroup``): every test that
+takes the ``spark`` fixture is in the group ``spark``, so one worker runs them all in one
+SparkSession while the other runs the rest (in-process tests and the ones that start their own
+processes).
 """
 
 from __future__ import annotations
@@ -30,6 +35,13 @@ settings.register_profile("ci", derandomize=True, deadline=None, database=None, 
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") == "true" else "dev")
 )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put every test that takes the session's SparkSession in one xdist group."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("spark"))
 
 
 @pytest.fixture(scope="session", autouse=True)

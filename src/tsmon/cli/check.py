@@ -90,7 +90,9 @@ def run_check(path: Path, console: Console) -> int:
     for _, error in checked.errors:
         console.print(f"error: {error}", soft_wrap=True)
     errors = f", {len(checked.errors)} errors" if checked.errors else ""
-    table = Table(title=f"{path}: {len(checked.statements)} statements OK{errors}")
+    # one line, whatever the path's length (a table title wraps to the table's width)
+    console.print(f"{path}: {len(checked.statements)} statements OK{errors}", soft_wrap=True)
+    table = Table()
     for column in ("query", "on / as", "windows", "since / within"):
         table.add_column(column)
     for statement in checked.statements:
