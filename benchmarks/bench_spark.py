@@ -32,6 +32,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+from itertools import pairwise
 from pathlib import Path
 from time import perf_counter
 
@@ -48,6 +49,7 @@ from spark_split import (
     codegen_compiles,
     delta,
     families,
+    per_batch_line,
     process_cpu,
     python_parts,
     spark_stages,
@@ -117,10 +119,11 @@ def _print_split(
 
 
 def _print_threads(console: Console, runs: list[tuple[dict[str, float], float, int]]) -> None:
-    """The JVM's CPU µs per point by thread family (:mod:`spark_split`), tsmon's and the
-    plain job's, each over its whole run."""
+    """The JVM's CPU µs per point by thread family (:mod:`spark_split`): tsmon's over its
+    whole run and from its batch 2 on (JIT warm), the plain job's over its run (in a JVM
+    tsmon's run warmed up)."""
     table = Table(title="Where the JVM's CPU goes: µs per point by thread family (/proc)")
-    for column in ("thread family", "tsmon", "plain job"):
+    for column in ("thread family", "tsmon", "tsmon, batches 2+", "plain job (after tsmon)"):
         table.add_column(column, justify="left" if column == "thread family" else "right")
     for name, values in thread_rows(runs):
         table.add_row(name, *(f"{v:.2f}" for v in values))
@@ -220,7 +223,7 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
     sampler = ThreadSampler(spark.sparkContext._gateway.proc.pid)
     cpu_start, threads_start = process_cpu(spark), sampler.snapshot()
     compiles_start = codegen_compiles(spark)
-    ours, outputs = run_tsmon(spark, job, w)
+    ours, outputs = run_tsmon(spark, job, w, sampler)
     cpu_tsmon, threads_tsmon = process_cpu(spark), sampler.snapshot()
     compiles = codegen_compiles(spark) - compiles_start
     console.print(
@@ -230,6 +233,7 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
     base = run_baseline(spark, w, root, args.window)
     cpu_base, threads_base = delta(process_cpu(spark), cpu_tsmon), sampler.snapshot()
     sampler.close()
+    jvm_batches = [families(b, a) for a, b in pairwise([threads_start, *outputs.snapshots])]
     console.print(f"baseline: {len(base.batch_ids)} batches in {base.wall_s:.1f} s wall")
 
     check_ok = True
@@ -302,13 +306,17 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
             f"{2 * trig / n * 1e6:.1f} core-µs per point on 2 cores"
         )
     cpu_ratio = _print_split(console, ours, base, job, delta(cpu_tsmon, cpu_start), cpu_base)
+    steady = range(2, len(jvm_batches))  # after the JIT's warm-up (batches 0 and 1)
+    warm = {f: sum(jvm_batches[i].get(f, 0.0) for i in steady) for b in jvm_batches for f in b}
     _print_threads(
         console,
         [
             (families(threads_tsmon, threads_start), cpu_tsmon["jvm"] - cpu_start["jvm"], w.total),
+            (warm, sum(warm.values()), sum(ours.points[i] for i in steady)),
             (families(threads_base, threads_tsmon), cpu_base["jvm"], sum(base.points)),
         ],
     )
+    console.print(per_batch_line(jvm_batches, w.total))
     inputs = dict(zip(ours.data(), (f.stat().st_size for f in w.files), strict=False))
     growth = report_disk(console, outputs.disk, ours.batch_ids, inputs, args.retention,
                 args.ticks_per_file)  # fmt: skip

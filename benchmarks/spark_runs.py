@@ -60,12 +60,16 @@ class Outputs:
     after every batch, and the answers after the last."""
 
     disk: DiskCurve | None = None  # tsmon's run only
+    sampler: Any = None  # a spark_split.ThreadSampler: the JVM's threads after each batch
+    snapshots: list[Any] = field(default_factory=list)
     events: list[Any] = field(default_factory=list)
     answers: dict[str, Any] = field(default_factory=dict)
 
     def __call__(self, out: BatchOutput) -> None:
         if self.disk is not None:
             self.disk.measure(out.batch_id)
+        if self.sampler is not None:
+            self.snapshots.append(self.sampler.snapshot())
         self.events += out.events
 
 
@@ -86,9 +90,10 @@ def _input_rows(progress: Any, input_dir: Path) -> int:
     )
 
 
-def run_tsmon(spark: Any, job: Job, w: Workload) -> tuple[Run, Outputs]:
-    """Run the job over every file; the coordinator step is timed by wrapping it."""
-    outputs = Outputs(DiskCurve(job.checkpoint))
+def run_tsmon(spark: Any, job: Job, w: Workload, sampler: Any = None) -> tuple[Run, Outputs]:
+    """Run the job over every file; the coordinator step is timed by wrapping it; the JVM's
+    threads are sampled at the end of each batch's ``foreachBatch`` (``sampler``)."""
+    outputs = Outputs(DiskCurve(job.checkpoint), sampler)
     runner = JobRunner(job, spark=spark, callback=outputs)
     coordinator_s: dict[int, float] = {}
     step = runner.coordinator.step

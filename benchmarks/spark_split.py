@@ -87,7 +87,7 @@ def _stat(pid: int) -> tuple[int, float, float]:
 FAMILIES = (  # (prefix of a thread's name, family); Linux keeps 15 characters of a name
     ("C2 CompilerThre", "JIT: C2 compiler"),
     ("C1 CompilerThre", "JIT: C1 compiler"),
-    ("GC Thread", "GC: G1 workers"),
+    ("GC Thread", "GC: worker threads (G1, Parallel)"),
     ("G1 ", "GC: G1 concurrent, refine"),
     ("VM Thread", "VM Thread (safepoints)"),
     ("Executor task ", "tasks: Executor task threads"),
@@ -164,6 +164,20 @@ def families(after: dict, before: dict) -> dict[str, float]:
     for key, (name, cpu) in after.items():
         out[family(name)] += cpu - before.get(key, (name, 0.0))[1]
     return dict(out)
+
+
+def per_batch_line(batches: list[dict[str, float]], n: int) -> str:
+    """tsmon's JVM CPU seconds per batch (from one batch's end to the next's) of the thread
+    families that took over 1 µs per point (of ``n``) in all: does it fall as the JVM warms?"""
+    total: dict[str, float] = defaultdict(float)
+    for b in batches:
+        for f, s in b.items():
+            total[f] += s
+    big = sorted((f for f, s in total.items() if s * 1e6 / n > 1.0), key=lambda f: -total[f])
+    parts = (f"{f} " + " ".join(f"{b.get(f, 0.0):.2f}" for b in batches) for f in big)
+    return "tsmon's JVM, CPU s per batch by thread family (over 1 µs/point in all): " + "; ".join(
+        parts
+    )
 
 
 def thread_rows(
