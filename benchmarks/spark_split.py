@@ -168,14 +168,14 @@ def families(after: dict, before: dict) -> dict[str, float]:
 
 def per_batch_line(batches: list[dict[str, float]], n: int) -> str:
     """tsmon's JVM CPU seconds per batch (from one batch's end to the next's) of the thread
-    families that took over 1 µs per point (of ``n``) in all: does it fall as the JVM warms?"""
+    families that took over 0.5 µs per point (of ``n``) in all: does it fall as the JVM warms?"""
     total: dict[str, float] = defaultdict(float)
     for b in batches:
         for f, s in b.items():
             total[f] += s
-    big = sorted((f for f, s in total.items() if s * 1e6 / n > 1.0), key=lambda f: -total[f])
+    big = sorted((f for f, s in total.items() if s * 1e6 / n > 0.5), key=lambda f: -total[f])
     parts = (f"{f} " + " ".join(f"{b.get(f, 0.0):.2f}" for b in batches) for f in big)
-    return "tsmon's JVM, CPU s per batch by thread family (over 1 µs/point in all): " + "; ".join(
+    return "tsmon's JVM, CPU s per batch by thread family (over 0.5 µs/point in all): " + "; ".join(
         parts
     )
 
