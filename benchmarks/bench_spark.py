@@ -32,7 +32,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-from itertools import pairwise
 from pathlib import Path
 from time import perf_counter
 
@@ -46,6 +45,7 @@ from spark_disk import report as report_disk
 from spark_runs import Outputs, Run, cross_check, run_baseline, run_reference, run_tsmon
 from spark_split import (
     ThreadSampler,
+    by_batch,
     codegen_compiles,
     delta,
     families,
@@ -55,6 +55,7 @@ from spark_split import (
     spark_stages,
     split_rows,
     thread_rows,
+    warm,
 )
 from spark_workload import add_flags, describe, make_job, make_workload
 from tsmon.spark.job import Job
@@ -119,11 +120,11 @@ def _print_split(
 
 
 def _print_threads(console: Console, runs: list[tuple[dict[str, float], float, int]]) -> None:
-    """The JVM's CPU µs per point by thread family (:mod:`spark_split`): tsmon's over its
-    whole run and from its batch 2 on (JIT warm), the plain job's over its run (in a JVM
-    tsmon's run warmed up)."""
+    """The JVM's CPU µs per point by thread family (:mod:`spark_split`), tsmon's and the plain
+    job's (which runs second, in a JVM tsmon's run warmed up), each over its whole run and
+    over its data batches from batch 2 on (once the JIT has warmed up)."""
     table = Table(title="Where the JVM's CPU goes: µs per point by thread family (/proc)")
-    for column in ("thread family", "tsmon", "tsmon, batches 2+", "plain job (after tsmon)"):
+    for column in ("thread family", "tsmon", "tsmon, batches 2+", "plain job", "plain, 2+"):
         table.add_column(column, justify="left" if column == "thread family" else "right")
     for name, values in thread_rows(runs):
         table.add_row(name, *(f"{v:.2f}" for v in values))
@@ -230,10 +231,10 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
         f"tsmon: {len(ours.batch_ids)} batches in {ours.wall_s:.1f} s wall; Spark compiled "
         f"{compiles} generated classes (a plan whose code differs per batch adds some each batch)"
     )
-    base = run_baseline(spark, w, root, args.window)
+    base = run_baseline(spark, w, root, args.window, sampler)
     cpu_base, threads_base = delta(process_cpu(spark), cpu_tsmon), sampler.snapshot()
     sampler.close()
-    jvm_batches = [families(b, a) for a, b in pairwise([threads_start, *outputs.snapshots])]
+    jvm_batches = by_batch(threads_start, ours.threads)
     console.print(f"baseline: {len(base.batch_ids)} batches in {base.wall_s:.1f} s wall")
 
     check_ok = True
@@ -306,14 +307,13 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
             f"{2 * trig / n * 1e6:.1f} core-µs per point on 2 cores"
         )
     cpu_ratio = _print_split(console, ours, base, job, delta(cpu_tsmon, cpu_start), cpu_base)
-    steady = range(2, len(jvm_batches))  # after the JIT's warm-up (batches 0 and 1)
-    warm = {f: sum(jvm_batches[i].get(f, 0.0) for i in steady) for b in jvm_batches for f in b}
     _print_threads(
         console,
         [
             (families(threads_tsmon, threads_start), cpu_tsmon["jvm"] - cpu_start["jvm"], w.total),
-            (warm, sum(warm.values()), sum(ours.points[i] for i in steady)),
+            warm(jvm_batches, ours.points),
             (families(threads_base, threads_tsmon), cpu_base["jvm"], sum(base.points)),
+            warm(by_batch(threads_tsmon, base.threads), base.points),
         ],
     )
     console.print(per_batch_line(jvm_batches, w.total))

@@ -29,6 +29,7 @@ import threading
 import urllib.request
 from collections import defaultdict
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +165,24 @@ def families(after: dict, before: dict) -> dict[str, float]:
     for key, (name, cpu) in after.items():
         out[family(name)] += cpu - before.get(key, (name, 0.0))[1]
     return dict(out)
+
+
+def by_batch(start: dict, after: dict[int, dict]) -> list[dict[str, float]]:
+    """:func:`families` of each batch, from the snapshot before it (``start`` for the first)
+    to the one after it; ``after``: a snapshot by batch id, taken as each batch ended."""
+    ordered = [start, *(after[b] for b in sorted(after))]
+    return [families(b, a) for a, b in pairwise(ordered)]
+
+
+def warm(batches: list[dict[str, float]], points: list[int], first: int = 2) -> tuple:
+    """``(families, their CPU s, points)`` over the data batches from ``first`` on: the JVM
+    once the JIT has warmed up (the 1st batch of a job compiles most, the 2nd much less)."""
+    idx = [i for i, n in enumerate(points[: len(batches)]) if n and i >= first]
+    out: dict[str, float] = defaultdict(float)
+    for i in idx:
+        for f, s in batches[i].items():
+            out[f] += s
+    return dict(out), sum(out.values()), sum(points[i] for i in idx)
 
 
 def per_batch_line(batches: list[dict[str, float]], n: int) -> str:
