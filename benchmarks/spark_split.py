@@ -284,7 +284,7 @@ def split_rows(
          f"executorCpuTime, {read.tasks} tasks"),
         ("  host stage tasks: shuffle, Arrow, state store", hosted.jvm_cpu_ms * us,
          f"executorCpuTime, {hosted.tasks} tasks"),
-        ("  other threads: driver, planning, GC, JIT, RocksDB", cpu["jvm"] - tasks,
+        ("  other threads: JIT, GC, driver (by family below)", cpu["jvm"] - tasks,
          f"difference; tasks' GC wall {(read.gc_ms + hosted.gc_ms) * us:.2f}"),
         ("Python workers (whole run)", cpu["workers"], "/proc CPU"),
         ("  file reader", parts.get("fileReader", 0.0) * us, "pythonCpuMs"),

@@ -47,9 +47,10 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 
 JVM_OPTIONS = "-XX:+UseParallelGC"
 """The driver JVM's GC (on ``local[*]`` the driver runs the tasks too): the parallel
-collector, not Java 17's default G1, whose concurrent marking (started by each state blob or
-file of over half a 1 MB region), refinement threads and write barriers cost a third of the
-JVM's CPU per point outside the JIT (benchmarks/README.md, "Where the JVM's CPU goes")."""
+collector, not Java 17's default G1, whose concurrent cycles (started by arrays over half a
+1 MB region: a file's bytes, Arrow batches, a bucket's state), refinement and write barriers
+cost 0.5-2 µs per point in ``bench_spark.py`` against 0.3-0.5 (benchmarks/README.md, "Where
+the JVM's CPU goes")."""
 
 _INSTALL_HINT = "install a JDK 17+ (e.g. 'apt-get install openjdk-17-jre-headless') and retry"
 
