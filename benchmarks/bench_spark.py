@@ -44,13 +44,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from spark_disk import report as report_disk
 from spark_runs import Outputs, Run, cross_check, run_baseline, run_reference, run_tsmon
 from spark_split import (
+    ThreadSampler,
+    by_batch,
     codegen_compiles,
     delta,
-    jvm_threads,
+    families,
+    per_batch_line,
     process_cpu,
     python_parts,
     spark_stages,
     split_rows,
+    thread_rows,
+    warm,
 )
 from spark_workload import add_flags, describe, make_job, make_workload
 from tsmon.spark.job import Job
@@ -112,6 +117,18 @@ def _print_split(
         + ", ".join(f"{k} {v:,.0f}" for k, v in sorted(state.items()) if v)
     )
     return b_total / total
+
+
+def _print_threads(console: Console, runs: list[tuple[dict[str, float], float, int]]) -> None:
+    """The JVM's CPU µs per point by thread family (:mod:`spark_split`), tsmon's and the plain
+    job's (which runs second, in a JVM tsmon's run warmed up), each over its whole run and
+    over its data batches from batch 2 on (once the JIT has warmed up)."""
+    table = Table(title="Where the JVM's CPU goes: µs per point by thread family (/proc)")
+    for column in ("thread family", "tsmon", "tsmon, batches 2+", "plain job", "plain, 2+"):
+        table.add_column(column, justify="left" if column == "thread family" else "right")
+    for name, values in thread_rows(runs):
+        table.add_row(name, *(f"{v:.2f}" for v in values))
+    console.print(table)
 
 
 def _print_answers(console: Console, outputs: Outputs) -> None:
@@ -204,18 +221,20 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
     )
     console.print(f"SparkSession up in {perf_counter() - start:.1f} s (local[2])")
 
-    cpu_start, threads_start = process_cpu(spark), jvm_threads(spark)
+    sampler = ThreadSampler(spark.sparkContext._gateway.proc.pid)
+    cpu_start, threads_start = process_cpu(spark), sampler.snapshot()
     compiles_start = codegen_compiles(spark)
-    ours, outputs = run_tsmon(spark, job, w)
-    cpu_tsmon = process_cpu(spark)
-    threads = delta(jvm_threads(spark), threads_start)
+    ours, outputs = run_tsmon(spark, job, w, sampler)
+    cpu_tsmon, threads_tsmon = process_cpu(spark), sampler.snapshot()
     compiles = codegen_compiles(spark) - compiles_start
     console.print(
         f"tsmon: {len(ours.batch_ids)} batches in {ours.wall_s:.1f} s wall; Spark compiled "
         f"{compiles} generated classes (a plan whose code differs per batch adds some each batch)"
     )
-    base = run_baseline(spark, w, root, args.window)
-    cpu_base = delta(process_cpu(spark), cpu_tsmon)
+    base = run_baseline(spark, w, root, args.window, sampler)
+    cpu_base, threads_base = delta(process_cpu(spark), cpu_tsmon), sampler.snapshot()
+    sampler.close()
+    jvm_batches = by_batch(threads_start, ours.threads)
     console.print(f"baseline: {len(base.batch_ids)} batches in {base.wall_s:.1f} s wall")
 
     check_ok = True
@@ -288,11 +307,16 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
             f"{2 * trig / n * 1e6:.1f} core-µs per point on 2 cores"
         )
     cpu_ratio = _print_split(console, ours, base, job, delta(cpu_tsmon, cpu_start), cpu_base)
-    top = sorted(threads.items(), key=lambda kv: -kv[1])[:8]
-    console.print(
-        "tsmon's JVM threads, CPU µs per point by thread name (live threads): "
-        + ", ".join(f"{name!r} {s * 1e6 / w.total:.2f}" for name, s in top)
+    _print_threads(
+        console,
+        [
+            (families(threads_tsmon, threads_start), cpu_tsmon["jvm"] - cpu_start["jvm"], w.total),
+            warm(jvm_batches, ours.points),
+            (families(threads_base, threads_tsmon), cpu_base["jvm"], sum(base.points)),
+            warm(by_batch(threads_tsmon, base.threads), base.points),
+        ],
     )
+    console.print(per_batch_line(jvm_batches, w.total))
     inputs = dict(zip(ours.data(), (f.stat().st_size for f in w.files), strict=False))
     growth = report_disk(console, outputs.disk, ours.batch_ids, inputs, args.retention,
                 args.ticks_per_file)  # fmt: skip

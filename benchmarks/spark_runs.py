@@ -38,6 +38,7 @@ class Run:
     coordinator_s: list[float] = field(default_factory=list)  # tsmon: CoordinatorNode step
     run_id: str = ""  # the query run's id (the group of its Spark jobs)
     records: list[Any] = field(default_factory=list)  # StreamingQueryProgress, by batch
+    threads: dict[int, Any] = field(default_factory=dict)  # the JVM's threads after each batch
 
     def data(self) -> list[int]:
         """Indices of the batches that read input points."""
@@ -60,12 +61,16 @@ class Outputs:
     after every batch, and the answers after the last."""
 
     disk: DiskCurve | None = None  # tsmon's run only
+    sampler: Any = None  # a spark_split.ThreadSampler: the JVM's threads after each batch
+    snapshots: dict[int, Any] = field(default_factory=dict)  # by batch id
     events: list[Any] = field(default_factory=list)
     answers: dict[str, Any] = field(default_factory=dict)
 
     def __call__(self, out: BatchOutput) -> None:
         if self.disk is not None:
             self.disk.measure(out.batch_id)
+        if self.sampler is not None:
+            self.snapshots[out.batch_id] = self.sampler.snapshot()
         self.events += out.events
 
 
@@ -86,9 +91,10 @@ def _input_rows(progress: Any, input_dir: Path) -> int:
     )
 
 
-def run_tsmon(spark: Any, job: Job, w: Workload) -> tuple[Run, Outputs]:
-    """Run the job over every file; the coordinator step is timed by wrapping it."""
-    outputs = Outputs(DiskCurve(job.checkpoint))
+def run_tsmon(spark: Any, job: Job, w: Workload, sampler: Any = None) -> tuple[Run, Outputs]:
+    """Run the job over every file; the coordinator step is timed by wrapping it; the JVM's
+    threads are sampled at the end of each batch's ``foreachBatch`` (``sampler``)."""
+    outputs = Outputs(DiskCurve(job.checkpoint), sampler)
     runner = JobRunner(job, spark=spark, callback=outputs)
     coordinator_s: dict[int, float] = {}
     step = runner.coordinator.step
@@ -111,7 +117,7 @@ def run_tsmon(spark: Any, job: Job, w: Workload) -> tuple[Run, Outputs]:
     outputs.answers = {kind: runner.answers(kind) for kind in KINDS}
     lines = (job.checkpoint / "progress.jsonl").read_text(encoding="utf-8").splitlines()
     ours = {p["batchId"]: p for p in map(json.loads, lines)}
-    run = Run("tsmon", wall, run_id=run_id, records=records)
+    run = Run("tsmon", wall, run_id=run_id, records=records, threads=outputs.snapshots)
     for p in records:
         run.batch_ids.append(p.batchId)
         run.duration_s.append(p.durationMs.get("triggerExecution", 0) / 1000)
@@ -127,14 +133,18 @@ def run_tsmon(spark: Any, job: Job, w: Workload) -> tuple[Run, Outputs]:
     return run, outputs
 
 
-def run_baseline(spark: Any, w: Workload, root: Path, window: str) -> Run:
-    """Exact per-series window statistics with built-in Structured Streaming operators."""
+def run_baseline(spark: Any, w: Workload, root: Path, window: str, sampler: Any = None) -> Run:
+    """Exact per-series window statistics with built-in Structured Streaming operators; the
+    JVM's threads are sampled at the end of each batch (``sampler``)."""
     from pyspark.sql import functions as F
 
     out_rows: dict[int, int] = {}
+    threads: dict[int, Any] = {}
 
     def count_rows(df: Any, batch_id: int) -> None:
         out_rows[batch_id] = df.count()
+        if sampler is not None:
+            threads[batch_id] = sampler.snapshot()
 
     points = (
         spark.readStream.schema(INPUT_DDL)
@@ -165,7 +175,7 @@ def run_baseline(spark: Any, w: Workload, root: Path, window: str) -> Run:
     records = _progress(query)
     run_id = str(query.runId)
     query.stop()
-    run = Run("baseline", wall, run_id=run_id, records=records)
+    run = Run("baseline", wall, run_id=run_id, records=records, threads=threads)
     for p in records:
         run.batch_ids.append(p.batchId)
         run.duration_s.append(p.durationMs.get("triggerExecution", 0) / 1000)

@@ -6,6 +6,9 @@ load; CPU times do not).
   (Spark's driver and executor threads, RocksDB, GC), its Python workers (every descendant of
   the JVM, with the children they reaped) and the driver's Python process (``collect``, the
   coordinator, the sinks);
+- **the JVM's threads** (:class:`ThreadSampler`, ``/proc/<pid>/task/*/stat`` every 0.5 s),
+  by family of thread names (:data:`FAMILIES`: JIT compilers, GC, task threads, the stream
+  execution thread, py4j's ``Thread-N``, the listener bus, the UI, RocksDB, ...);
 - **Spark's stages** (the status REST API, ``/api/v1/applications/<id>/stages``; the benchmark
   turns the UI on for it): ``executorCpuTime``, the CPU of the tasks' JVM threads, of the
   *read* stage (scan the input and control files, normalise, write the shuffle) and of the
@@ -22,9 +25,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 import urllib.request
 from collections import defaultdict
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -80,21 +85,137 @@ def _stat(pid: int) -> tuple[int, float, float]:
     return int(fields[1]), (utime + stime) / TICKS, (cutime + cstime) / TICKS
 
 
-def jvm_threads(spark: Any) -> dict[str, float]:
-    """CPU seconds so far of the JVM's live threads, by name with digits dropped (``GC
-    Thread#``, ``Executor task l``; Linux keeps 15 characters of a name). A thread that
-    ended takes its time with it: compare groups of long-lived threads only."""
-    jvm = spark.sparkContext._gateway.proc.pid
+FAMILIES = (  # (prefix of a thread's name, family); Linux keeps 15 characters of a name
+    ("C2 CompilerThre", "JIT: C2 compiler"),
+    ("C1 CompilerThre", "JIT: C1 compiler"),
+    ("GC Thread", "GC: worker threads (G1, Parallel)"),
+    ("G1 ", "GC: G1 concurrent, refine"),
+    ("VM Thread", "VM Thread (safepoints)"),
+    ("Executor task ", "tasks: Executor task threads"),
+    ("stream executio", "stream execution thread (micro-batch driver)"),
+    ("Thread-", "Thread-N (py4j calls from Python)"),
+    ("spark-listener-", "spark-listener-group (listener bus)"),
+    ("SparkUI", "SparkUI (web UI, REST API)"),
+    ("dispatcher-", "dispatcher-* (RPC)"),
+    ("rocksdb", "RocksDB native (flush, compaction)"),
+    ("state-store-mai", "state store maintenance"),
+    ("shuffle-", "shuffle-* (netty)"),
+    ("map-output-disp", "map-output-dispatcher"),
+    ("task-result-get", "task-result-getter"),
+    ("dag-scheduler-e", "dag-scheduler-event-loop"),
+)
+
+
+def family(name: str) -> str:
+    """A thread's family: :data:`FAMILIES`' name for its prefix, else its name without the
+    digits (``QueryStageCreat``, ``block-manager-s``, ...)."""
+    for prefix, fam in FAMILIES:
+        if name.lower().startswith(prefix.lower()):
+            return fam
+    return re.sub(r"\d+", "", name).strip(" -#:_") or name
+
+
+class ThreadSampler:
+    """CPU of each of a process's threads (``/proc/<pid>/task/<tid>/stat``, user + system),
+    sampled every ``every_s`` by a daemon thread and kept by ``(tid, start time)`` with its
+    last value, so that a thread that ended still counts up to its last sample: only threads
+    that live less than ``every_s`` between two samples are lost (:func:`thread_rows` shows
+    the rest of the process's CPU as such). :meth:`snapshot` samples at once."""
+
+    def __init__(self, pid: int, every_s: float = 0.5) -> None:
+        self.pid = pid
+        self.seen: dict[tuple[str, str], tuple[str, float]] = {}  # (tid, start) -> name, CPU s
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
+        self._thread.start()
+
+    def _run(self, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            self._sample()
+
+    def _sample(self) -> None:
+        task = f"/proc/{self.pid}/task"
+        now: dict[tuple[str, str], tuple[str, float]] = {}
+        for tid in os.listdir(task):
+            try:
+                text = Path(f"{task}/{tid}/stat").read_text()
+            except OSError:
+                continue  # ended meanwhile
+            fields = text[text.rindex(")") + 2 :].split()  # from field 3 (state) on
+            cpu = (int(fields[11]) + int(fields[12])) / TICKS
+            now[(tid, fields[19])] = (text[text.index("(") + 1 : text.rindex(")")], cpu)
+        with self._lock:
+            self.seen.update(now)
+
+    def snapshot(self) -> dict[tuple[str, str], tuple[str, float]]:
+        """Every thread seen so far with its CPU seconds at its last sample (taken now)."""
+        self._sample()
+        with self._lock:
+            return dict(self.seen)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def families(after: dict, before: dict) -> dict[str, float]:
+    """CPU seconds by :func:`family` between two :meth:`ThreadSampler.snapshot`s."""
     out: dict[str, float] = defaultdict(float)
-    for tid in os.listdir(f"/proc/{jvm}/task"):
-        try:
-            text = Path(f"/proc/{jvm}/task/{tid}/stat").read_text()
-        except OSError:
-            continue
-        name = re.sub(r"\d+", "", text[text.index("(") + 1 : text.rindex(")")]).strip()
-        fields = text[text.rindex(")") + 2 :].split()
-        out[name] += (int(fields[11]) + int(fields[12])) / TICKS
+    for key, (name, cpu) in after.items():
+        out[family(name)] += cpu - before.get(key, (name, 0.0))[1]
     return dict(out)
+
+
+def by_batch(start: dict, after: dict[int, dict]) -> list[dict[str, float]]:
+    """:func:`families` of each batch, from the snapshot before it (``start`` for the first)
+    to the one after it; ``after``: a snapshot by batch id, taken as each batch ended."""
+    ordered = [start, *(after[b] for b in sorted(after))]
+    return [families(b, a) for a, b in pairwise(ordered)]
+
+
+def warm(batches: list[dict[str, float]], points: list[int], first: int = 2) -> tuple:
+    """``(families, their CPU s, points)`` over the data batches from ``first`` on: the JVM
+    once the JIT has warmed up (the 1st batch of a job compiles most, the 2nd much less)."""
+    idx = [i for i, n in enumerate(points[: len(batches)]) if n and i >= first]
+    out: dict[str, float] = defaultdict(float)
+    for i in idx:
+        for f, s in batches[i].items():
+            out[f] += s
+    return dict(out), sum(out.values()), sum(points[i] for i in idx)
+
+
+def per_batch_line(batches: list[dict[str, float]], n: int) -> str:
+    """tsmon's JVM CPU seconds per batch (from one batch's end to the next's) of the thread
+    families that took over 0.5 µs per point (of ``n``) in all: does it fall as the JVM warms?"""
+    total: dict[str, float] = defaultdict(float)
+    for b in batches:
+        for f, s in b.items():
+            total[f] += s
+    big = sorted((f for f, s in total.items() if s * 1e6 / n > 0.5), key=lambda f: -total[f])
+    parts = (f"{f} " + " ".join(f"{b.get(f, 0.0):.2f}" for b in batches) for f in big)
+    return "tsmon's JVM, CPU s per batch by thread family (over 0.5 µs/point in all): " + "; ".join(
+        parts
+    )
+
+
+def thread_rows(
+    runs: list[tuple[dict[str, float], float, int]], top: int = 14
+) -> list[tuple[str, list[float]]]:
+    """``(family, [CPU µs per point of each run])`` of the ``top`` families (by the first
+    run's), the rest summed, the process CPU no sample saw (threads that lived < a sampling
+    interval), and the JVM's total; ``runs``: ``(families, process CPU s, points)`` each."""
+    order = sorted({f for fam, _, _ in runs for f in fam}, key=lambda f: -runs[0][0].get(f, 0))
+    shown = order[:top]
+    rows = [(f, [fam.get(f, 0.0) * 1e6 / n for fam, _, n in runs]) for f in shown]
+    rest = [sum(v for f, v in fam.items() if f not in shown) * 1e6 / n for fam, _, n in runs]
+    unseen = [(total - sum(fam.values())) * 1e6 / n for fam, total, n in runs]
+    return [
+        *rows,
+        ("other families", rest),
+        ("threads ended between samples", unseen),
+        ("JVM process", [total * 1e6 / n for _, total, n in runs]),
+    ]
 
 
 def codegen_compiles(spark: Any) -> int:
@@ -128,8 +249,7 @@ def process_cpu(spark: Any) -> dict[str, float]:
 
 
 def delta(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
-    """CPU seconds between two snapshots of :func:`process_cpu` or :func:`jvm_threads` (a
-    thread group new since ``before`` counts from 0)."""
+    """CPU seconds between two snapshots of :func:`process_cpu`."""
     return {k: v - before.get(k, 0.0) for k, v in after.items()}
 
 
@@ -164,7 +284,7 @@ def split_rows(
          f"executorCpuTime, {read.tasks} tasks"),
         ("  host stage tasks: shuffle, Arrow, state store", hosted.jvm_cpu_ms * us,
          f"executorCpuTime, {hosted.tasks} tasks"),
-        ("  other threads: driver, planning, GC, JIT, RocksDB", cpu["jvm"] - tasks,
+        ("  other threads: JIT, GC, driver (by family below)", cpu["jvm"] - tasks,
          f"difference; tasks' GC wall {(read.gc_ms + hosted.gc_ms) * us:.2f}"),
         ("Python workers (whole run)", cpu["workers"], "/proc CPU"),
         ("  file reader", parts.get("fileReader", 0.0) * us, "pythonCpuMs"),

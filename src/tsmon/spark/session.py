@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import SparkSession
 
 __all__ = [
+    "JVM_OPTIONS",
     "MIN_BATCHES_TO_RETAIN",
     "MIN_JAVA",
     "ROCKSDB_PROVIDER",
@@ -43,6 +44,13 @@ recovery needs only the last one."""
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 """The state store provider tsmon runs on (RocksDB: state larger than memory, changelogs)."""
+
+JVM_OPTIONS = "-XX:+UseParallelGC"
+"""The driver JVM's GC (on ``local[*]`` the driver runs the tasks too): the parallel
+collector, not Java 17's default G1, whose concurrent cycles (started by arrays over half a
+1 MB region: a file's bytes, Arrow batches, a bucket's state), refinement and write barriers
+cost 0.5-2 µs per point in ``bench_spark.py`` against 0.3-0.5 (benchmarks/README.md, "Where
+the JVM's CPU goes")."""
 
 _INSTALL_HINT = "install a JDK 17+ (e.g. 'apt-get install openjdk-17-jre-headless') and retry"
 
@@ -186,7 +194,8 @@ def spark_session(
       written since the first and the state directory grows without bound) and old versions
       deleted every 15 s (Spark's maintenance interval: 60 s);
     - no web UI, no console progress bar, Spark logging at ERROR from JVM start (a log4j2
-      file in the temp dir, unless ``conf`` sets ``spark.driver.extraJavaOptions``).
+      file in the temp dir) and the driver JVM's :data:`JVM_OPTIONS` (the parallel GC),
+      unless ``conf`` sets ``spark.driver.extraJavaOptions``.
 
     Settings only apply to a new session: if one is already running in this process, it is
     returned as is (Spark's ``getOrCreate``), apart from the log level. ``log``: a new JVM
@@ -208,7 +217,9 @@ def spark_session(
         "spark.sql.session.timeZone": "UTC",
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_quiet_log4j2_file()}",
+        "spark.driver.extraJavaOptions": (
+            f"-Dlog4j2.configurationFile=file:{_quiet_log4j2_file()} {JVM_OPTIONS}"
+        ),
         "spark.sql.shuffle.partitions": "16",
         # state: commit only the changes of a batch to the checkpoint, keep fewer versions,
         # compact RocksDB at commit and delete old versions often (docs/running.md)
