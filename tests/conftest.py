@@ -12,7 +12,7 @@ failure printed). ``HYPOTHESIS_PROFILE=<name>`` picks one explicitly.
 ``make test`` runs the suite on two pytest-xdist workers (``--dist loadgroup``): every test that
 takes the ``spark`` fixture is in the group ``spark``, so one worker runs them all in one
 SparkSession while the other runs the rest (in-process tests and the ones that start their own
-processes).
+processes); that group goes first, then the other slow tests.
 """
 
 from __future__ import annotations
@@ -38,10 +38,19 @@ settings.load_profile(
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Put every test that takes the session's SparkSession in one xdist group."""
+    """Put every test that takes the session's SparkSession in one xdist group, and run that
+    group first, then the other slow tests, then the rest (longest first: the two workers end
+    together)."""
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("spark"))
+
+    def order(item: pytest.Item) -> int:
+        if item.get_closest_marker("xdist_group") is not None:
+            return 0
+        return 1 if item.get_closest_marker("slow") is not None else 2
+
+    items.sort(key=order)
 
 
 @pytest.fixture(scope="session", autouse=True)
