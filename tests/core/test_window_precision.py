@@ -202,6 +202,25 @@ def test_extreme_values_are_refused_or_exact(data: st.DataObject, series, extrem
     assert_exact(got, ts, values, spec)
 
 
+@pytest.mark.parametrize(
+    "spec", [WindowSpec.time(3 * HOUR), WindowSpec.landmark(1_400_000_000_000)]
+)
+def test_a_window_of_only_subnormal_values_keeps_its_stddev(spec: WindowSpec) -> None:
+    """Found by the test above: the variance of 5e-324 and 1e-310 is 5e-621, which is 0 in
+    float64, so the standard deviation (7.07e-311, a float64) came out 0; such windows are
+    now computed on values scaled by a power of 2."""
+    ts = 1_400_003_600_000 + 1000 * np.arange(4, dtype=np.int64)
+    values = np.array([5e-324, 1e-310, -3e-320, 1e-310])
+    reg = Register("s", RegisterConfig(retention_ms=None))
+    window = open_window(spec, reg)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        view = window.advance(*reg.append(ts, values), STATS)
+    got = {k: view.stat(k) for k in STATS}
+    assert got["stddev"][1] == pytest.approx(7.071067811865e-311, rel=1e-9)
+    assert_exact(got, ts, values, spec)
+
+
 def test_one_huge_point_does_not_freeze_the_mean() -> None:
     """Issue 16: a 1e308 point on a series with a mean(1h) query used to overflow the running
     sums, and every later mean was wrong (70.47, frozen). It is refused now, and a point at

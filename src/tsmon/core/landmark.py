@@ -18,6 +18,7 @@ import numpy as np
 from tsmon.core.moments import (
     SQUARE_ROWS,
     TIME_ROWS,
+    TINY_VALUE,
     Moments,
     exact_stats,
     features,
@@ -135,10 +136,14 @@ class LandmarkWindow:
         stats = stats_from_sums(n, sums, base.anchor, wanted)
         magnitudes = sums[SQUARE_ROWS[TIME_ROWS]]  # sums of squares: nothing subtracted
         ill = ill_conditioned(n, sums, magnitudes, base.anchor, float(n[-1]), wanted)
-        self._exact_rows(stats, np.flatnonzero(ill), p0, wanted)
         inside = values[k:]
         running_max = np.maximum.accumulate(np.concatenate(([old.max], inside)))[1:]
         running_min = np.minimum.accumulate(np.concatenate(([old.min], inside)))[1:]
+        if wanted & {"var", "stddev", "slope"}:  # only tiny values, not all equal: see moments
+            top = np.maximum(np.abs(running_max), np.abs(running_min))
+            tiny = (top < TINY_VALUE) & (running_max > running_min)
+            ill[k:] |= tiny & (n[k:] >= 2)
+        self._exact_rows(stats, np.flatnonzero(ill), p0, wanted)
         first_ts, first = (
             (old.first_ts, old.first_value)
             if old.first_ts is not None

@@ -18,8 +18,11 @@ below 1e-10 on real series with gaps of hours).
 
 Values are limited to ``|x| <= MAX_ABS_VALUE`` (1e140): then no square, product or running sum
 of a window can overflow float64 (``value_in_range`` is the predicate input readers reject
-with). Tiny values, subnormals included, need no limit: results that underflow below 2**-1022
-lose relative precision as any float64 result does.
+with). Tiny values, subnormals included, need no limit, but a window whose values are all
+below ``TINY_VALUE`` and not all equal has squares that underflow (a standard deviation of
+7e-311 from a variance of 5e-621, which is 0 in float64): ``tiny_windows`` finds such windows
+and ``exact_stats`` scales their values by a power of 2 first, so only results that are
+themselves below 2**-1022 lose relative precision, as any float64 result does.
 """
 
 from __future__ import annotations
@@ -41,6 +44,11 @@ MAX_ABS_VALUE: float = 1e140
 #: the others keep a relative error of about c * 2**-52 / 2**-16 ~ c * 3.4e-12, c ~ the square
 #: root of the number of terms summed (a few tens), far below the 1e-9 tsmon promises.
 _ILL_CONDITIONED = 2.0**-14
+#: Below this magnitude squares may underflow (2**-511 squared is 2**-1022, the smallest normal
+#: float64; values that differ by less than 2**-511 are equal or both below 2**-458), so windows
+#: of only such values are recomputed by ``exact_stats`` on values scaled by a power of 2.
+TINY_VALUE: float = 2.0**-450
+_SCALE_UP = 600  # at most 2**600: 2**-450 * 2**600 stays far below MAX_ABS_VALUE
 
 
 def value_in_range(values: np.ndarray) -> np.ndarray:
@@ -281,6 +289,12 @@ def exact_stats(ts_ms: np.ndarray, values: np.ndarray, wanted: Set[str]) -> dict
     >>> exact_stats(np.array([0, 1000, 2000]), np.array([1e16, 1.0, -1e16]), {"sum", "count"})
     {'count': 3.0, 'sum': 1.0}
     """
+    top = float(np.abs(values).max())
+    if 0 < top < TINY_VALUE:  # squares would underflow: the same statistics of 2**k * values
+        k = min(_SCALE_UP, -math.frexp(top)[1])
+        scaled = exact_stats(ts_ms, np.ldexp(values, k), wanted)
+        powers = {"count": 0, "var": 2}  # var scales by 2**(2k), the others by 2**k
+        return {name: math.ldexp(v, -k * powers.get(name, 1)) for name, v in scaled.items()}
     moments = Moments.exact(ts_ms, values, with_time="slope" in wanted)
     n, sums = np.array([moments.n]), moments.sums[:, None]
     one = stats_from_sums(n, sums, moments.anchor, wanted)
@@ -291,3 +305,25 @@ def exact_stats(ts_ms: np.ndarray, values: np.ndarray, wanted: Set[str]) -> dict
         total = math.fsum(values.tolist())  # values of both signs may cancel
         out |= {k: v for k, v in (("sum", total), ("mean", total / len(values))) if k in wanted}
     return out
+
+
+def tiny_windows(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Which windows ``values[lo[j]:hi[j]]`` hold only values below ``TINY_VALUE``, not all
+    zero (their squares may underflow: ``exact_stats`` scales them). One pass over ``values``
+    when none is tiny and nonzero, as on any real series.
+
+    Examples
+    --------
+    >>> values = np.array([1.0, 5e-324, 1e-310, 0.0])
+    >>> tiny_windows(values, np.array([0, 1, 3]), np.array([2, 3, 4])).tolist()
+    [False, True, False]
+    """
+    magnitudes = np.abs(values)
+    if len(values) == 0 or magnitudes.min() >= TINY_VALUE:  # the usual case: two passes
+        return np.zeros(len(lo), dtype=bool)
+    small, nonzero = magnitudes < TINY_VALUE, values != 0
+    if not (small & nonzero).any():
+        return np.zeros(len(lo), dtype=bool)
+    big = np.concatenate(([0], np.cumsum(~small)))
+    some = np.concatenate(([0], np.cumsum(nonzero)))
+    return (big[hi] == big[lo]) & (some[hi] > some[lo])

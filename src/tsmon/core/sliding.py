@@ -38,6 +38,7 @@ from tsmon.core.moments import (
     features,
     ill_conditioned,
     stats_from_sums,
+    tiny_windows,
 )
 from tsmon.core.monotonic import MaxQueue
 from tsmon.core.register import Register
@@ -224,6 +225,9 @@ class SlidingWindow:
         if may_cancel and (held_values.min() >= 0 or held_values.max() <= 0):  # one sign
             checked = wanted - {"sum", "mean"}
         ill = ill_conditioned(n, sums, scale, anchor, float(len(held_values)), checked)
+        if checked & {"var", "stddev", "slope"}:  # squares of tiny values underflow
+            ends_at = np.arange(lead, len(held_values) + 1)
+            ill |= tiny_windows(held_values, starts - first, ends_at) & (n >= 2)
         for j in ill.nonzero()[0].tolist():
             lo, hi = int(starts[j]), p0 + j + 1
             for name, value in exact_stats(reg.ts(lo, hi), reg.values(lo, hi), wanted).items():
