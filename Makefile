@@ -24,7 +24,7 @@ demo: $(STAMP)
 	$(BIN)/tsmon demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -n 2 --dist loadscope
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_windows.py

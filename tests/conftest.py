@@ -9,10 +9,11 @@ example database on) and ``ci`` (selected when ``CI=true``: derandomized, so a r
 reproducible, no deadline on a shared machine, no database, and the blob to reproduce a
 failure printed). ``HYPOTHESIS_PROFILE=<name>`` picks one explicitly.
 
-``make test`` runs the suite on two pytest-xdist workers (``--dist loadgroup``): every test that
-takes the ``spark`` fixture is in the group ``spark``, so one worker runs them all in one
-SparkSession while the other runs the rest (in-process tests and the ones that start their own
-processes); that group goes first, then the other slow tests.
+``make test`` runs the suite on two pytest-xdist workers (``--dist loadscope``: a module's
+tests run on one worker, so a module-scoped fixture is set up once); each worker is a test
+session with its own ``spark`` session. (``--dist loadgroup`` would keep every Spark test in
+one worker, but pytest-xdist 3.8 cannot group on pytest 9: it renames ``item._nodeid``, which
+pytest 9 no longer reads.)
 """
 
 from __future__ import annotations
@@ -38,19 +39,8 @@ settings.load_profile(
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Put every test that takes the session's SparkSession in one xdist group, and run that
-    group first, then the other slow tests, then the rest (longest first: the two workers end
-    together)."""
-    for item in items:
-        if "spark" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("spark"))
-
-    def order(item: pytest.Item) -> int:
-        if item.get_closest_marker("xdist_group") is not None:
-            return 0
-        return 1 if item.get_closest_marker("slow") is not None else 2
-
-    items.sort(key=order)
+    """Run the slow tests first (longest first: the two xdist workers end together)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session", autouse=True)

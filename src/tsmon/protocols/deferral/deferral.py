@@ -178,7 +178,7 @@ def upper_exceed_interval(
     )
     _check_p(p)
     z = ndtri(p)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a huge u: τ = inf
         zs = z * sigma
         disc = zs**2 + 4 * mu * h
         root = np.sqrt(disc)
