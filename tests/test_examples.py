@@ -157,7 +157,7 @@ def test_http_alerts_job(examples: Path) -> None:
         job.send_signal(signal.SIGINT)
         job.wait(timeout=120)
         receiver.send_signal(signal.SIGINT)
-        receiver.wait(timeout=30)
+        receiver.communicate(timeout=30)  # drains its pipe: wait() on a full one hangs
         log.close()
     expected, _ = spikes_oracle(*nab("5f5533"), BEFORE_1H)
     times = [pd.Timestamp(t, unit="ms", tz="UTC") for t in expected]

@@ -11,6 +11,7 @@ Each POST body is one event as JSON (``webhook_format = "json"``: ``query``, ``s
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -35,7 +36,13 @@ class Alerts(BaseHTTPRequestHandler):
         pass
 
 
+def stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # Ctrl-C or kill, also when started with SIGINT ignored (`cmd &`)
+
+
 def main() -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, stop)
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 9099
     server = HTTPServer(("127.0.0.1", port), Alerts)
     print(f"receiving alerts on http://127.0.0.1:{port}/alerts", flush=True)
