@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -163,16 +165,30 @@ def test_show_follow_prints_new_batches(job, tmp_path: Path) -> None:
         cwd=REPO,
         env=dict(os.environ, COLUMNS="200"),
     )
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(x) for x in follow.stdout], daemon=True)
+    reader.start()
+
+    def next_table(timeout: float = 120.0) -> str:
+        """The next table title the follower prints (a loaded machine starts it slowly)."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = lines.get(timeout=left)
+            except queue.Empty:
+                break
+            if line.startswith("events ("):
+                return line
+        raise AssertionError(f"show --follow printed no table in {timeout} s")
+
     try:
+        next_table()  # the old batches
         first = sorted((out / "events").iterdir())[-1]
-        time.sleep(3)  # the first tables are printed
         shutil.copy(first, out / "events" / "batch-999999999.parquet")
-        time.sleep(3)
+        next_table()  # then the new one
     finally:
         follow.terminate()
-        text = follow.communicate(timeout=30)[0]
-    tables = [line for line in text.splitlines() if line.startswith("events (")]
-    assert len(tables) >= 2, text[-2000:]  # the old batches, then the new one
+        follow.wait(timeout=30)
 
 
 @pytest.mark.slow

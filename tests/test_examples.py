@@ -171,9 +171,11 @@ def wait_for_rows(checkpoint: Path, rows: int, timeout: float = 300.0) -> None:
     """Until ``rows`` input rows were read and the job wrote no control in its last batch."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        lines = (checkpoint / "progress.jsonl").read_text().splitlines()
+        progress = checkpoint / "progress.jsonl"  # written after the job's first batch
+        lines = progress.read_text().splitlines() if progress.exists() else []
         records = [json.loads(line) for line in lines]
-        if sum(r["numInputRows"] for r in records) == rows and records[-1]["controlRows"] == 0:
+        done = records and records[-1]["controlRows"] == 0
+        if done and sum(r["numInputRows"] for r in records) == rows:
             return
         time.sleep(0.5)
     raise AssertionError(f"the job did not read {rows} rows")
