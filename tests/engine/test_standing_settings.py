@@ -116,9 +116,10 @@ def test_good_settings_load_from_a_job_and_a_monitor(tmp_path: Path) -> None:
         ({}, 100 * 60_000),  # 100 sampling intervals of 1 minute
         ({"max_dt": 7}, 7 * 60_000),
         ({"max_dt": "20m"}, 20 * 60_000),
-        # the cap is in sampling intervals, not ticks; a deadline before the next tick is
-        # served at this one, so 12 minutes come down to two 5-minute ticks
-        ({"max_dt": 12, "tick": "5m"}, 10 * 60_000),
+        # the cap is in sampling intervals, not ticks. A Monitor ticks at every ingest that
+        # moves its time (here each minute) and serves a deadline before the next tick (one
+        # `tick` on) at this one: due 12 minutes on, it is served at the first minute after 7
+        ({"max_dt": 12, "tick": "5m"}, 8 * 60_000),
         ({"max_dt": math.inf}, math.inf),  # no cap: a flat series is never due again
     ],
 )

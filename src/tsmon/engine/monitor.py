@@ -2,12 +2,13 @@
 
 A :class:`Monitor` is a façade. Watch queries run in its
 :class:`~tsmon.engine.store.SeriesStore` (registers, shared windows, each query evaluated as of
-each point: claims 1-3); bounded aggregates and standing queries in per-point hosts with zero
-latency (:mod:`tsmon.engine.bounded`, :mod:`tsmon.engine.standing`); every other kind — top-k,
-summaries, summary readers (SWAT-ASR), a kind added to :mod:`tsmon.kinds` — in the batch host
-the Spark job runs, with one source node and an instant transport
-(:class:`~tsmon.engine.embedded.InstantHost`): one :meth:`Monitor.ingest` call is one batch of
-the points its series received in order, followed by every round trip it causes. Which host
+each point: claims 1-3); bounded aggregates in a per-point host with zero latency
+(:mod:`tsmon.engine.bounded`); every other kind — standing queries, top-k, summaries, summary
+readers (SWAT-ASR), a kind added to :mod:`tsmon.kinds` — in the batch host the Spark job runs,
+with one source node and an instant transport (:class:`~tsmon.engine.embedded.InstantHost`):
+one :meth:`Monitor.ingest` call is one batch of the points its series received in order (one
+per ``standing_tick`` interval while standing queries run), followed by every round trip it
+causes. Which host
 runs a statement, and how points reach the hosts: :mod:`tsmon.engine.hosts`.
 Query names are case-insensitive, as in query files.
 """
@@ -27,8 +28,7 @@ from tsmon.engine.events import Event
 from tsmon.engine.guard import future_limit
 from tsmon.engine.hosts import MonitorHosts
 from tsmon.engine.replicas import DEFAULT_PHASE_MS, SummaryReader
-from tsmon.engine.standing import standing_settings
-from tsmon.engine.standing_settings import StandingSettings
+from tsmon.engine.standing_settings import StandingSettings, standing_settings
 from tsmon.engine.store import SeriesStore, millis, register_config
 from tsmon.protocols.filters import MessageCounts
 

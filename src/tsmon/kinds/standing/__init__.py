@@ -41,11 +41,11 @@ from typing import TYPE_CHECKING, Any
 
 from tsmon.core.timestamps import format_instant_and_ms, format_instant_ms
 from tsmon.core.units import format_value
-from tsmon.engine.standing import StandingAnswer, check_window, series_weights
 from tsmon.kinds.base import Part, QueryKind
 from tsmon.kinds.standing.coordinator import StandingPart
 from tsmon.kinds.standing.node import StandingNode
 from tsmon.kinds.standing.partition import PARTITION_PREFIX, StandingPartition
+from tsmon.kinds.standing.statements import StandingAnswer, check_window, series_weights
 from tsmon.query import StandingDef, format_percent, format_terms
 from tsmon.query.patterns import is_glob
 
