@@ -10,6 +10,7 @@ points the store accepts out to the others.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,7 +47,7 @@ class MonitorHosts:
             filters.shrink,
             filters.seed,
             filters.growth,
-            standing=standing,
+            standing=dataclasses.replace(standing, partitions=1),  # a Monitor has one
             replica_phase_ms=replica_phase_ms,
             max_future_ms=None,  # checked by the Monitor's ingest
         )

@@ -76,7 +76,9 @@ class Monitor:
         Phase of the SWAT-ASR source sites that summary readers follow (:meth:`follow`).
     standing_tick, standing
         Event time between the evaluation ticks of standing queries (``... CONFIDENCE p``;
-        ``"1s"`` by default) and their other settings, the keys of a job file's ``[standing]``
+        ``"1s"`` by default: an ingest's points are cut at its boundaries, and each interval
+        that holds points is one tick, at its newest point; :mod:`tsmon.kinds.standing`) and
+        their other settings, the keys of a job file's ``[standing]``
         section as a mapping, e.g. ``{"max_dt": 100, "interrupt_after": 3}``
         (:data:`tsmon.engine.standing_settings.SETTINGS_KEYS`); a bad one is a ``ValueError``.
 
