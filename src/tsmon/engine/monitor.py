@@ -8,8 +8,7 @@ readers (SWAT-ASR), a kind added to :mod:`tsmon.kinds` — in the batch host the
 with one source node and an instant transport (:class:`~tsmon.engine.embedded.InstantHost`):
 one :meth:`Monitor.ingest` call is one batch of the points its series received in order (one
 per ``standing_tick`` interval while standing queries run), followed by every round trip it
-causes. Which host
-runs a statement, and how points reach the hosts: :mod:`tsmon.engine.hosts`.
+causes. Which host runs a statement, and how points reach the hosts: :mod:`tsmon.engine.hosts`.
 Query names are case-insensitive, as in query files.
 """
 
