@@ -1,6 +1,11 @@
 """Standing aggregates with deferred evaluation in a Monitor: each evaluation equals the exact
-aggregate of the series' newest values at its tick, far fewer evaluations than ticks, and
-queries added, altered and removed while running."""
+aggregate of the series' newest values at its tick (of the points ingested so far: an ingest
+may end mid-instant), far fewer evaluations than ticks, and queries added, altered and removed
+while running.
+
+A Monitor's standing queries tick once per batch of its batch host: an ingest's points are cut
+at ``standing_tick`` boundaries, one batch per tick interval ``(b − tick, b]`` that holds
+points, stamped with the newest point of the interval (:func:`batch_times`)."""
 
 from __future__ import annotations
 
@@ -28,6 +33,15 @@ def walks(seed: int, n_series: int, steps: int, every_ms: int) -> tuple[list, li
     return [series[i] for i in order], [ts[i] for i in order], [values[i] for i in order]
 
 
+def batch_times(ts: list[int]) -> list[int]:
+    """The ticks of one ingest: the newest point of each tick interval its points fall in."""
+    newest: dict[int, int] = {}
+    for t in ts:
+        b = -(-t // TICK)  # the interval (b − TICK, b] in ticks
+        newest[b] = max(newest.get(b, t), t)
+    return [newest[b] for b in sorted(newest)]
+
+
 def newest_before(series, ts, values, name: str, t: int) -> float:
     """The value of ``name``'s newest point at or before ``t``."""
     s, x, v = np.asarray(series), np.asarray(ts), np.asarray(values)
@@ -46,20 +60,23 @@ def test_evaluations_equal_the_exact_aggregate_at_their_tick(seed, n, eps) -> No
     monitor.add_query(f"QUERY q AS SUM({terms}) WITHIN {eps} CONFIDENCE 0.9")
     monitor.add_query("QUERY a AS AVG(s*.v) WITHIN 5% CONFIDENCE 0.95")
     seen: dict[str, set] = {"q": set(), "a": set()}
-    for lo in range(0, len(ts), 97):  # batches that end mid-tick
+    ticks = 0
+    for lo in range(0, len(ts), 97):  # ingests that end mid-tick (at times mid-instant)
+        times = batch_times(ts[lo : lo + 97])
+        ticks += len(times)
         monitor.ingest(series[lo : lo + 97], ts[lo : lo + 97], values[lo : lo + 97])
+        got = (series[: lo + 97], ts[: lo + 97], values[: lo + 97])  # the points so far
         for name, answer in monitor.answers("standing").items():
             if answer.ts_ms in seen[name]:
                 continue
             seen[name].add(answer.ts_ms)
-            assert answer.ts_ms % TICK == 0
+            assert answer.ts_ms in times  # evaluated at a tick of this ingest
             if answer.interrupted:  # a series went silent: A_approx (Eq. 13) with its error
                 assert answer.eps_intr > 0
                 continue
-            current = [newest_before(series, ts, values, s, answer.ts_ms) for s in names]
+            current = [newest_before(*got, s, answer.ts_ms) for s in names]
             exact = float(np.dot(weights, current)) if name == "q" else float(np.mean(current))
             assert answer.value == pytest.approx(exact, rel=1e-9, abs=1e-9)
-    ticks = max(ts) // TICK - min(ts) // TICK + 1  # boundaries the points reached
     evaluations = monitor.stats()["standing_evaluations"]
     assert 2 <= evaluations <= 2 * ticks  # at most every tick, for each of the two
     if eps >= 10:  # q is deferred well below per-tick (a, at 5% of ~10, is due most ticks)
@@ -85,12 +102,12 @@ def test_add_alter_remove_and_refusals() -> None:
     monitor.alter_query("ALTER QUERY p WITHIN 2")
     monitor.ingest(series[half:], ts[half:], values[half:])
     assert monitor.answers("standing")["p"].eps == 2
-    a_values = [
-        newest_before(series, ts, values, "s0.v", t)
-        for t in range(ts[0] // TICK * TICK + TICK, max(ts), TICK)
-        if any(x <= t for s, x in zip(series, ts, strict=True) if s == "s0.v")
-    ]
+    ticks = [(t, half) for t in batch_times(ts[:half])]  # (tick, points ingested by then)
+    ticks += [(t, len(ts)) for t in batch_times(ts[half:])]
     top = monitor.answers("standing")["top"]
+    a_values = [
+        newest_before(series[:n], ts[:n], values[:n], "s0.v", t) for t, n in ticks if t <= top.ts_ms
+    ]
     assert top.value <= max(a_values) + 1e-9  # the landmark max of A over the ticks so far
     assert "p" in monitor.queries()
     monitor.remove_query("p")

@@ -4,6 +4,7 @@ the engine (checked by what the queries do)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from pathlib import Path
@@ -11,8 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tsmon.engine.batched import BatchedRuntime
+from tsmon.engine.embedded import SOURCE
 from tsmon.engine.monitor import Monitor
 from tsmon.engine.standing_settings import SETTINGS_KEYS, StandingSettings, standing_settings
+from tsmon.query import parse_query
 from tsmon.spark.job import STANDING_DURATIONS, JobError, load_job
 
 BAD = [
@@ -116,9 +120,10 @@ def test_good_settings_load_from_a_job_and_a_monitor(tmp_path: Path) -> None:
         ({}, 100 * 60_000),  # 100 sampling intervals of 1 minute
         ({"max_dt": 7}, 7 * 60_000),
         ({"max_dt": "20m"}, 20 * 60_000),
-        # the cap is in sampling intervals, not ticks; a deadline before the next tick is
-        # served at this one, so 12 minutes come down to two 5-minute ticks
-        ({"max_dt": 12, "tick": "5m"}, 10 * 60_000),
+        # the cap is in sampling intervals, not ticks. A Monitor ticks at every ingest that
+        # moves its time (here each minute) and serves a deadline before the next tick (one
+        # `tick` on) at this one: due 12 minutes on, it is served at the first minute after 7
+        ({"max_dt": 12, "tick": "5m"}, 8 * 60_000),
         ({"max_dt": math.inf}, math.inf),  # no cap: a flat series is never due again
     ],
 )
@@ -137,3 +142,62 @@ def test_the_cap_reaches_the_queries(standing: dict, step_ms: float) -> None:
         assert steady == []
     else:
         assert len(steady) >= 2 and set(gaps.tolist()) == {step_ms}
+
+
+def test_every_setting_reaches_a_monitors_batch_host() -> None:
+    """A Monitor with every key set answers as the batch runtime with the same settings (and
+    its one query partition) fed the same batches, one per tick interval of each ingest, with
+    c.v silent for a while; a Monitor with the defaults answers otherwise."""
+    options = {
+        "tick": "2s", "k": 10, "drift_test": False, "jump_test": False, "max_dt": 5,
+        "reestimate": 5, "interrupt_after": 2, "interrupt_retry": "3s", "budget": 1.5,
+        "max_wait": "4s", "combine": "rss", "partitions": 3,
+    }  # fmt: skip
+    assert set(options) == set(SETTINGS_KEYS)
+    names = ["a.v", "b.v", "c.v"]
+    queries = [
+        "QUERY m AS AVG(a.v, b.v, c.v) WITHIN 0.5 CONFIDENCE 0.9",
+        "QUERY s AS SUM(a.v, -1*c.v) WITHIN 0.3 CONFIDENCE 0.95",
+        "QUERY x AS MAX OVER 10s OF SUM(a.v, b.v) WITHIN 0.5 CONFIDENCE 0.9",
+    ]
+    rng = np.random.default_rng(3)
+    steps = 300
+    x = np.cumsum(rng.normal(0.02, 0.3, (steps, 3)), axis=0)
+    points = [
+        (name, 500 * t + 40 * j, float(x[t, j]))
+        for t in range(steps)
+        for j, name in enumerate(names)
+        if not (name == "c.v" and 100 <= t < 160)  # silent for 30 s: interrupted
+    ]
+    settings = dataclasses.replace(standing_settings(options), partitions=1)
+    rt = BatchedRuntime(1_000, 0.1, 0, source_of=dict.fromkeys(names, SOURCE),
+                        standing_settings=settings)  # fmt: skip
+    monitors = [Monitor(names, standing=options), Monitor(names, standing_tick="2s")]
+    for text in queries:
+        for monitor in monitors:
+            monitor.add_query(text)
+        rt.coordinator.add(parse_query(text), source_of=lambda s: dict.fromkeys(s, SOURCE))
+    rt.open_source(SOURCE)
+    settle(rt, [])
+    differ = interrupted = 0
+    for lo in range(0, len(points), 70):  # ingests over several ticks, ending mid-tick
+        chunk = points[lo : lo + 70]
+        for monitor in monitors:
+            monitor.ingest(*zip(*chunk, strict=True), clock_ms=0)
+        for b in sorted({-(-t // 2_000) for _, t, _ in chunk}):  # one batch per interval
+            settle(rt, [(SOURCE, s, t, v) for s, t, v in chunk if -(-t // 2_000) == b])
+        mine, default = (repr(m.answers("standing")) for m in monitors)
+        assert mine == repr(rt.answers("standing"))
+        differ += mine != default
+        interrupted += any(a.interrupted for a in monitors[0].answers("standing").values())
+    totals = rt.coordinator.part("standing").progress()["standing"]
+    assert monitors[0].stats()["standing_evaluations"] == totals["evaluations"]
+    assert totals["missed_deadlines"] > 0 and interrupted > 0  # the budget and the silence bite
+    assert differ > 0
+
+
+def settle(rt: BatchedRuntime, points: list) -> None:
+    """One batch, then its control delivered at once until none is left."""
+    rt.run_batch(points, clock_ms=0)
+    while rt.control:
+        rt.run_batch([], clock_ms=0)

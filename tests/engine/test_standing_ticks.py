@@ -1,6 +1,7 @@
 """Standing aggregates in a Monitor at real tick sizes (issue 17): with 5-minute ticks the
 queries are deferred (fewer evaluations than ticks) and every evaluation still equals the exact
-aggregate; an interrupted series is flagged at the tick its silence is detected."""
+aggregate; an interrupted series is flagged at the tick its silence is detected; one ingest
+spanning many ticks ticks in each (issue 14)."""
 
 from __future__ import annotations
 
@@ -78,3 +79,22 @@ def test_interruption_is_flagged_at_the_tick_it_is_detected(after: int) -> None:
     m = feed(monitor, resume, x[resume])["m"]
     assert (m.ts_ms, m.interrupted) == (resume * TICK, False)
     assert m.value == pytest.approx(x[resume].mean(), rel=1e-12)
+
+
+def test_one_ingest_of_many_ticks_ticks_in_each() -> None:
+    """A whole recording in one ingest (a CSV) is cut at tick boundaries: the same ticks, so
+    the same evaluations and answers, as one ingest per tick, across a day without points."""
+    x = walks(11, 300)
+    t_ms = [t * TICK + (86_400_000 if t >= 150 else 0) for t in range(300)]  # a 1-day gap
+    query = "QUERY m AS AVG(a.v, b.v, c.v) WITHIN 3 CONFIDENCE 0.9"
+    whole, per_tick = (Monitor(NAMES, standing_tick="5m") for _ in range(2))
+    for monitor in (whole, per_tick):
+        monitor.add_query(query)
+    series = [s for _ in range(300) for s in NAMES]
+    whole.ingest(series, [t for t in t_ms for _ in NAMES], x.ravel().tolist())
+    for t in range(300):
+        per_tick.ingest(NAMES, [t_ms[t]] * 3, x[t].tolist())
+    assert repr(whole.answers("standing")) == repr(per_tick.answers("standing"))
+    evaluations = whole.stats()["standing_evaluations"]
+    assert evaluations == per_tick.stats()["standing_evaluations"]
+    assert 2 <= evaluations < 300

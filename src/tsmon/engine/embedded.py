@@ -8,6 +8,14 @@ step again with no data, and so on until the coordinator writes none (a top-k re
 reader's forwarded query). So one :meth:`InstantHost.step` is one batch of the batch runtime
 followed by every round trip it causes, all at the batch's time.
 
+Standing queries tick once per batch in which the job's time moved
+(:mod:`tsmon.kinds.standing`). So that one step spanning many ``standing_tick`` intervals (a
+whole CSV in one ``ingest``) still ticks in each, a step cuts its points at tick boundaries
+while standing queries run (:func:`tick_batches`): the points of each interval ``(b − tick, b]``
+are one batch, followed by its round trips (the snapshot to the query partitions, their
+answers back), before the next interval's. Intervals without points are not stepped, so a jump
+in event time costs one batch. Without standing queries a step is one batch.
+
 Summary readers (SWAT-ASR, :class:`~tsmon.engine.replicas.SummaryReader`) follow the node's
 summaries: their queued requests go out with the next step, and each round's messages, the
 key's arrival count and the node's time are delivered to them, with their phase ends.
@@ -23,7 +31,7 @@ from tsmon.engine.replicas import SummaryReader, phase_ends
 from tsmon.engine.settings import HostSettings
 from tsmon.query import query_key
 
-__all__ = ["MAX_ROUNDS", "SOURCE", "InstantHost"]
+__all__ = ["MAX_ROUNDS", "SOURCE", "InstantHost", "tick_batches"]
 
 SOURCE = "monitor"
 """The key of the one source node."""
@@ -100,7 +108,21 @@ class InstantHost:
 
     # -- the transport -------------------------------------------------------------------
     def step(self, points: Sequence[tuple[str, int, float]]) -> None:
-        """One batch of ``(series, ts, value)`` points, then every round trip it causes."""
+        """``(series, ts, value)`` points in arrival order: one batch (one per
+        ``standing_tick`` interval while standing queries run), each followed by every round
+        trip it causes."""
+        if points and self.runtime.coordinator.part("standing").names():
+            for group in tick_batches(points, self.runtime.settings.standing.tick_ms):
+                self._settle(group)
+        else:
+            self._settle(points)
+
+    def evaluations(self) -> int:
+        """Evaluations of standing queries so far (their query partitions' counters)."""
+        return int(self.runtime.coordinator.part("standing").progress()["standing"]["evaluations"])
+
+    def _settle(self, points: Sequence[tuple[str, int, float]]) -> None:
+        """One batch of ``points``, then every round trip it causes."""
         batch: list[tuple[str, str, int, float]] = [(SOURCE, s, t, v) for s, t, v in points]
         replica = self.runtime.coordinator.part("replica")
         for _ in range(MAX_ROUNDS):
@@ -125,3 +147,18 @@ class InstantHost:
         for end in phase_ends(self._read_ms[reader.name], now, phase):
             reader.end_phase(end)
         self._read_ms[reader.name] = now
+
+
+def tick_batches(
+    points: Sequence[tuple[str, int, float]], tick_ms: int
+) -> list[list[tuple[str, int, float]]]:
+    """``(series, ts, value)`` points cut by tick interval ``(b − tick_ms, b]``: one list per
+    interval that holds a point, in interval order, each in the points' order.
+
+    >>> tick_batches([("a", 1_000, 1.0), ("b", 2_500, 2.0), ("a", 1_800, 3.0)], 1_000)
+    [[('a', 1000, 1.0)], [('a', 1800, 3.0)], [('b', 2500, 2.0)]]
+    """
+    by_tick: dict[int, list[tuple[str, int, float]]] = {}
+    for point in points:
+        by_tick.setdefault(-(-point[1] // tick_ms), []).append(point)  # b = ⌈ts / tick⌉·tick
+    return [by_tick[b] for b in sorted(by_tick)]

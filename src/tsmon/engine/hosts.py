@@ -1,15 +1,16 @@
 """The hosts behind the embedded :class:`~tsmon.engine.monitor.Monitor`, and which one runs what.
 
-Watch queries run in the :class:`~tsmon.engine.store.SeriesStore`; bounded aggregates and
-standing queries in per-point hosts with zero latency (:mod:`tsmon.engine.bounded`,
-:mod:`tsmon.engine.standing`); every other kind of :mod:`tsmon.kinds` in the batch host with an
-instant transport (:class:`~tsmon.engine.embedded.InstantHost`, made when a query or reader
-first needs it). :class:`MonitorHosts` routes each statement to its host through the kinds
-registry and fans the points the store accepts out to the others.
+Watch queries run in the :class:`~tsmon.engine.store.SeriesStore`; bounded aggregates in a
+per-point host with zero latency (:mod:`tsmon.engine.bounded`); every other kind of
+:mod:`tsmon.kinds`, standing queries included, in the batch host with an instant transport
+(:class:`~tsmon.engine.embedded.InstantHost`, made when a query or reader first needs it).
+:class:`MonitorHosts` routes each statement to its host through the kinds registry and fans the
+points the store accepts out to the others.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,7 +22,6 @@ from tsmon.engine.embedded import InstantHost
 from tsmon.engine.points import Batch
 from tsmon.engine.replicas import SummaryReader
 from tsmon.engine.settings import HostSettings
-from tsmon.engine.standing import StandingQueries
 from tsmon.engine.standing_settings import StandingSettings
 from tsmon.engine.store import SeriesStore
 from tsmon.engine.waiting import why_waiting
@@ -31,7 +31,7 @@ __all__ = ["MonitorHosts"]
 
 
 class MonitorHosts:
-    """A store, the per-point bounded and standing hosts and, once needed, an instant host."""
+    """A store, the per-point bounded host and, once needed, an instant host."""
 
     def __init__(
         self,
@@ -42,13 +42,12 @@ class MonitorHosts:
     ) -> None:
         self.store = store
         self.bounded = BoundedQueries(filters)
-        self.standing = StandingQueries(standing)
         self._settings = HostSettings(  # no registers: watch queries stay in the store
             filters.period_ms or 1_000,  # the host's filters stay idle: bounded runs above
             filters.shrink,
             filters.seed,
             filters.growth,
-            standing=standing,
+            standing=dataclasses.replace(standing, partitions=1),  # a Monitor has one
             replica_phase_ms=replica_phase_ms,
             max_future_ms=None,  # checked by the Monitor's ingest
         )
@@ -77,8 +76,6 @@ class MonitorHosts:
                 )
         store = self.store
         self.bounded.register(by_kind.pop("bounded", []), store.nodes, store.newest, store.now_ms)
-        for statement in by_kind.pop("standing", []):
-            self.standing.add(statement, store.nodes)
         for statement in by_kind.get("summary", []):
             store.node(statement.series)  # a KeyError naming the series if it is unknown
         for statement in (s for ss in by_kind.values() for s in ss):  # the batch host's kinds
@@ -98,8 +95,6 @@ class MonitorHosts:
                 redefined.append(s)
             elif kind.defines(s):
                 raise ValueError(f"query {s.name!r}: remove it and add it again to redefine it")
-            elif self.standing.defines(s.name):
-                self.standing.alter(s.name, s.delta, self.store.nodes)
             elif self.instant is not None and self.instant.defines(s.name):
                 hosted.append(s)
             else:
@@ -118,8 +113,6 @@ class MonitorHosts:
     def remove(self, name: str) -> None:
         if self.bounded.defines(name):
             self.bounded.unregister(name)
-        elif self.standing.defines(name):
-            self.standing.remove(name)
         elif self.instant is not None and self.instant.defines(name):
             self.instant.remove(self.instant.statements[query_key(name)].name)
         elif query_key(name) in self.store.queries:
@@ -130,7 +123,7 @@ class MonitorHosts:
     def texts(self) -> dict[str, str]:
         texts = {q.name: q.text for q in self.store.queries.values()}
         hosted = {} if self.instant is None else self.instant.texts()
-        return texts | self.bounded.texts() | self.standing.texts() | hosted
+        return texts | self.bounded.texts() | hosted
 
     def defines(self, name: str) -> bool:
         return query_key(name) in {query_key(n) for n in self.texts()}
@@ -142,7 +135,7 @@ class MonitorHosts:
         names = sorted(store.nodes)
         seen = {s for s in names if store.newest(s) is not None}
         notes = store.unmatched()
-        for name, groups in (self.bounded.reads() | self.standing.reads()).items():
+        for name, groups in self.bounded.reads().items():
             why = why_waiting(groups, names, seen, {}, set())
             if why is not None:
                 notes[name] = why
@@ -159,28 +152,24 @@ class MonitorHosts:
     def answers(self, kind: str) -> Mapping[str, Any]:
         if kind == "bounded":
             return self.bounded.answers()
-        if kind == "standing":
-            return self.standing.answers()
         kinds.answers_part(kind)  # a ValueError naming the known kinds
         return {} if self.instant is None else self.instant.answers(kind)
 
     # -- points --------------------------------------------------------------------------------
     def ingest(self, batch: Batch) -> None:
-        """Store ``batch``; stage what the store accepts for the bounded and standing hosts
-        and, in arrival order, for the instant host (one batch of it)."""
+        """Store ``batch``; stage what the store accepts for the bounded host and, in arrival
+        order, for the instant host (one batch of it, cut at ``standing_tick`` boundaries when
+        standing queries run: :meth:`InstantHost.step`)."""
         hosted = self.instant is not None and self.instant.active
         in_order: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
 
         def accepted(name: str, seq: np.ndarray, t: np.ndarray, v: np.ndarray, new: bool) -> None:
             self.bounded.stage(name, seq, t, v)
-            if new:
-                self.standing.stage(name, t, v)
-                if hosted:
-                    in_order.append((seq, np.full(len(seq), name, dtype=object), t, v))
+            if new and hosted:
+                in_order.append((seq, np.full(len(seq), name, dtype=object), t, v))
 
         self.store.ingest(batch, accepted)
         self.bounded.flush()
-        self.standing.flush()
         if hosted:
             assert self.instant is not None
             self.instant.step(_arrival_order(in_order))
@@ -188,11 +177,12 @@ class MonitorHosts:
     def stats(self) -> dict[str, object]:
         hosted = {} if self.instant is None else self.instant.statements
         summaries = [s for s in hosted.values() if kinds.kind_of(s).name == "summary"]
+        standing = [s for s in hosted.values() if kinds.kind_of(s).name == "standing"]
         return self.store.stats() | {
             "bounded_queries": len(self.bounded.names()),
             "bounded_points": self.bounded.points,
-            "standing_queries": len(self.standing.names()),
-            "standing_evaluations": self.standing.counters.evaluations,
+            "standing_queries": len(standing),
+            "standing_evaluations": 0 if self.instant is None else self.instant.evaluations(),
             "summary_queries": len(summaries),
         }
 

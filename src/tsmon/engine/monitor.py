@@ -2,13 +2,13 @@
 
 A :class:`Monitor` is a façade. Watch queries run in its
 :class:`~tsmon.engine.store.SeriesStore` (registers, shared windows, each query evaluated as of
-each point: claims 1-3); bounded aggregates and standing queries in per-point hosts with zero
-latency (:mod:`tsmon.engine.bounded`, :mod:`tsmon.engine.standing`); every other kind — top-k,
-summaries, summary readers (SWAT-ASR), a kind added to :mod:`tsmon.kinds` — in the batch host
-the Spark job runs, with one source node and an instant transport
-(:class:`~tsmon.engine.embedded.InstantHost`): one :meth:`Monitor.ingest` call is one batch of
-the points its series received in order, followed by every round trip it causes. Which host
-runs a statement, and how points reach the hosts: :mod:`tsmon.engine.hosts`.
+each point: claims 1-3); bounded aggregates in a per-point host with zero latency
+(:mod:`tsmon.engine.bounded`); every other kind — standing queries, top-k, summaries, summary
+readers (SWAT-ASR), a kind added to :mod:`tsmon.kinds` — in the batch host the Spark job runs,
+with one source node and an instant transport (:class:`~tsmon.engine.embedded.InstantHost`):
+one :meth:`Monitor.ingest` call is one batch of the points its series received in order (one
+per ``standing_tick`` interval while standing queries run), followed by every round trip it
+causes. Which host runs a statement, and how points reach the hosts: :mod:`tsmon.engine.hosts`.
 Query names are case-insensitive, as in query files.
 """
 
@@ -27,8 +27,7 @@ from tsmon.engine.events import Event
 from tsmon.engine.guard import future_limit
 from tsmon.engine.hosts import MonitorHosts
 from tsmon.engine.replicas import DEFAULT_PHASE_MS, SummaryReader
-from tsmon.engine.standing import standing_settings
-from tsmon.engine.standing_settings import StandingSettings
+from tsmon.engine.standing_settings import StandingSettings, standing_settings
 from tsmon.engine.store import SeriesStore, millis, register_config
 from tsmon.protocols.filters import MessageCounts
 
@@ -76,7 +75,9 @@ class Monitor:
         Phase of the SWAT-ASR source sites that summary readers follow (:meth:`follow`).
     standing_tick, standing
         Event time between the evaluation ticks of standing queries (``... CONFIDENCE p``;
-        ``"1s"`` by default) and their other settings, the keys of a job file's ``[standing]``
+        ``"1s"`` by default: an ingest's points are cut at its boundaries, and each interval
+        that holds points is one tick, at its newest point; :mod:`tsmon.kinds.standing`) and
+        their other settings, the keys of a job file's ``[standing]``
         section as a mapping, e.g. ``{"max_dt": 100, "interrupt_after": 3}``
         (:data:`tsmon.engine.standing_settings.SETTINGS_KEYS`); a bad one is a ``ValueError``.
 

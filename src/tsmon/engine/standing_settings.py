@@ -1,4 +1,4 @@
-"""Settings of standing aggregates (:mod:`tsmon.engine.standing`, :mod:`tsmon.kinds.standing`):
+"""Settings of standing aggregates (:mod:`tsmon.kinds.standing`, in a job and in a Monitor):
 one set of keys for a Monitor's ``standing=`` option and a job file's ``[standing]`` section,
 checked in one place (:class:`StandingSettings`), with the caps in sampling intervals.
 

@@ -1,8 +1,9 @@
 """Standing aggregates hosted apart: stream models at the sources, queries in partitions.
 
 A million standing queries (Zhu & Ravishankar 2004, :mod:`tsmon.protocols.deferral`) do not
-fit one coordinator loop. The batch-synchronous runtimes (Spark, and
-:class:`~tsmon.engine.batched.BatchedRuntime` as its in-process reference) split the work:
+fit one coordinator loop. The batch-synchronous runtimes (Spark,
+:class:`~tsmon.engine.batched.BatchedRuntime` as its in-process reference, and the batch host
+of a :class:`~tsmon.engine.monitor.Monitor`) split the work:
 
 1. **Source nodes** keep the :class:`~tsmon.protocols.deferral.model.StreamModels` of the
    series standing queries read (:class:`StandingSource`): they observe the in-order points,
@@ -20,19 +21,52 @@ fit one coordinator loop. The batch-synchronous runtimes (Spark, and
    :class:`~tsmon.protocols.deferral.partition.QueryPartition`, and evaluate the due ones
    vectorised on the snapshot. Their answers reach the coordinator with the next batch's rows.
 
-Choices
+Choices the paper leaves open
     * **Ticks.** One tick per batch in which the job's time moved on, at that time.
       ``tick_ms`` is the event time a batch is expected to span: a query due before the next
       tick is evaluated at this one (early, which only tightens its error); when batches
       are further apart than ``tick_ms``, deadlines between them are served late and counted
-      as missed, which says the batches are too coarse for the query's ``ε``.
+      as missed, which says the batches are too coarse for the query's ``ε``. A jump in event
+      time is one tick (``O(1)``, not one per elapsed ``tick_ms``).
+    * **In a Monitor** (the batch host with an instant transport,
+      :class:`~tsmon.engine.embedded.InstantHost`; ``standing_tick`` is ``tick_ms``): while
+      standing queries run, the points one ``ingest`` accepted are cut at tick boundaries,
+      each group of points in one interval ``(b − tick, b]`` one batch, followed by its round
+      trips (the snapshot to the query partition, the answers back) before the next group.
+      An interval without points is not stepped. So an ingest spanning many ticks (a whole
+      CSV) still ticks in each interval, and when ``ingest`` returns the answers are as of its
+      last group. An answer is stamped with its batch's time: the job's newest point then,
+      which may be before the boundary ``b``. An ingest that ends mid-interval ticks there,
+      and the next one ticks again in the same interval; an ingest that ends mid-instant
+      leaves the instant's later points to the next tick. A Monitor has one query partition.
     * **Series** must be named, or globs expand over the series the coordinator knows when
-      the query is added (as in a Monitor). Each series must come from one source.
+      the query is added (a Monitor's series). Each series must come from one source.
     * **Points** reach the models in order: a point not newer than its stream's last item is
-      left out of the model (counted as ``skipped``), as in a Monitor.
+      left out of the model (counted as ``skipped``); late points go to a Monitor's registers
+      and watch queries but not to the models, which assume in-order delivery. Stream
+      parameters are estimated from each series' own timestamps (irregular sampling included).
+    * **AVG** divides by the number of distinct series. ``MAX|MIN OVER <duration>`` is the
+      sliding-window extremum of Theorem 1; a count window (``OVER 100 points``) is refused
+      (the model is in time). ``SINCE START`` is a landmark at the query's first tick.
+    * ``ALTER QUERY q WITHIN w`` registers the query again with the new tolerance (the
+      stream models are kept, so nothing is re-learned).
+    * **Drift test** (not in the paper): a stream's estimated drift is used only when it is
+      significant, ``|μ̂| ≥ 2 σ̂/√span``
+      (:data:`~tsmon.engine.standing_settings.DEFAULT_DRIFT_Z`). With ``k = 100`` items the
+      paper's plain ``μ̂`` is noisy, and any nonzero drift shortens Eq. 7's interval, so
+      fidelity lands 2-5 points above ``p`` on driftless walks; with the test it lands within
+      half a point (``benchmarks/deferral/README.md``). ``drift_test = false``: the paper's rule.
+    * **Caps in sampling intervals.** ``Δt`` is capped at ``max_dt`` (100) sampling intervals
+      of a query's fastest series and Algorithm 2's ``t_max`` at ``reestimate`` (100) sampling
+      intervals of each series, so both follow the data whatever the tick; either may be a
+      duration instead. An interruption is flagged at the tick it is detected (a series silent
+      for more than ``interrupt_after`` sampling intervals). All settings:
+      :data:`~tsmon.engine.standing_settings.SETTINGS_KEYS` (a Monitor's ``standing=`` option
+      and a job file's ``[standing]`` section).
     * **Latency.** Control written after batch ``N`` is applied in batch ``N+1``: a source
       tracks a newly named series from then, and a tick of batch ``N``'s snapshot is evaluated
-      in batch ``N+1``; its answer is stamped with batch ``N``'s time.
+      in batch ``N+1``; its answer is stamped with batch ``N``'s time (in a Monitor, batch
+      ``N+1`` is the round trip that follows ``N`` at once).
 """
 
 from __future__ import annotations
@@ -41,11 +75,11 @@ from typing import TYPE_CHECKING, Any
 
 from tsmon.core.timestamps import format_instant_and_ms, format_instant_ms
 from tsmon.core.units import format_value
-from tsmon.engine.standing import StandingAnswer, check_window, series_weights
 from tsmon.kinds.base import Part, QueryKind
 from tsmon.kinds.standing.coordinator import StandingPart
 from tsmon.kinds.standing.node import StandingNode
 from tsmon.kinds.standing.partition import PARTITION_PREFIX, StandingPartition
+from tsmon.kinds.standing.statements import StandingAnswer, check_window, series_weights
 from tsmon.query import StandingDef, format_percent, format_terms
 from tsmon.query.patterns import is_glob
 

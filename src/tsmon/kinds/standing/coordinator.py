@@ -9,13 +9,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from tsmon.engine.standing import (
-    StandingAnswer,
-    StandingRegistry,
-    check_window,
-    series_weights,
-    standing_query,
-)
 from tsmon.engine.standing_settings import StandingSettings
 from tsmon.kinds.base import CoordinatorPart
 from tsmon.kinds.standing.partition import (
@@ -24,6 +17,13 @@ from tsmon.kinds.standing.partition import (
     is_partition,
     partition_key,
     partition_of,
+)
+from tsmon.kinds.standing.statements import (
+    StandingAnswer,
+    StandingRegistry,
+    check_window,
+    series_weights,
+    standing_query,
 )
 from tsmon.protocols.deferral import Answer, Counters, InterruptMonitor, approximate_values
 from tsmon.protocols.deferral.model import NO_TS
