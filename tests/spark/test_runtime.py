@@ -233,7 +233,7 @@ def test_spark_job_equals_the_batch_runtime_and_survives_a_restart(spark, tmp_pa
 def test_queries_added_altered_and_removed_while_the_job_runs(spark, tmp_path):
     """Live changes through the command log equal the same changes made to the reference
     between the same batches; a bad command is rejected and the job goes on."""
-    from tsmon.engine.bounded import to_query
+    from tsmon.kinds.bounded.queries import to_query
     from tsmon.query import parse_query
     from tsmon.query.aggregate import resolve_aggregate
     from tsmon.spark.commands import CommandLog

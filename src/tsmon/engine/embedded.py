@@ -83,6 +83,18 @@ class InstantHost:
         del self.statements[query_key(name)]
         self.step([])
 
+    def catch_up(self, newest: Mapping[str, tuple[int, float] | None]) -> None:
+        """One batch of the newest point of each series (``newest``: series -> ``(ts, value)``)
+        that the node has not seen, so that it knows every series' current value as a job's
+        node does; call it before the first query or reader (no query counts these points)."""
+        seen = self.runtime.nodes[SOURCE].newest_ts if SOURCE in self.runtime.nodes else {}
+        points = [
+            (name, p[0], p[1])
+            for name, p in newest.items()
+            if p is not None and p[0] > seen.get(name, p[0] - 1)
+        ]
+        self.step(sorted(points, key=lambda p: p[1]))
+
     def follow(self, reader: SummaryReader) -> None:
         """Serve ``reader`` from now on (its queued requests go with the next step)."""
         self.runtime.coordinator.declare({reader.key[0]: SOURCE})

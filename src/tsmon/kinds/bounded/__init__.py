@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 from tsmon.core.timestamps import format_instant_and_ms
 from tsmon.core.units import format_value
-from tsmon.engine.bounded import to_query
 from tsmon.kinds.base import Part, QueryKind
 from tsmon.kinds.bounded.coordinator import BoundedCoordinator
 from tsmon.kinds.bounded.node import BoundedNode
+from tsmon.kinds.bounded.queries import to_query
 from tsmon.protocols.filters.coordinator import Answer
 from tsmon.query import AggregateDef, AlterPrecision, format_terms, resolve_aggregate
 from tsmon.query.patterns import is_glob

@@ -38,7 +38,8 @@ class BoundedNode(NodePart):
 
     def __init__(self, settings: HostSettings, key: str) -> None:
         SourceFilter(key, settings.period_ms, settings.shrink)  # refuses a bad T or S
-        self.period_ms = int(settings.period_ms)
+        # None: T is chosen online, and each filter learns it from its width messages
+        self.period_ms = settings.period_ms
         self.shrink = float(settings.shrink)
         self.filters: dict[str, SourceFilter] = {}
         self.last: dict[str, float] = {}  # series -> its newest value
