@@ -5,8 +5,10 @@
 is one), with one source node, :data:`SOURCE`, holding every series. The transport is instant:
 after a batch, the control the coordinator wrote is delivered at once, the nodes that got some
 step again with no data, and so on until the coordinator writes none (a top-k resolution, a
-reader's forwarded query). So one :meth:`InstantHost.step` is one batch of the batch runtime
-followed by every round trip it causes, all at the batch's time.
+reader's forwarded query, a bounded query's width messages and the replies). So one
+:meth:`InstantHost.step` is one batch of the batch runtime followed by every round trip it
+causes, all at the batch's time. The Monitor sets ``bounded_lag_ms = 0``: its bounded
+coordinator answers as of the node's time (:mod:`tsmon.kinds.bounded`).
 
 Summary readers (SWAT-ASR, :class:`~tsmon.engine.replicas.SummaryReader`) follow the node's
 summaries: their queued requests go out with the next step, and each round's messages, the
