@@ -52,8 +52,9 @@ def run_monitor(w: Workload, period: str | None, batch: int) -> tuple[dict, int,
         mon.ingest([w.objects[i] for i in obj], w.ts_ms[sl], w.values[sl], clock_ms=clock)
         newest[obj] = w.values[sl]  # in time order: the last of each object is its newest
         values = dict(zip(w.objects, newest.tolist(), strict=True))
+        answers = mon.answers()
         for q in w.queries:
-            a = mon.answers()[q.name]
+            a = answers[q.name]
             if np.isnan(a.value):
                 continue
             exact = q.exact(values)
