@@ -104,7 +104,7 @@ def walks(steps: int, seed: int, shared: bool) -> tuple[list, dict[str, str]]:
     return points, source_of
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(
     lag=st.sampled_from([0, 1]),
     shared=st.booleans(),
@@ -115,7 +115,7 @@ def walks(steps: int, seed: int, shared: bool) -> tuple[list, dict[str, str]]:
 def test_the_period_chosen_online_keeps_answers_and_widths_in_agreement(
     lag: int, shared: bool, sizes: list[int], seed: int, delta: float
 ) -> None:
-    points, source_of = walks(400, seed, shared)
+    points, source_of = walks(300, seed, shared)
     queries = [Query.avg("avg", list("abcd"), delta), Query.max("top", ["b"], delta)]
     rt = runtime(lag, source_of, queries)
     agreed = replay(rt, queries, points, sizes)
