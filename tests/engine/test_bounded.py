@@ -129,3 +129,37 @@ def test_a_query_registered_before_any_point_starts_at_the_first_point() -> None
     assert answers["q"].lo <= 2.0 <= answers["q"].hi and answers["q"].width <= 2.0
     assert answers["r"].lo <= 1.5 <= answers["r"].hi and answers["r"].width <= 0.5
     assert mon.filter_messages().growth < 100  # a few periods, not 10^8
+
+
+def test_answers_are_as_of_the_newest_point_and_take_later_points_of_that_instant() -> None:
+    """The coordinator runs at the node's time (``bounded_lag_ms = 0``): an answer after an
+    ingest includes its points; a later ingest's point at that same time (another series, or a
+    keep_last replacement) is applied at that time."""
+    mon = Monitor(["a", "b"], filter_period="1s")
+    mon.add_query("QUERY s AS SUM(a, b) WITHIN 0.5")
+    mon.ingest(["a", "b"], [0, 0], [1.0, 2.0])
+    mon.ingest(["a"], [100], [5.0])
+    answer = mon.answers()["s"]
+    assert answer.as_of_ms == 100 and answer.lo <= 7.0 <= answer.hi
+    mon.ingest(["b"], [100], [4.0])  # the same instant, in the next ingest
+    answer = mon.answers()["s"]
+    assert answer.as_of_ms == 100 and answer.lo <= 9.0 <= answer.hi
+    mon.ingest(["b"], [100], [-3.0])  # replaces b's newest point
+    answer = mon.answers()["s"]
+    assert answer.lo <= 2.0 <= answer.hi and answer.width <= 0.5
+    assert mon.exact_answers() == {"s": 2.0}
+
+
+def test_a_query_added_after_points_is_known_at_once_and_its_globs_are_expanded_once() -> None:
+    mon = Monitor(["*.x"])
+    mon.ingest(["a.x", "b.x"], [0, 0], [1.0, 3.0])
+    mon.add_query("QUERY t AS TOP 1 OF * BY x WITHIN 0")  # the batch host starts serving
+    mon.remove_query("t")
+    mon.ingest(["a.x"], [10], [2.0])  # reaches no host: no query needs it
+    mon.add_query("QUERY m AS AVG(*.x) WITHIN 1")
+    answer = mon.answers()["m"]  # every series' current value, before any new point
+    assert answer.lo <= 2.5 <= answer.hi and answer.width <= 1
+    mon.ingest(["c.x", "a.x"], [20, 20], [100.0, 2.0])  # c.x joins no registered query
+    assert mon.exact_answers() == {"m": 2.5} and mon.stats()["bounded_queries"] == 1
+    answer = mon.answers()["m"]
+    assert answer.lo <= 2.5 <= answer.hi

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import tsmon.spark.job as jobmod
+from tsmon.spark.driver import JobQueries
 from tsmon.spark.job import JobError, load_job
 
 GOOD = """
@@ -257,6 +258,16 @@ def test_standing_and_replication_settings_load(tmp_path: Path) -> None:
     assert (s.tick_ms, s.partitions, s.k, s.drift_z) == (5_000, 4, 50, None)
     assert job.replica_phase_ms == 30_000
     assert load_job(write(tmp_path, GOOD)).standing.drift_z == 2.0
+
+
+def test_the_filter_period_auto_is_chosen_online(tmp_path: Path) -> None:
+    """``[filters] period = "auto"``: no fixed ``T``; the coordinator chooses it
+    (:mod:`tsmon.protocols.filters.tuning`) and tells the sources."""
+    job = load_job(write(tmp_path, GOOD.replace('period = "30s"', 'period = "auto"')))
+    assert job.filters.period_ms is None
+    assert JobQueries.of(job).settings(job).period_ms is None
+    text = GOOD.replace('period = "30s"\n', "")
+    assert load_job(write(tmp_path, text)).filters.period_ms == 10_000  # the default: 10 s
 
 
 # -- no silent coercion: types as written, durations with units ------------------------------

@@ -164,9 +164,10 @@ def _num(text: str) -> float:
         return math.nan
 
 
-def test_spark_job_equals_the_batch_runtime_and_survives_a_restart(spark, tmp_path):
+@pytest.mark.parametrize("period", ["1s", "auto"])  # auto: T chosen online, told in control
+def test_spark_job_equals_the_batch_runtime_and_survives_a_restart(spark, tmp_path, period):
     job_path = tmp_path / "job.toml"
-    job_path.write_text(JOB, encoding="utf-8")
+    job_path.write_text(JOB.replace('period = "1s"', f'period = "{period}"'), encoding="utf-8")
     incoming = tmp_path / "incoming"
     incoming.mkdir()
     files = make_files(5)
@@ -201,6 +202,8 @@ def test_spark_job_equals_the_batch_runtime_and_survives_a_restart(spark, tmp_pa
     assert (
         state.part("bounded").coordinator.queries["g"].objects == x_series
     )  # every .x series rows showed
+    chosen = state.part("bounded").coordinator.period_ms
+    assert chosen == 1_000 if period == "1s" else chosen is not None
 
     dead = pd.concat(pd.read_parquet(p) for p in (tmp_path / "out" / "dead_letters").iterdir())
     assert sorted(dead["reason"]) == sorted([*REASONS, "too_late"])  # one bad row of each kind
@@ -233,7 +236,7 @@ def test_spark_job_equals_the_batch_runtime_and_survives_a_restart(spark, tmp_pa
 def test_queries_added_altered_and_removed_while_the_job_runs(spark, tmp_path):
     """Live changes through the command log equal the same changes made to the reference
     between the same batches; a bad command is rejected and the job goes on."""
-    from tsmon.engine.bounded import to_query
+    from tsmon.kinds.bounded.queries import to_query
     from tsmon.query import parse_query
     from tsmon.query.aggregate import resolve_aggregate
     from tsmon.spark.commands import CommandLog

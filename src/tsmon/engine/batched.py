@@ -39,7 +39,9 @@ class BatchedRuntime:
 
     Each :meth:`run_batch` groups the points by source, steps every node that has points or
     control due (by default, written by the previous batch), then the coordinator.
-    ``queries`` are the job's statements of any kind (watch and top-k queries start at every
+    ``period_ms`` is the filters' ``T`` (None: chosen online by the coordinator, which tells
+    the sources in its width messages; :mod:`tsmon.protocols.filters.tuning`); ``queries``
+    are the job's statements of any kind (watch and top-k queries start at every
     node, the others are registered at the coordinator); ``transport`` carries the control
     (the next batch, as on Spark, by default; :mod:`tsmon.engine.transport`); ``source_of``
     declares the source of series that queries read before their first point; ``registers``
@@ -63,7 +65,7 @@ class BatchedRuntime:
 
     def __init__(
         self,
-        period_ms: int,
+        period_ms: int | None,
         shrink: float,
         seed: int,
         source_of: Mapping[str, str] | None = None,
@@ -79,7 +81,7 @@ class BatchedRuntime:
     ) -> None:
         job = JobStatements.of(parse_queries(queries) if queries.strip() else [])
         settings = HostSettings(
-            int(period_ms),
+            None if period_ms is None else int(period_ms),
             float(shrink),
             seed,
             growth,

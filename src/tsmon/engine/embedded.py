@@ -5,8 +5,10 @@
 is one), with one source node, :data:`SOURCE`, holding every series. The transport is instant:
 after a batch, the control the coordinator wrote is delivered at once, the nodes that got some
 step again with no data, and so on until the coordinator writes none (a top-k resolution, a
-reader's forwarded query). So one :meth:`InstantHost.step` is one batch of the batch runtime
-followed by every round trip it causes, all at the batch's time.
+reader's forwarded query, a bounded query's width messages and the replies). So one
+:meth:`InstantHost.step` is one batch of the batch runtime followed by every round trip it
+causes, all at the batch's time. The Monitor sets ``bounded_lag_ms = 0``: its bounded
+coordinator answers as of the node's time (:mod:`tsmon.kinds.bounded`).
 
 Standing queries tick once per batch in which the job's time moved
 (:mod:`tsmon.kinds.standing`). So that one step spanning many ``standing_tick`` intervals (a
@@ -90,6 +92,18 @@ class InstantHost:
         self.runtime.remove_query(name)
         del self.statements[query_key(name)]
         self.step([])
+
+    def catch_up(self, newest: Mapping[str, tuple[int, float] | None]) -> None:
+        """One batch of the newest point of each series (``newest``: series -> ``(ts, value)``)
+        that the node has not seen, so that it knows every series' current value as a job's
+        node does; call it before the first query or reader (no query counts these points)."""
+        seen = self.runtime.nodes[SOURCE].newest_ts if SOURCE in self.runtime.nodes else {}
+        points = [
+            (name, p[0], p[1])
+            for name, p in newest.items()
+            if p is not None and p[0] > seen.get(name, p[0] - 1)
+        ]
+        self.step(sorted(points, key=lambda p: p[1]))
 
     def follow(self, reader: SummaryReader) -> None:
         """Serve ``reader`` from now on (its queued requests go with the next step)."""

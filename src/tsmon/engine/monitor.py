@@ -2,13 +2,13 @@
 
 A :class:`Monitor` is a façade. Watch queries run in its
 :class:`~tsmon.engine.store.SeriesStore` (registers, shared windows, each query evaluated as of
-each point: claims 1-3); bounded aggregates in a per-point host with zero latency
-(:mod:`tsmon.engine.bounded`); every other kind — standing queries, top-k, summaries, summary
-readers (SWAT-ASR), a kind added to :mod:`tsmon.kinds` — in the batch host the Spark job runs,
-with one source node and an instant transport (:class:`~tsmon.engine.embedded.InstantHost`):
-one :meth:`Monitor.ingest` call is one batch of the points its series received in order (one
-per ``standing_tick`` interval while standing queries run), followed by every round trip it
-causes. Which host runs a statement, and how points reach the hosts: :mod:`tsmon.engine.hosts`.
+each point: claims 1-3); every other kind — bounded aggregates, standing queries, top-k,
+summaries, summary readers (SWAT-ASR), a kind added to :mod:`tsmon.kinds` — in the batch host
+the Spark job runs, with one source node and an instant transport
+(:class:`~tsmon.engine.embedded.InstantHost`): one :meth:`Monitor.ingest` call is one batch of
+the points its series received in order (one per ``standing_tick`` interval while standing
+queries run), followed by every round trip it causes. Which host runs a statement, and how
+points reach the hosts: :mod:`tsmon.engine.hosts`.
 Query names are case-insensitive, as in query files.
 """
 
@@ -22,11 +22,11 @@ from typing import Any
 import pandas as pd
 
 from tsmon.core.window_spec import WindowSpec
-from tsmon.engine.bounded import FilterSettings
 from tsmon.engine.events import Event
 from tsmon.engine.guard import future_limit
 from tsmon.engine.hosts import MonitorHosts
 from tsmon.engine.replicas import DEFAULT_PHASE_MS, SummaryReader
+from tsmon.engine.settings import FilterSettings
 from tsmon.engine.standing_settings import StandingSettings, standing_settings
 from tsmon.engine.store import SeriesStore, millis, register_config
 from tsmon.protocols.filters import MessageCounts
@@ -60,14 +60,15 @@ class Monitor:
     duplicates
         ``"keep_last"`` (a point at an existing timestamp replaces it) or ``"keep_first"``.
     filter_period, filter_shrink, filter_growth, seed
-        Adjustment period ``T`` (default ``None``: chosen online, 10 observed sampling
-        intervals as the paper's ``T = 10`` time units, longer for quiet streams), shrink
-        percentage ``S``, growth allocation and tie-break seed of the adaptive filters behind
-        bounded-aggregate queries (``QUERY q AS AVG(a, b) WITHIN 2``); see
-        :mod:`tsmon.engine.bounded`. Growth defaults to ``"capped"`` rather than the paper's
-        greedy rule: with one query over many series the paper's rule grows a single series
-        per period, which cost 7.6× more messages on a 200-source AVG; ``"capped"`` costs
-        4–12 % more on the paper's random-walk figures (``benchmarks/filters/bench_growth.py``).
+        Adjustment period ``T`` (default ``None``: chosen online by the coordinator from the updates
+        it receives, 20 observed sampling intervals, longer for quiet streams, and told to the
+        sources in its width messages; :mod:`tsmon.protocols.filters.tuning`), shrink percentage
+        ``S``, growth allocation and tie-break seed of the adaptive filters behind bounded-aggregate
+        queries (``QUERY q AS AVG(a, b) WITHIN 2``; answers as of the newest point:
+        :mod:`tsmon.kinds.bounded`). Growth defaults to ``"capped"`` rather than the paper's greedy
+        rule: with one query over many series the paper's rule grows a single series per period,
+        which cost 7.6× more messages on a 200-source AVG; ``"capped"`` costs 4–12 % more on the
+        paper's random-walk figures (``benchmarks/filters/bench_growth.py``).
     max_future
         Points stamped more than this after the clock of :meth:`ingest` are rejected as
         ``future_timestamp`` (``"1d"`` by default; None: no limit; docs/time.md).
@@ -217,12 +218,12 @@ class Monitor:
 
     def exact_answers(self) -> dict[str, float]:
         """The exact aggregate of every bounded query from the stored newest points."""
-        return self._hosts.bounded.exact(self._store.newest)
+        return self._hosts.exact()
 
     def filter_messages(self) -> MessageCounts:
         """Messages the adaptive filters behind bounded aggregates sent, as if distributed
         (``stats()["bounded_points"]`` counts the points of the series they read)."""
-        return self._hosts.bounded.messages()
+        return self._hosts.messages()
 
     # -- ingest --------------------------------------------------------------------------------
     def ingest(

@@ -111,10 +111,11 @@ DUPLICATES = ("keep_last", "keep_first")
 
 @dataclass(frozen=True)
 class FilterSpec:
-    """Adaptive-filter settings: period ``T`` (ms), shrink ``S``, growth allocation and the
-    coordinator's queue bound per series (``backlog``, docs/time.md "A source far ahead")."""
+    """Adaptive-filter settings: period ``T`` (ms; None, ``period = "auto"``: chosen online by
+    the coordinator, :mod:`tsmon.protocols.filters.tuning`), shrink ``S``, growth allocation and
+    the coordinator's queue bound per series (``backlog``, docs/time.md "A source far ahead")."""
 
-    period_ms: int = 10_000
+    period_ms: int | None = 10_000
     shrink: float = 0.05
     growth: str = "capped"
     backlog: int = BACKLOG
@@ -272,7 +273,9 @@ def _filters(t: Mapping[str, Any], where: str) -> FilterSpec:
     if not (isinstance(shrink, int | float) and not isinstance(shrink, bool) and 0 <= shrink < 1):
         raise JobError(f"{where}: [filters] shrink must be in [0, 1), got {shrink!r}; e.g. 0.05")
     return FilterSpec(
-        period_ms=duration(t, "period", where, "[filters]", default="10s"),
+        period_ms=(
+            None if t.get("period") == "auto" else duration(t, "period", where, "[filters]", "10s")
+        ),
         shrink=float(shrink),
         growth=choice(t, "growth", GROWTH, where, "[filters]", default="capped"),
         backlog=count(t, "backlog", where, default=BACKLOG, least=2, name="[filters]"),

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tsmon.engine.bounded import to_query
 from tsmon.kinds.base import CoordinatorPart, Row
+from tsmon.kinds.bounded.queries import to_query
 from tsmon.protocols.filters.codec import from_dict, to_dict
 from tsmon.protocols.filters.coordinator import Answer, Coordinator
 from tsmon.protocols.filters.messages import StreamedUpdate, WidthMessage
@@ -40,11 +40,15 @@ class BoundedCoordinator(CoordinatorPart):
             growth=settings.growth,
             backlog=settings.backlog,  # a source far ahead: docs/time.md
         )
+        lag = settings.bounded_lag_ms
+        if isinstance(lag, bool) or not isinstance(lag, int) or lag < 0:
+            raise ValueError(f"bounded_lag_ms must be an int >= 0 (ms), got {lag!r}")
+        self.lag_ms = lag  # the coordinator's time: the watermark minus this (kinds.bounded)
         self.globbed: dict[str, AggregateDef] = {}  # bounded queries over globs, by name
         self.dropped: dict[str, str] = {}  # glob queries that cannot be evaluated, and why
         self._globs_expanded_over = -1  # how many series the glob queries were expanded over
         self.outbox: list[WidthMessage] = []  # from query changes, out with the next step
-        self.deferred: list[tuple[Any, ...]] = []  # query changes waiting for a time
+        self.deferred: dict[str, Query] = {}  # queries waiting for a time, as changed since
         self.parked: list[WidthMessage] = []  # width messages waiting for their series' source
         self.updates: list[StreamedUpdate] = []
         self.waiting: dict[str, list[str]] = {}  # query -> idle sources its answer lacks
@@ -57,16 +61,8 @@ class BoundedCoordinator(CoordinatorPart):
     # -- queries ----------------------------------------------------------------------------
 
     def planned(self) -> dict[str, Query]:
-        """The queries once every deferred change is made."""
-        queries = dict(self.coordinator.queries)
-        for op in self.deferred:
-            if op[0] == "add":
-                queries[op[1].name] = op[1]
-            elif op[0] == "alter":
-                queries[op[1]] = queries[op[1]].with_delta(op[2])
-            else:
-                del queries[op[1]]
-        return queries
+        """The registered queries, those waiting for a time included."""
+        return self.coordinator.queries | self.deferred
 
     def names(self) -> list[str]:
         return list(dict.fromkeys([*self.planned(), *self.globbed]))
@@ -104,7 +100,7 @@ class BoundedCoordinator(CoordinatorPart):
         if self.started:
             self.outbox += self.coordinator.add_query(query)
         else:
-            self.deferred.append(("add", query))
+            self.deferred[query.name] = query
         hub.declare({o: given[o] for o in query.objects if o in given})
 
     def add_glob_query(self, hub: CoordinatorNode, statement: AggregateDef) -> None:
@@ -125,11 +121,11 @@ class BoundedCoordinator(CoordinatorPart):
             self.globbed[name] = dataclasses.replace(self.globbed[name], delta=float(delta))
             if name not in self.coordinator.queries:
                 return  # registered later, with the new δ
-        self._known(name).with_delta(delta)  # refuses a bad δ now
+        query = self._known(name).with_delta(delta)  # refuses a bad δ now
         if self.started:
             self.outbox += self.coordinator.alter_query(name, delta, immediately=now)
-        else:
-            self.deferred.append(("alter", name, delta, now))
+        else:  # no width sent yet: it starts with the new δ
+            self.deferred[name] = query
 
     def remove(self, hub: CoordinatorNode, name: str) -> None:
         if self.globbed.pop(name, None) is not None and name not in self.planned():
@@ -138,7 +134,7 @@ class BoundedCoordinator(CoordinatorPart):
         if self.started:
             self.outbox += self.coordinator.remove_query(name)
         else:
-            self.deferred.append(("remove", name))
+            del self.deferred[name]
 
     def _known(self, name: str) -> Query:
         planned = self.planned()
@@ -174,7 +170,7 @@ class BoundedCoordinator(CoordinatorPart):
         out, self.outbox = self.outbox, []
         watermark = hub.watermark()
         if watermark is not None:
-            horizon = watermark - 1  # see tsmon.kinds.bounded
+            horizon = watermark - self.lag_ms  # see tsmon.kinds.bounded
             if coord.settled_ms is not None:
                 horizon = max(horizon, coord.settled_ms)
             out += coord.advance(horizon)
@@ -197,14 +193,9 @@ class BoundedCoordinator(CoordinatorPart):
 
     def _run_deferred(self) -> list[WidthMessage]:
         out: list[WidthMessage] = []
-        for op in self.deferred:
-            if op[0] == "add":
-                out += self.coordinator.add_query(op[1])
-            elif op[0] == "alter":
-                out += self.coordinator.alter_query(op[1], op[2], immediately=op[3])
-            else:
-                out += self.coordinator.remove_query(op[1])
-        self.deferred = []
+        for query in self.deferred.values():
+            out += self.coordinator.add_query(query)
+        self.deferred = {}
         return out
 
     def _expand_globs(self, hub: CoordinatorNode) -> list[WidthMessage]:

@@ -27,18 +27,20 @@ class BoundedNode(NodePart):
 
     A filter created after its series' points starts one millisecond before the node's time,
     with the series' value then, when it had one (and the message is not from later), and
-    observes a value the series took at the node's time as a point: the coordinator's time
-    stays below the node's time (:mod:`tsmon.kinds.bounded`), so a first update stamped at the
-    node's time would wait for the source's next instant, which a finished input never
-    brings, and the answer would stay unknown with every value at hand. Not earlier: the
-    coordinator may be at the node's time − 1 already, and the update would be late (§4).
+    observes a value the series took at the node's time as a point: at a lag of 1 ms the
+    coordinator's time stays below the node's time (:mod:`tsmon.kinds.bounded`), so a first
+    update stamped at the node's time would wait for the source's next instant, which a
+    finished input never brings, and the answer would stay unknown with every value at hand.
+    Not earlier: the coordinator may be at the node's time − 1 already, and the update would
+    be late (§4). A message stamped at the node's time (lag 0) starts the filter there.
     """
 
     control_types = ("growth", "shrink")
 
     def __init__(self, settings: HostSettings, key: str) -> None:
         SourceFilter(key, settings.period_ms, settings.shrink)  # refuses a bad T or S
-        self.period_ms = int(settings.period_ms)
+        # None: T is chosen online, and each filter learns it from its width messages
+        self.period_ms = settings.period_ms
         self.shrink = float(settings.shrink)
         self.filters: dict[str, SourceFilter] = {}
         self.last: dict[str, float] = {}  # series -> its newest value

@@ -108,7 +108,15 @@ class PrecisionManager:
             self.system = self._build(self.queries)
             latest, _ = self.cache.latest_all()
             uniform = self.system.uniform
-            return [self._retarget(i, float(uniform[i]), False, float(latest[i])) for i in multi]
+            # static at once, no wider than now: until a source confirms, the answers take
+            # the wider of its old and new schedule, so widening one series while another's
+            # narrowing is unconfirmed could exceed δ; :meth:`_widen_to_uniform` follows
+            return [
+                self._retarget(i, float(min(uniform[i], latest[i])), False, float(latest[i]))
+                for i in multi
+            ]
+        if self.fallback:
+            return self._widen_to_uniform(multi)
         sys_ = self.system
         kk = sys_.k[sys_.growth_rows]
         # beyond §3.2: an object that sent nothing this period cannot send less with more width
@@ -135,6 +143,20 @@ class PrecisionManager:
             self.cache.confirm_width(i, grown[i], adaptive=True)  # wider: safe before it lands
             out.append(self._message(Growth, i, grown[i], True))
         return out
+
+    def _widen_to_uniform(self, multi: np.ndarray) -> list[WidthMessage]:
+        """After the safety net tripped: once every source of a multi-object constraint has
+        confirmed its static width, grow those below their uniform width to it (a growth is
+        safe before it lands, and uniform widths meet every constraint)."""
+        if any(int(i) in self.cache.pending for i in multi):
+            return []
+        latest, _ = self.cache.latest_all()
+        uniform = self.system.uniform
+        return [
+            self._retarget(i, float(uniform[i]), False, float(latest[i]))
+            for i in multi.tolist()
+            if latest[i] < uniform[i]
+        ]
 
     # ----------------------------------------------------------------- queries (§3.4)
 

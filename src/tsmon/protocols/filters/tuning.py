@@ -102,7 +102,9 @@ class SafetyNet:
     adaptive protocol from :data:`SETTLING_PERIODS` periods on. When they exceed the uniform
     estimate over the same time by more than
     :data:`MARGIN`, :data:`NOISE_SIGMAS` Poisson deviations and the switching messages, the
-    coordinator falls back to uniform static widths for good. A source's count is as of its
+    coordinator falls back to uniform static widths for good (each series static at once, no
+    wider than it is; then widened to its uniform width once every narrowing is confirmed,
+    ``PrecisionManager._widen_to_uniform``). A source's count is as of its
     last update, so each is extrapolated at its rate to the boundary (a series the adaptive
     widths silence would otherwise look free under uniform widths too).
 
