@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tsmon.engine.filter_network import FilterNetwork
 from tsmon.engine.replicas import ReplicaHost, SummaryReader, phase_ends
 from tsmon.engine.transport import FixedDelay, Link, SeededLoss, Transport
 from tsmon.protocols.filters import Query
+from tsmon.sim.filters.network import FilterNetwork
 from tsmon.sim.topk import DelayedNetwork
 
 

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
 from tests.protocols.filters.machines import History, QueryChanges
-from tsmon.engine.filter_network import FilterNetwork
 from tsmon.protocols.filters import Query, StreamedUpdate
 from tsmon.protocols.filters.messages import Message
+from tsmon.sim.filters.network import FilterNetwork
 
 OBJECTS = [f"o{i}" for i in range(6)]
 

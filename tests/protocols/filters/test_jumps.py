@@ -12,10 +12,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tsmon.engine.filter_network import FilterNetwork
 from tsmon.protocols.filters import Growth, Query, SourceFilter
 from tsmon.protocols.filters.messages import Message
 from tsmon.sim.filters import grid_workload, run_static, uniform_static_widths
+from tsmon.sim.filters.network import FilterNetwork
 from tsmon.sim.filters.runner import run_adaptive
 
 

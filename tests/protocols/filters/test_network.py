@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tsmon.engine.filter_network import FilterNetwork
 from tsmon.protocols.filters import Growth, Query, StreamedUpdate
 from tsmon.protocols.filters.messages import Message
+from tsmon.sim.filters.network import FilterNetwork
 
 KINDS = ["avg", "sum", "min", "max"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from tsmon.engine.filter_network import FilterNetwork
 from tsmon.protocols.filters import Query
 from tsmon.protocols.filters.tuning import INTERVALS_PER_PERIOD
 from tsmon.sim.filters import grid_workload, run_static, uniform_static_widths
+from tsmon.sim.filters.network import FilterNetwork
 from tsmon.sim.filters.runner import run_adaptive
 
 FIVE_MIN = 300_000

@@ -7,7 +7,6 @@ import warnings
 import numpy as np
 import pytest
 
-from tsmon.engine.filter_network import FilterNetwork
 from tsmon.protocols.filters.aggregation import aggregate_sources, all_pairs
 from tsmon.protocols.filters.queries import Query
 from tsmon.sim.filters import constraint_matrix, fig8_workload, optimized_static_widths
@@ -19,6 +18,7 @@ from tsmon.sim.filters.beyond import (
     choose_aggregation,
     model_min_cost,
 )
+from tsmon.sim.filters.network import FilterNetwork
 from tsmon.sim.filters.runner import run_adaptive
 from tsmon.sim.filters.walks import fig3_workload
 

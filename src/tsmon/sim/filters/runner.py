@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tsmon.engine.filter_network import FilterNetwork
 from tsmon.engine.transport import Delay
 from tsmon.protocols.filters.messages import EnvelopeCounts, MessageCounts, StreamedUpdate
+from tsmon.sim.filters.network import FilterNetwork
 from tsmon.sim.filters.oracle import RTOL, CheckResult, check_answers
 from tsmon.sim.filters.workload import Workload
 
