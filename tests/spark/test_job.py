@@ -267,7 +267,7 @@ def test_the_filter_period_auto_is_chosen_online(tmp_path: Path) -> None:
     assert job.filters.period_ms is None
     assert JobQueries.of(job).settings(job).period_ms is None
     text = GOOD.replace('period = "30s"\n', "")
-    assert load_job(write(tmp_path, text)).filters.period_ms == 10_000  # the default: 10 s
+    assert load_job(write(tmp_path, text)).filters.period_ms is None  # the default: auto
 
 
 # -- no silent coercion: types as written, durations with units ------------------------------

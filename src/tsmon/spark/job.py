@@ -39,7 +39,7 @@ before any Spark work starts::
     duplicates = "keep_last"       # or keep_first (then a repeated timestamp is a dead letter)
 
     [filters]
-    period = "10s"
+    period = "auto"                # T: chosen online from the streamed updates, or a duration
     shrink = 0.05
     growth = "capped"
     backlog = 32                   # updates queued per series for a source far ahead, then merged
@@ -115,7 +115,7 @@ class FilterSpec:
     the coordinator, :mod:`tsmon.protocols.filters.tuning`), shrink ``S``, growth allocation and
     the coordinator's queue bound per series (``backlog``, docs/time.md "A source far ahead")."""
 
-    period_ms: int | None = 10_000
+    period_ms: int | None = None
     shrink: float = 0.05
     growth: str = "capped"
     backlog: int = BACKLOG
@@ -272,10 +272,9 @@ def _filters(t: Mapping[str, Any], where: str) -> FilterSpec:
     shrink = t.get("shrink", 0.05)
     if not (isinstance(shrink, int | float) and not isinstance(shrink, bool) and 0 <= shrink < 1):
         raise JobError(f"{where}: [filters] shrink must be in [0, 1), got {shrink!r}; e.g. 0.05")
+    auto = t.get("period", "auto") == "auto"  # T chosen online by the coordinator
     return FilterSpec(
-        period_ms=(
-            None if t.get("period") == "auto" else duration(t, "period", where, "[filters]", "10s")
-        ),
+        period_ms=None if auto else duration(t, "period", where, "[filters]", ""),
         shrink=float(shrink),
         growth=choice(t, "growth", GROWTH, where, "[filters]", default="capped"),
         backlog=count(t, "backlog", where, default=BACKLOG, least=2, name="[filters]"),
