@@ -29,12 +29,10 @@ BUCKETS_PER_PARTITION = 8
 """Default buckets per shuffle partition: enough that hashing spreads them evenly over the
 partitions, few enough that the per-bucket pandas overhead (~1 ms) stays small."""
 
-STATE_FORMAT = 4
-"""Version of the pickled nodes and the query's sources, kept in ``host.json``: 2 has compact
-registers (:mod:`tsmon.core.register`), 3 their sealed runs in history files
-(:mod:`tsmon.spark.history`), 4 the control channel read by tsmon's own source (its offsets
-in the checkpoint, :class:`~tsmon.spark.pysources.ControlSource`); a checkpoint of another
-version cannot be resumed."""
+STATE_FORMAT = 3
+"""Version of the pickled nodes, kept in ``host.json``: 2 has compact registers
+(:mod:`tsmon.core.register`), 3 their sealed runs in history files
+(:mod:`tsmon.spark.history`); a checkpoint of another version cannot be resumed."""
 
 
 class BucketsChanged(ValueError):

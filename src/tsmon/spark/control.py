@@ -2,38 +2,30 @@
 
 Why files: in ``foreachBatch`` the coordinator cannot push into the running stateful operator,
 so it writes ``ctrl-<batchId>.json`` into a directory that the same query reads as a second
-stream. Control written in batch N is therefore applied in batch N+1 (or later).
-
-The stream is tsmon's own Python source (:class:`~tsmon.spark.pysources.ControlSource`), read
-on the driver, not Spark's JSON file source: the file source cost each batch a directory
-listing through Hadoop's file system, a file index, the plan of a file scan and a broadcast
-Hadoop configuration for a few kilobytes of rows (``docs/architecture.md``, "The Spark
-host"). Its offsets are batch ids: ``{"ctrl": N, "wake": n}`` covers the control files up to
-``ctrl-N.json``, so a replayed batch reads the same files.
+file stream. Control written in batch N is therefore applied in batch N+1 (or later).
 
 Each file is JSON lines with columns ``source`` (string), ``seq`` (long) and ``payload`` (a
 JSON document stored as a string, so the stream schema never changes). ``seq`` is
 ``batch_id * SEQ_STRIDE + i``: it orders control across files, so a micro-batch that picks up
 several files (e.g. after a restart) still applies them in the order they were written.
 
-The source deletes a control file once the batch that read it is committed (its ``commit``,
-as the file source's ``cleanSource = "delete"`` did): a replay never needs it again (a
-replayed batch ``N`` is not committed, so batch ``N + 1``, which reads ``ctrl-N``, has not
-run), so the directory holds the control of the last batch or two, not one file per batch of
-the job's life.
+Spark deletes a control file once the batch that read it is committed (the file source's
+``cleanSource = "delete"``): a replay never needs it again (a replayed batch ``N`` is not
+committed, so batch ``N + 1``, which reads ``ctrl-N``, has not run), so the directory holds
+the control of the last batch or two, not one file per batch of the job's life.
 
-Files are written under a hidden temp name (the source reads only ``ctrl-*.json``) and
-renamed with :func:`os.replace`, so the stream never sees a partial file. Rewriting a batch
-(a replay after a failure) with the same content is a no-op; with different content it is an
-error, because the nodes may already have applied the first version.
+Files are written under a hidden temp name (the file source skips names starting with ``.``)
+and renamed with :func:`os.replace`, so the stream never sees a partial file. Rewriting a
+batch (a replay after a failure) with the same content is a no-op; with different content it
+is an error, because the nodes may already have applied the first version.
 
 **Wake files.** Spark runs a micro-batch only when a source has new input, and commands
 (:mod:`tsmon.spark.commands`) are taken by the driver at the start of a batch: on a job whose
 input is idle a command would wait for the next input file. So submitting a command also drops
-an empty ``wake-<command id>.json`` here (:func:`wake`): the control stream's offset moves on
-for a new one, so the next trigger runs a batch (with no rows from it) that takes the command;
-the control that batch writes makes the next one, which brings the change to the nodes. Wake
-files are deleted like control files once their batch is committed.
+an empty ``wake-<command id>.json`` here (:func:`wake`): a new file of the control stream, so
+the next trigger runs a batch (with no rows from it) that takes the command; the control that
+batch writes makes the next one, which brings the change to the nodes. Wake files are deleted
+like control files once their batch is committed.
 """
 
 from __future__ import annotations
@@ -49,14 +41,7 @@ from tsmon.spark.files import atomic_write
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = [
-    "CONTROL_DDL",
-    "SEQ_STRIDE",
-    "ControlChannel",
-    "ControlConflictError",
-    "control_files",
-    "wake",
-]
+__all__ = ["CONTROL_DDL", "SEQ_STRIDE", "ControlChannel", "ControlConflictError", "wake"]
 
 SEQ_STRIDE = 1 << 32
 """Control ``seq`` = ``batch_id * SEQ_STRIDE + index``: orders control rows across files."""
@@ -77,7 +62,7 @@ class ControlChannel:
     directory : str or Path
         Created if missing. Only this channel should write into it.
     clean_source : str
-        ``"delete"`` (the stream deletes files of committed batches) or ``"off"``.
+        The stream's ``cleanSource``: ``"delete"`` (files of committed batches) or ``"off"``.
 
     Examples
     --------
@@ -97,7 +82,7 @@ class ControlChannel:
 
     def __init__(self, directory: str | os.PathLike[str], clean_source: str = "delete") -> None:
         self.directory = Path(directory)
-        self.clean_source = clean_source  # "delete" files of committed batches, or "off"
+        self.clean_source = clean_source  # the file source's cleanSource ("off": keep files)
         self.directory.mkdir(parents=True, exist_ok=True)
 
     def path(self, batch_id: int) -> Path:
@@ -106,7 +91,8 @@ class ControlChannel:
 
     def files(self) -> list[Path]:
         """Control files written so far, in batch order."""
-        return [p for _, p in control_files(self.directory)]
+        found = self.directory.glob("ctrl-*.json")
+        return sorted(found, key=lambda p: int(p.stem.split("-", 1)[1]))
 
     @staticmethod
     def encode(batch_id: int, rows_by_source: Mapping[str, Sequence[Any]]) -> str:
@@ -151,24 +137,19 @@ class ControlChannel:
         atomic_write(target, content)
         return True
 
-    def read_stream(self, spark: SparkSession) -> DataFrame:
-        """The control files as a streaming DataFrame with schema :data:`CONTROL_DDL`
-        (:class:`~tsmon.spark.pysources.ControlSource`): one micro-batch applies all pending
-        control, in ``seq`` order. Files of committed batches are deleted (see the module's
-        notes) unless the channel was made with ``clean_source="off"``.
+    def read_stream(
+        self, spark: SparkSession, max_files_per_trigger: int | None = None
+    ) -> DataFrame:
+        """The control files as a streaming DataFrame with schema :data:`CONTROL_DDL`.
+
+        Leave ``max_files_per_trigger`` unset so that one micro-batch applies all pending
+        control (order is kept by ``seq``). Files of committed batches are deleted (see the
+        module's notes) unless the channel was made with ``clean_source="off"``.
         """
-        from tsmon.spark.pysources import ControlSource
-
-        spark.dataSource.register(ControlSource)
-        reader = spark.readStream.format(ControlSource.name())
-        options = {"path": str(self.directory), "cleanSource": self.clean_source}
-        return reader.options(**options).load()
-
-
-def control_files(directory: Path) -> list[tuple[int, Path]]:
-    """The control files in ``directory`` with the batch that wrote each, in batch order."""
-    found = ((int(p.stem.split("-", 1)[1]), p) for p in directory.glob("ctrl-*.json"))
-    return sorted(found, key=lambda f: f[0])
+        reader = spark.readStream.schema(CONTROL_DDL).option("cleanSource", self.clean_source)
+        if max_files_per_trigger is not None:
+            reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
+        return reader.json(str(self.directory))
 
 
 def wake(directory: str | os.PathLike[str], name: str) -> bool:

@@ -1,8 +1,7 @@
-"""tsmon's Python streaming data sources (``pyspark.sql.datasource``): the generated fleet
-(:class:`GeneratorSource`), a recorded file replayed in time order (:class:`ReplaySource`) and
-the control channel's files (:class:`ControlSource`, :mod:`tsmon.spark.control`).
+"""tsmon's two Python streaming data sources (``pyspark.sql.datasource``): the generated fleet
+(:class:`GeneratorSource`) and a recorded file replayed in time order (:class:`ReplaySource`).
 
-All are deterministic: a batch's rows depend only on its offsets, never on the wall clock, so
+Both are deterministic: a batch's rows depend only on its offsets, never on the wall clock, so
 Spark can replay a batch after a crash (``readBetweenOffsets``) and get the same rows. The wall
 clock only decides how far the offset moves at each trigger (pacing).
 """
@@ -18,15 +17,12 @@ from typing import Any
 import numpy as np
 from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
 
-from tsmon.spark.control import CONTROL_DDL, control_files
 from tsmon.spark.filerows import json_object, json_text, text_columns
 from tsmon.spark.job import JobError
 
 __all__ = [
     "COLUMN_ORDER",
     "GENERATOR_COLUMNS",
-    "ControlReader",
-    "ControlSource",
     "GeneratorReader",
     "GeneratorSource",
     "ReplayReader",
@@ -125,73 +121,6 @@ class GeneratorReader(SimpleDataSourceStreamReader):
             for ts, row in zip(self.fleet.ts(a, b).tolist(), values, strict=True)
             for (source, series), v in zip(self._names, row, strict=True)
         ]
-
-
-# -- the control channel -------------------------------------------------------------------
-
-
-class ControlSource(DataSource):
-    """Streaming data source ``tsmon_control``: the control files of a directory, read on the
-    driver (:class:`ControlReader`). Options: ``path``, ``cleanSource`` (``delete`` or
-    ``off``)."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "tsmon_control"
-
-    def schema(self) -> str:
-        return CONTROL_DDL
-
-    def simpleStreamReader(self, schema: Any) -> ControlReader:
-        return ControlReader(self.options["path"], self.options.get("cleanSource") == "delete")
-
-
-class ControlReader(SimpleDataSourceStreamReader):
-    """Offsets ``{"ctrl": id, "wake": n}``: the control files up to ``ctrl-<id>.json`` and
-    the ``n``-th group of wake files. A batch offers the control files written since the
-    last one (ids only grow: batch ``N`` writes ``ctrl-N``) and, when a new wake file is
-    there, one more wake; :meth:`readBetweenOffsets` reads the same files again (a file is
-    deleted only once a batch that read it is committed, :meth:`commit`)."""
-
-    def __init__(self, directory: str, delete: bool) -> None:
-        self.directory = Path(directory)
-        self.delete = delete
-        self._woken: set[str] = set()  # wake files offered (a restart offers them once more)
-
-    def initialOffset(self) -> dict:
-        return {"ctrl": -1, "wake": 0}
-
-    def read(self, start: dict) -> tuple[Iterator[tuple], dict]:
-        """The control written since ``start``, and the offset after it."""
-        ids = [i for i, _ in control_files(self.directory) if i > start["ctrl"]]
-        wakes = {p.name for p in self.directory.glob("wake-*.json")} - self._woken
-        if not ids and not wakes:
-            return iter(()), start
-        self._woken |= wakes
-        end = {"ctrl": max(ids, default=start["ctrl"]), "wake": start["wake"] + bool(wakes)}
-        return self.readBetweenOffsets(start, end), end
-
-    def readBetweenOffsets(self, start: dict, end: dict) -> Iterator[tuple]:
-        """The rows of the control files after ``start`` up to ``end``, in file order."""
-        rows = []
-        for i, path in control_files(self.directory):
-            if start["ctrl"] < i <= end["ctrl"]:
-                for line in path.read_text("utf-8").splitlines():
-                    row = json.loads(line)
-                    rows.append((row["source"], row["seq"], row["payload"]))
-        return iter(rows)
-
-    def commit(self, end: dict) -> None:
-        """Delete the control files up to ``end`` and the wake files offered so far: no
-        replay needs them once their batch is committed."""
-        if not self.delete:
-            return
-        for i, path in control_files(self.directory):
-            if i <= end["ctrl"]:
-                path.unlink(missing_ok=True)
-        for name in self._woken:
-            (self.directory / name).unlink(missing_ok=True)
-        self._woken.clear()
 
 
 # -- replay of a recorded file ---------------------------------------------------------------
