@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import random
 import signal
@@ -20,6 +21,8 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import tsmon.engine.batched
@@ -266,6 +269,12 @@ def parquet_bytes(frame: pd.DataFrame) -> bytes:
     return buffer.getvalue()
 
 
+def parquet_table(table: pa.Table) -> bytes:
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    return buffer.getvalue()
+
+
 def bad_parquet_files(walk: Walk) -> list[tuple[str, bytes, list[tuple], dict[str, int], int]]:
     """Parquet files, good and bad, as :func:`bad_files` gives CSV files."""
     good = walk.rows(20)
@@ -283,6 +292,30 @@ def bad_parquet_files(walk: Walk) -> list[tuple[str, bytes, list[tuple], dict[st
     out.append(("text.parquet", text, [], {"unreadable_file": 1}, 1))
     missing = pd.DataFrame({"series": ["a", "b", "a"], "ts": [999_999_999 + i for i in range(3)]})
     out.append(("missing.parquet", parquet_bytes(missing), [], {"missing": 3}, 3))
+    # numbers reach Spark typed: each bad one still a dead letter with its reason
+    good = walk.rows(6)
+    bad = [math.nan, math.inf, -math.inf, 1e141, -1e141, None]
+    ts = [t for _, t, _ in good] + [good[-1][1] + 1 + i for i in range(len(bad))]
+    values = [v for *_, v in good] + bad
+    typed = pa.table(
+        {
+            "series": [s for s, *_ in good] + ["a"] * len(bad),
+            "ts": pa.array(ts, pa.int32()),
+            "value": pa.array(values, pa.float64()),  # a list: NaN stays NaN, None is null
+        }
+    )
+    dead = {"nan": 1, "infinite": 2, "value_out_of_range": 2, "missing": 1}
+    out.append(("values.parquet", parquet_table(typed), good, dead, 12))
+    good = walk.rows(4)  # values as text in one file: read as text, as in CSV
+    text = pa.table(
+        {
+            "series": [s for s, *_ in good] + ["b", "b", None],
+            "ts": [str(t) for _, t, _ in good] + ["yesterday", str(good[-1][1] + 1), "5"],
+            "value": [repr(v) for *_, v in good] + ["1.5", "abc", "2"],
+        }
+    )
+    dead = {"bad_timestamp": 1, "not_numeric": 1, "bad_series": 1}
+    out.append(("text.values.parquet", parquet_table(text), good, dead, 7))
     good = walk.rows(10)  # and the job goes on
     out.append(
         (

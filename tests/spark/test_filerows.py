@@ -109,3 +109,69 @@ def test_parquet_files_by_name_and_unreadable_ones_are_one_row() -> None:
         (row,) = file_rows("g.parquet", bad, "parquet", NAMES)
         assert row[:5] == ("g.parquet", None, None, None, None) and row[5] == "unreadable_file"
         assert row[6].startswith("not a readable Parquet file (ArrowInvalid: ")
+
+
+def test_parquet_numbers_go_typed_to_spark_and_other_columns_as_text() -> None:
+    """For Spark, a file's ``ts`` and ``value`` that hold numbers are typed columns (their
+    text null); columns Spark must read as text (strings, float32, a column also read as
+    text) keep their text, and a file pyarrow cannot read is one row of the typed schema."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tsmon.spark.filerows import TYPED_TS, TYPED_VALUE, arrow_rows, schema
+
+    def rows(table: pa.Table | bytes, names: list[str], typed: tuple) -> list[dict]:
+        buffer = io.BytesIO()
+        if isinstance(table, bytes):
+            buffer.write(table)
+        else:
+            pq.write_table(table, buffer)
+        files = pa.RecordBatch.from_pydict({"path": ["file:/in/f"], "content": [buffer.getvalue()]})
+        out = pa.Table.from_batches(list(arrow_rows(iter([files]), "parquet", names, None, typed)))
+        ddl = [c.split(" ")[0].strip("`") for c in schema(names, True).split(", ")]
+        assert out.column_names == ddl and ddl[-4:-2] == [TYPED_TS, TYPED_VALUE]
+        return out.drop_columns(["__file", "__detail"]).to_pylist()
+
+    instants = pa.array([1_000, 2_500, None], pa.timestamp("ms", "UTC"))
+    table = pa.table(
+        {
+            "s": ["a", "b", "c"],
+            "t": instants.cast(pa.timestamp("us", "UTC")),
+            "v": pa.array([1.5, float("nan"), None], pa.float64()),
+        }
+    )
+    names = ["s", "t", "v"]
+    got = rows(table, names, ("t", "v"))
+    assert [(r["__line"], r["s"], r["t"], r["v"], r["__ts"], r["__reason"]) for r in got] == [
+        (1, "a", None, None, 1_000, None),
+        (2, "b", None, None, 2_500, None),
+        (3, "c", None, None, None, None),
+    ]
+    assert got[0]["__value"] == 1.5 and got[2]["__value"] is None
+    assert got[1]["__value"] != got[1]["__value"]  # NaN stays NaN
+    # integers: ts as epoch ms, values as the nearest double; text where Spark reads text
+    table = pa.table(
+        {
+            "s": ["a"],
+            "t": pa.array([7], pa.uint32()),
+            "v": pa.array([2**53 + 1], pa.int64()),
+            "w": pa.array([1.1], pa.float32()),
+            "u": pa.array([2**64 - 1], pa.uint64()),
+            "x": ["3.5"],
+        }
+    )
+    (got,) = rows(table, ["s", "t", "v"], ("t", "v"))
+    assert (got["t"], got["v"], got["__ts"], got["__value"]) == (None, None, 7, float(2**53))
+    for name, text in (("w", "1.1"), ("x", "3.5")):
+        (got,) = rows(table, ["s", "t", name], ("t", name))
+        assert (got[name], got["__value"]) == (text, None)
+    (got,) = rows(table, ["s", "u", "v"], ("u", "v"))
+    assert (got["u"], got["__ts"]) == (str(2**64 - 1), None)
+    (got,) = rows(table, ["s", "t"], ("t", "t"))  # one column as ts and value: both typed
+    assert (got["t"], got["__ts"], got["__value"]) == (None, 7, 7.0)
+    (got,) = rows(table, ["s", "t", "v"], (None, "v"))  # ts also the series: text
+    assert (got["t"], got["__ts"], got["__value"]) == ("7", None, float(2**53))
+    (got,) = rows(b"not parquet", names, ("t", "v"))
+    assert got["__reason"] == "unreadable_file" and got["__ts"] is got["__value"] is None

@@ -18,7 +18,10 @@ here, in the executors:
 - a Parquet file is read by pyarrow, its mapped columns as text (:func:`text_columns`;
   instants as epoch ms), one row per record, numbered from 1 in :data:`LINE`; a mapped column
   it lacks is null, as above; a file pyarrow cannot read (truncated, not Parquet, a column
-  that is no scalar) is one ``unreadable_file`` row with pyarrow's error.
+  that is no scalar) is one ``unreadable_file`` row with pyarrow's error. For Spark
+  (:func:`arrow_rows`), the ``ts`` and ``value`` columns of a file that holds them as numbers
+  go typed instead (:data:`TYPED_TS`, :data:`TYPED_VALUE`; :func:`typed_arrays`), their text
+  null, so Spark neither reads nor parses text for them.
 
 Every row carries its file and line (:data:`FILE`, :data:`LINE`; 1-based physical lines,
 blank lines skipped) and a ``detail`` that dead letters show as ``<file>:<line>: <what>``. So
@@ -29,7 +32,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,6 +44,8 @@ __all__ = [
     "FILE",
     "LINE",
     "REASON",
+    "TYPED_TS",
+    "TYPED_VALUE",
     "arrow_rows",
     "file_origin",
     "file_rows",
@@ -49,17 +54,22 @@ __all__ = [
     "schema",
     "text_arrays",
     "text_columns",
+    "typed_arrays",
 ]
 
 FILE, LINE, REASON, DETAIL = "__file", "__line", "__reason", "__detail"
 """The columns a file's rows carry besides the mapped ones."""
+TYPED_TS, TYPED_VALUE = "__ts", "__value"
+"""The typed ``ts`` (epoch ms) and ``value`` columns of Parquet rows (:func:`typed_arrays`)."""
 
 
-def schema(names: Sequence[str]) -> str:
-    """The DDL of :func:`file_rows`' rows: file, line, the mapped columns as text, a reason
-    (null for a record) and a detail."""
+def schema(names: Sequence[str], typed: bool = False) -> str:
+    """The DDL of :func:`file_rows`' rows: file, line, the mapped columns as text, (with
+    ``typed``, Parquet's: the typed ``ts`` and ``value``), a reason (null for a record) and a
+    detail."""
     mapped = ", ".join(f"`{n}` STRING" for n in names)
-    return f"{FILE} STRING, {LINE} BIGINT, {mapped}, {REASON} STRING, {DETAIL} STRING"
+    numbers = f", {TYPED_TS} BIGINT, {TYPED_VALUE} DOUBLE" if typed else ""
+    return f"{FILE} STRING, {LINE} BIGINT, {mapped}{numbers}, {REASON} STRING, {DETAIL} STRING"
 
 
 def file_rows(path: str, content: bytes, fmt: str, names: Sequence[str]) -> Iterator[tuple]:
@@ -82,7 +92,7 @@ def file_rows(path: str, content: bytes, fmt: str, names: Sequence[str]) -> Iter
     """  # noqa: E501
     if fmt == "parquet":
         yield from zip(
-            *(c.to_pylist() for c in _parquet(path, content, names).columns), strict=True
+            *(c.to_pylist() for c in _parquet(path, content, names, None).columns), strict=True
         )
         return
     empty = (None,) * len(names)
@@ -108,12 +118,18 @@ def file_rows(path: str, content: bytes, fmt: str, names: Sequence[str]) -> Iter
 
 
 def arrow_rows(
-    batches: Iterator[Any], fmt: str, names: list[str], cpu: Any = None
+    batches: Iterator[Any],
+    fmt: str,
+    names: list[str],
+    cpu: Any = None,
+    typed: tuple[str | None, str | None] = (None, None),
 ) -> Iterator[Any]:
     """``mapInArrow`` over Spark's ``binaryFile`` rows: batches of ``(path, content)`` in,
-    the files' rows (:func:`schema`) out. A Parquet file's columns go from pyarrow to Arrow
-    batches without a Python object per value; CSV and JSON files are read line by line.
-    ``cpu``: an accumulator the reader adds its CPU time to (``fileReader``,
+    the files' rows (:func:`schema`, typed for Parquet) out. A Parquet file's columns go from
+    pyarrow to Arrow batches without a Python object per value, its ``typed`` columns (the
+    ``ts`` and ``value`` columns' names, None for one Spark must read as text) as numbers
+    when the file holds numbers (:func:`typed_arrays`); CSV and JSON files are read line by
+    line. ``cpu``: an accumulator the reader adds its CPU time to (``fileReader``,
     :class:`tsmon.spark.cpu.CpuTimes`)."""
     from tsmon.spark.cpu import Clock
 
@@ -124,7 +140,7 @@ def arrow_rows(
             path = uri.removeprefix("file://").removeprefix("file:")
             clock = Clock(cpu)
             if fmt == "parquet":
-                table = _parquet(path, content, names)
+                table = _parquet(path, content, names, typed)
             else:
                 table = _table(list(file_rows(path, content, fmt, names)), names)
             clock.lap("fileReader")
@@ -132,22 +148,28 @@ def arrow_rows(
             yield from table.to_batches()
 
 
-def _table(rows: list[tuple], names: Sequence[str]) -> Any:
-    """Rows of :func:`file_rows` as a pyarrow table of :func:`schema`."""
+def _table(
+    rows: list[tuple], names: Sequence[str], numbers: Mapping[str, Any] | None = None
+) -> Any:
+    """Rows of :func:`file_rows` as a pyarrow table of :func:`schema` (with the typed
+    columns of ``numbers``, name to type, after the mapped ones)."""
     import pyarrow as pa
 
-    columns = zip(*rows, strict=True) if rows else ([] for _ in range(len(names) + 4))
+    numbers = numbers or {}
+    header = _columns(names, numbers)
+    columns = zip(*rows, strict=True) if rows else ([] for _ in header)
+    kinds = {LINE: pa.int64(), **numbers}
     return pa.Table.from_arrays(
         [
-            pa.array(list(c), type=pa.int64() if n == LINE else pa.string())
-            for n, c in zip(_columns(names), columns, strict=True)
+            pa.array(list(c), type=kinds.get(n, pa.string()))
+            for n, c in zip(header, columns, strict=True)
         ],
-        names=_columns(names),
+        names=header,
     )
 
 
-def _columns(names: Sequence[str]) -> list[str]:
-    return [FILE, LINE, *names, REASON, DETAIL]
+def _columns(names: Sequence[str], numbers: Iterable[str] = ()) -> list[str]:
+    return [FILE, LINE, *names, *numbers, REASON, DETAIL]
 
 
 def file_origin(columns: list[str]) -> tuple[Any, Any]:
@@ -163,25 +185,30 @@ def file_origin(columns: list[str]) -> tuple[Any, Any]:
     return F.col(REASON), detail
 
 
-def _parquet(path: str, content: bytes, names: Sequence[str]) -> Any:
+def _parquet(
+    path: str, content: bytes, names: Sequence[str], typed: tuple[str | None, str | None] | None
+) -> Any:
     """The rows of one Parquet file as a pyarrow table of :func:`schema` (columns cast to
-    text by Arrow, no Python object per value): one ``unreadable_file`` row if pyarrow cannot
-    read it."""
+    text by Arrow, no Python object per value; with ``typed``, the ``ts`` and ``value``
+    columns it names as numbers where the file holds numbers): one ``unreadable_file`` row
+    if pyarrow cannot read it."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    numbers = {} if typed is None else {TYPED_TS: pa.int64(), TYPED_VALUE: pa.float64()}
     try:
         parquet = pq.ParquetFile(pa.BufferReader(content))
         header = parquet.schema_arrow.names
         present = [n for n in dict.fromkeys(names) if n in header]
         table = parquet.read(columns=present)
-        columns = text_arrays(table, present)
+        typed_columns = {} if typed is None else typed_arrays(table, *typed)
+        roles = {} if typed is None else dict(zip(numbers, typed, strict=True))
+        columns = text_arrays(table, [n for n in present if _textual(n, roles, typed_columns)])
     except Exception as e:  # pyarrow's many errors: the file is one dead letter, not a crash
         what = f"not a readable Parquet file ({type(e).__name__}: {str(e).splitlines()[0]})"
-        return _table(
-            [(path, None, *(None,) * len(names), Reason.UNREADABLE_FILE.value, what)], names
-        )
-    missing = [n for n in names if n not in columns]
+        row = (path, None, *(None,) * (len(names) + len(numbers)), Reason.UNREADABLE_FILE.value)
+        return _table([(*row, what)], names, numbers)
+    missing = [n for n in names if n not in header]
     detail = f"the file has no column {missing[0]!r} (it has {header})" if missing else ""
     n = table.num_rows
     text = pa.string()
@@ -190,11 +217,50 @@ def _parquet(path: str, content: bytes, names: Sequence[str]) -> Any:
             pa.repeat(pa.scalar(path, text), n),
             pa.array(np.arange(1, n + 1, dtype=np.int64)),
             *(columns[c] if c in columns else pa.nulls(n, text) for c in names),
+            *(typed_columns.get(c, pa.nulls(n, t)) for c, t in numbers.items()),
             pa.nulls(n, text),
             pa.repeat(pa.scalar(detail, text), n),
         ],
-        names=_columns(names),
+        names=_columns(names, numbers),
     )
+
+
+def _textual(name: str, roles: Mapping[str, str | None], typed: Mapping[str, Any]) -> bool:
+    """Whether Spark needs a column's text: it plays no typed role, or one it plays was left
+    as text (:func:`typed_arrays`)."""
+    played = [role for role, column in roles.items() if column == name]
+    return not played or any(role not in typed for role in played)
+
+
+def typed_arrays(table: Any, ts: str | None, value: str | None) -> dict[str, Any]:
+    """The ``ts`` and ``value`` columns of a pyarrow table that hold numbers, typed as Spark
+    would read their text, keyed :data:`TYPED_TS` (epoch ms: an instant, as exactly as
+    :func:`text_arrays`, or an integer up to 64 bits signed) and :data:`TYPED_VALUE` (a
+    double: a double, or an integer rounded to the nearest double, as Spark parses its
+    text). Other columns (text, ``float32`` whose shortest text is another double, decimals,
+    unsigned 64 bits, ...) are left out: Spark reads them as text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = {}
+    names = set(table.column_names)
+    if ts in names:
+        column = table.column(ts)
+        if pa.types.is_timestamp(column.type):
+            column = pc.cast(column, pa.timestamp("ms", "UTC"))
+        if pa.types.is_timestamp(column.type) or _fits_int64(column.type):
+            out[TYPED_TS] = pc.cast(column, pa.int64()).combine_chunks()
+    if value in names:
+        column = table.column(value)
+        if pa.types.is_float64(column.type) or _fits_int64(column.type):
+            out[TYPED_VALUE] = pc.cast(column, pa.float64(), safe=False).combine_chunks()
+    return out
+
+
+def _fits_int64(kind: Any) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_signed_integer(kind) or kind in (pa.uint8(), pa.uint16(), pa.uint32())
 
 
 def text_arrays(table: Any, names: Sequence[str]) -> dict[str, Any]:

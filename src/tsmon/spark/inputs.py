@@ -6,8 +6,9 @@
 Each kind, and why it is built the way it is (``docs/inputs.md`` shows the job files):
 
 - ``files``: Spark's file source over a directory, one new file per micro-batch, its bytes read
-  in the executors (:mod:`tsmon.spark.filerows`): columns as text, so one bad value makes one
-  dead letter, and one bad line or file makes dead letters, instead of a failed batch.
+  in the executors (:mod:`tsmon.spark.filerows`): columns as text (a Parquet file's numbers
+  typed), so one bad value makes one dead letter, and one bad line or file makes dead letters,
+  instead of a failed batch.
 - ``socket``: Spark's socket source, one JSON object per line, parsed with ``from_json`` into
   text columns (a line that is not JSON has no series: a dead letter). Spark's socket source is
   **not fault tolerant**: lines received but not yet processed are lost when the job stops, and
@@ -123,8 +124,11 @@ def _files(spark: SparkSession, spec: InputSpec, cpu: Any) -> DataFrame:
         .load(str(spec.path))
         .select("path", "content")
     )
-    reader = partial(arrow_rows, fmt=spec.format, names=names, cpu=cpu)
-    return files.mapInArrow(reader, schema(names))
+    typed = spec.format == "parquet"
+    text = {spec.columns.get(r) for r in ("series", "source")}  # always read as text
+    roles = tuple(spec.columns[r] if spec.columns[r] not in text else None for r in ("ts", "value"))
+    reader = partial(arrow_rows, fmt=spec.format, names=names, cpu=cpu, typed=roles)
+    return files.mapInArrow(reader, schema(names, typed))
 
 
 def _json_columns(frame: DataFrame, text: Column, columns: Mapping[str, str]) -> DataFrame:

@@ -12,9 +12,14 @@ Column types read:
 - ``series``, ``source``: text;
 - ``ts``: a Spark ``TIMESTAMP``, integer epoch milliseconds, or text (digits: epoch ms; else an
   ISO-8601 time, read by ``try_to_timestamp``);
-- ``value``: any number type, or text (``try_cast`` to double).
+- ``value``: any number type, or text (``try_cast`` to double);
+- a files input's Parquet rows carry ``ts`` and ``value`` typed beside the text columns
+  (:data:`~tsmon.spark.filerows.TYPED_TS`, :data:`~tsmon.spark.filerows.TYPED_VALUE`): a
+  row has one of the two, the typed one when its file holds numbers.
 
 Text is read with ``try_*`` casts: Spark 4 runs in ANSI mode, where a bad cast fails the query.
+The text a dead letter shows (``raw_ts``, ``raw_value``, ``detail``) is made only for rows
+with a reason: good rows cost no text (a typed number's text is Spark's cast to string).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS
 from tsmon.engine.deadletters import Reason
 from tsmon.kinds import PARTS
 from tsmon.query.patterns import is_glob
-from tsmon.spark.filerows import file_origin
+from tsmon.spark.filerows import TYPED_TS, TYPED_VALUE, file_origin
 from tsmon.spark.job import JobError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -114,8 +119,9 @@ def point_rows(
     source = source_expr(series, sources)
     if "source" in mapping:
         source = F.coalesce(col("source"), source)
-    ts, ts_text, raw_ts = _timestamp(col("ts"), types[mapping["ts"]])
-    value, raw_value = _value(col("value"), types[mapping["value"]])
+    typed = {c: F.col(c) if c in raw.columns else None for c in (TYPED_TS, TYPED_VALUE)}
+    ts, raw_ts = _timestamp(col("ts"), types[mapping["ts"]], typed[TYPED_TS])
+    value, raw_value, missing = _value(col("value"), types[mapping["value"]], typed[TYPED_VALUE])
     unparsed, detail = file_origin(raw.columns)
     reserved = F.lit(False)
     for prefix in RESERVED_PREFIXES:
@@ -126,12 +132,13 @@ def point_rows(
         .when(series.isNull() | (series == ""), Reason.BAD_SERIES.value)
         .when(ts.isNull(), Reason.BAD_TIMESTAMP.value)
         .when(~ts.between(MIN_INSTANT_MS, MAX_INSTANT_MS), Reason.BAD_TIMESTAMP.value)
-        .when(raw_value.isNull(), Reason.MISSING.value)
+        .when(missing, Reason.MISSING.value)
         .when(value.isNull(), Reason.NOT_NUMERIC.value)
         .when(F.isnan(value), Reason.NAN.value)
         .when(F.abs(value) == float("inf"), Reason.INFINITE.value)
         .when(F.abs(value) > MAX_ABS_VALUE, Reason.VALUE_OUT_OF_RANGE.value)
     )
+    good = reason.isNull()  # computed once: Spark shares a subexpression of a projection
     # max_future is checked at the source node, against the batch's clock its host gets
     # (spark/host.py): here current_timestamp() would be a literal in the generated code,
     # new every batch, so Spark would compile the stage again each batch
@@ -141,37 +148,47 @@ def point_rows(
         ts.alias("ts"),
         value.alias("value"),
         # streams have no row ids: points of one source at one instant go in an order fixed by
-        # their content (series, then the text of ts and value), the same whatever order the
-        # shuffle delivers them in, so a replayed batch gives the same outputs; only identical
-        # rows tie, and their order changes nothing
-        F.xxhash64(series, ts_text, raw_value).alias("seq"),
-        raw_ts.alias("raw_ts"),
-        raw_value.alias("raw_value"),
+        # their content (series, epoch ms, value), the same whatever order the shuffle
+        # delivers them in, so a replayed batch gives the same outputs; only identical points
+        # tie, and their order changes nothing
+        F.xxhash64(series, ts, value).alias("seq"),
+        F.when(~good, raw_ts).alias("raw_ts"),
+        F.when(~good, raw_value).alias("raw_value"),
         reason.alias("reason"),
-        detail.alias("detail"),
+        F.when(good, F.lit("")).otherwise(detail).alias("detail"),
     )
 
 
-def _timestamp(column: Column, kind: str) -> tuple[Column, Column, Column]:
-    """Epoch ms, the text ``seq`` hashes, and the text a dead letter shows."""
+def _timestamp(column: Column, kind: str, typed: Column | None) -> tuple[Column, Column]:
+    """Epoch ms, and the text a dead letter shows; ``typed``: the epoch ms of rows whose file
+    held numbers (then ``column``, their text, is null)."""
     from pyspark.sql import functions as F
 
     if kind == "timestamp":
-        ms = F.unix_millis(column)
-        return ms, ms.cast("string"), column.cast("string")
+        return F.unix_millis(column), column.cast("string")
     text = column.cast("string")
     if kind != "string":  # an integer type: epoch ms already
-        return column.cast("bigint"), text, text
+        return column.cast("bigint"), text
     ms = F.when(text.rlike(r"^-?\d+$"), text.try_cast("bigint")).otherwise(
         F.unix_millis(F.try_to_timestamp(text))
     )
-    return ms, text, text
+    if typed is None:
+        return ms, text
+    return F.coalesce(typed, ms), F.coalesce(text, typed.cast("string"))
 
 
-def _value(column: Column, kind: str) -> tuple[Column, Column]:
-    """The value as a double, and its text (hashed into ``seq``, shown by a dead letter)."""
+def _value(column: Column, kind: str, typed: Column | None) -> tuple[Column, Column, Column]:
+    """The value as a double, its text (shown by a dead letter), and whether it is missing;
+    ``typed``: the value of rows whose file held numbers (then ``column`` is null)."""
+    from pyspark.sql import functions as F
+
     text = column.cast("string")
-    return (text.try_cast("double") if kind == "string" else column.cast("double")), text
+    if kind != "string":
+        return column.cast("double"), text, column.isNull()
+    if typed is None:
+        return text.try_cast("double"), text, column.isNull()
+    value = F.coalesce(typed, text.try_cast("double"))
+    return value, F.coalesce(text, typed.cast("string")), column.isNull() & typed.isNull()
 
 
 def source_expr(series: Column, sources: Mapping[str, str]) -> Column:
