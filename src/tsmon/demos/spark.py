@@ -183,7 +183,6 @@ def run_spark_demo(
     """Run the demo; returns the exit status. ``directory`` keeps the checkpoint and the
     Parquet output (a temporary directory otherwise). Spark's own output (the JVM's warnings
     and log lines, the Python workers') goes to :func:`spark_log`, unless ``verbose``."""
-    from tsmon.spark.runtime import JobRunner
     from tsmon.spark.session import spark_session
 
     with tempfile.TemporaryDirectory(prefix="tsmon-demo-") as tmp:
@@ -205,23 +204,41 @@ def run_spark_demo(
         live = _Live(CommandLog(job.checkpoint), settings, job.input.start_ms)
         log = None if verbose else spark_log(directory)
         spark = spark_session(job.master, job.name, dict(job.spark_conf), log=log)
-        runner = JobRunner(job, spark=spark, callback=live)
-        if runner.sinks.console is not None:
-            runner.sinks.console.headline = live.headline
-        console.print(f"Spark up in {time.perf_counter() - started:.1f} s; streaming ...")
-        if log is not None:
-            console.print(f"Spark's own messages go to {log} (--verbose shows them here)")
-        began = time.perf_counter()
-        runner.start()
         try:
-            while live.points < settings.points or _control_pending(live):
-                runner.process_all_available()
-                time.sleep(0.05)
-        finally:
-            runner.stop()
-        elapsed = time.perf_counter() - began
-        _summary(console, job, settings, live, runner, elapsed)
+            _stream(spark, job, settings, live, console, log, started)
+        finally:  # before the checkpoint goes: Spark's state-store maintenance writes into it
+            spark.stop()
     return 0
+
+
+def _stream(
+    spark: Any,
+    job: Job,
+    settings: DemoSettings,
+    live: _Live,
+    console: Console,
+    log: Path | None,
+    started: float,
+) -> None:
+    """Run the demo's job on ``spark`` until its input is done and it is quiet; the summary."""
+    from tsmon.spark.runtime import JobRunner
+
+    runner = JobRunner(job, spark=spark, callback=live)
+    if runner.sinks.console is not None:
+        runner.sinks.console.headline = live.headline
+    console.print(f"Spark up in {time.perf_counter() - started:.1f} s; streaming ...")
+    if log is not None:
+        console.print(f"Spark's own messages go to {log} (--verbose shows them here)")
+    began = time.perf_counter()
+    runner.start()
+    try:
+        while live.points < settings.points or _control_pending(live):
+            runner.process_all_available()
+            time.sleep(0.05)
+    finally:
+        runner.stop()
+    elapsed = time.perf_counter() - began
+    _summary(console, job, settings, live, runner, elapsed)
 
 
 def spark_log(directory: Path | None) -> Path:
