@@ -544,19 +544,19 @@ def test_run_refuses_a_bad_job_file_before_starting_spark(tmp_path: Path) -> Non
 @pytest.mark.slow
 @pytest.mark.spark
 def test_spark_demo_verbose_shows_spark_and_its_progress(tmp_path: Path) -> None:
-    """2 hosts x 15 metrics over 24 steps: 2 data batches of 12 steps; each says how far the
+    """2 hosts x 15 metrics over 96 steps: 2 data batches of 48 steps; each says how far the
     run has got. With --verbose Spark's own start-up lines come to the console, and no
     <dir>/spark.log is written (without it: the `make demo` test)."""
-    args = ["demo", "--hosts", "2", "--ticks", "24", "--dir", str(tmp_path), "--verbose"]
+    args = ["demo", "--hosts", "2", "--ticks", "96", "--dir", str(tmp_path), "--verbose"]
     run = tsmon(*args, timeout=900)
     assert run.returncode == 0, run.stdout + run.stderr
     out = " ".join(run.stdout.split())
-    for n, points, at in ((1, 360, "00:55:00Z"), (2, 720, "01:55:00Z")):
+    for n, points, at in ((1, 1440, "03:55:00Z"), (2, 2880, "07:55:00Z")):
         line = (
-            f"progress: data batch {n} of 2, {points} of 720 points ({points * 100 // 720}%), "
-            f"event time reached 2024-01-01T{at} (tick {12 * n} of 24)"
+            f"progress: data batch {n} of 2, {points:,} of 2,880 points "
+            f"({points * 100 // 2880}%), event time reached 2024-01-01T{at} (tick {48 * n} of 96)"
         )
         assert line in out, out[-3000:]
-    assert "points seen 720" in out
+    assert "points seen 2,880" in out
     assert "Setting default log level" in run.stderr
     assert not (tmp_path / "spark.log").exists()

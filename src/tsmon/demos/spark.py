@@ -78,7 +78,10 @@ class DemoSettings:
     metrics: int = 15
     ticks: int = 288
     step: str = "5m"
-    ticks_per_batch: int = 12
+    # 4 h of event time (144,000 points) per micro-batch: each batch has a fixed cost (Spark's
+    # planning and state commit, every node unpickled and pickled, numpy calls per series and
+    # window) that batches of 1 h spent 24 times (benchmarks/README.md, "tsmon demo")
+    ticks_per_batch: int = 48
     master: str = "local[2]"
 
     @property
@@ -156,8 +159,8 @@ class _Live:
         self.last = out
 
     def headline(self, out: BatchOutput) -> str:
-        """``progress: data batch 3 of 24, 25,920 of 864,000 points (3%), event time reached
-        2024-01-01T02:55:00Z (tick 36 of 288)``; a batch without points (control only) says
+        """``progress: data batch 3 of 6, 432,000 of 864,000 points (50%), event time reached
+        2024-01-01T11:55:00Z (tick 144 of 288)``; a batch without points (control only) says
         so."""
         s = self.settings
         planned = max(-(-s.ticks // s.ticks_per_batch), self.data_batches)

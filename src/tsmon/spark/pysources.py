@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
 
-from tsmon.spark.filerows import json_object, json_text, text_columns
-from tsmon.spark.job import JobError
+# light imports only: Spark's Python processes that load these sources (the data source's
+# lookup, its read planning, the streaming source runner) import this module each
+from tsmon.spark.toml_checks import JobError
 
 __all__ = [
     "COLUMN_ORDER",
@@ -171,6 +172,8 @@ def read_recording(
 
 def _read_text_columns(path: Path, fmt: str, names: list[str]) -> dict[str, list[str | None]]:
     """The named columns of a CSV, JSON-lines or Parquet file, every value as text or None."""
+    from tsmon.spark.filerows import json_object, json_text, text_columns
+
     wanted = list(dict.fromkeys(names))
     if fmt == "json":
         out: dict[str, list[str | None]] = {n: [] for n in wanted}
