@@ -22,7 +22,9 @@ __all__ = ["SEAL_POINTS", "Sealed", "decode_ts", "encode_ts", "read_record"]
 SEAL_POINTS = 128
 """Points per sealed run. Per series, a batch rewrites the unsealed points (fewer than this)
 and one reference per run: 128 minimizes their sum for an hour of 1 s points (~0.6 KB of
-points and ~28 references of ~20 bytes), against ~32 KB when the whole hour is pickled."""
+points and ~28 references of ~20 bytes), against ~32 KB when the whole hour is pickled.
+Smaller runs carry fewer unsealed points but make a host read back more runs per node and
+batch (``benchmarks/README.md``, "A source node's pickle")."""
 
 _DELTA_TYPES = (np.uint8, np.uint16, np.uint32)  # narrowest first
 _DELTA_CODES = {1: "|u1", 2: "<u2", 4: "<u4", 8: "<i8"}  # by size: encode_ts's dtypes
