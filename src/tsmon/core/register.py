@@ -280,8 +280,8 @@ class Register:
             sealed_end += SEAL_POINTS
         self._sealed = runs
         a = sealed_end - self._base
-        return (
-            self.name, self.config, runs, encode_ts(self._ts[a : self._hi]),
+        return (  # list(runs): a copy.copy of the register must not share (and pop) its list
+            self.name, self.config, list(runs), encode_ts(self._ts[a : self._hi]),
             self._values[a : self._hi].tobytes(), self.start, self._pins or None,
             self._watchers or None, self.complete_from_ts, self.first_ts,
         )  # fmt: skip
