@@ -28,6 +28,7 @@ def test_timestamps_round_trip(deltas: list[int], first: int) -> None:
 
 @given(st.integers(2, 40), st.integers(1, 2**57), st.integers(-(2**60), 2**60))
 @example(4, 2**55, 0)  # numpy's float count of the span would give 3 points
+@example(3, 1, 2**63 - 3)  # the last timestamp is the largest int64
 def test_even_timestamps_round_trip_over_any_span(n: int, step: int, first: int) -> None:
     """Evenly spaced timestamps decode exactly, spans past float precision included."""
     ts = first + step * np.arange(n, dtype=object)
