@@ -6,11 +6,11 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from tsmon.core.register import Register, RegisterConfig
-from tsmon.core.sealed import SEAL_POINTS, decode_ts, encode_ts
+from tsmon.core.sealed import SEAL_POINTS, Sealed, decode_ts, encode_ts, read_record
 from tsmon.core.window_spec import WindowSpec
 from tsmon.core.windows import STATS, open_window
 
@@ -24,6 +24,41 @@ def test_timestamps_round_trip(deltas: list[int], first: int) -> None:
         back = decode_ts(encode_ts(points))
         assert back.dtype == np.int64
         assert back.tolist() == points.tolist()
+
+
+@given(st.integers(2, 40), st.integers(1, 2**57), st.integers(-(2**60), 2**60))
+@example(4, 2**55, 0)  # numpy's float count of the span would give 3 points
+@example(3, 1, 2**63 - 3)  # the last timestamp is the largest int64
+def test_even_timestamps_round_trip_over_any_span(n: int, step: int, first: int) -> None:
+    """Evenly spaced timestamps decode exactly, spans past float precision included."""
+    ts = first + step * np.arange(n, dtype=object)
+    assume(-(2**63) <= ts[-1] < 2**63)
+    points = ts.astype(np.int64)
+    code = encode_ts(points)
+    assert code == (first, step, n)
+    assert decode_ts(code).tolist() == points.tolist()
+
+
+@given(
+    st.lists(st.lists(st.integers(1, 2**40), max_size=12), min_size=1, max_size=4),
+    st.integers(-(2**50), 2**50),
+    st.binary(max_size=9),
+)
+def test_run_records_read_back_exactly(runs: list[list[int]], first: int, lead: bytes) -> None:
+    """Runs stored one after the other (a host's file of runs) read back from their offsets
+    with the same start, timestamps (even or not) and values, bit for bit."""
+    made, data, offsets = [], bytearray(lead), []
+    for i, deltas in enumerate(runs):
+        ts = first + np.cumsum(np.array([0, *deltas], dtype=np.int64))
+        values = np.random.default_rng(i).normal(size=len(ts)) * 10.0 ** np.arange(len(ts))
+        made.append(Sealed(7 * i, ts, values))
+        offsets.append(len(data))
+        data += made[-1].record()
+    for run, offset in zip(made, offsets, strict=True):
+        back = read_record(bytes(data), offset)
+        assert (back.start, back.ts.tolist()) == (run.start, run.ts.tolist())
+        assert back.values.tobytes() == run.values.tobytes()
+        assert not back.ts.flags.writeable and not back.values.flags.writeable
 
 
 def test_even_timestamps_pickle_to_a_few_bytes() -> None:

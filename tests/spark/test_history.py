@@ -10,11 +10,13 @@ import pickle
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tsmon.engine.node import SourceNode
 from tsmon.engine.settings import HostSettings, RegisterSettings
+from tsmon.spark.history import BucketState, History
 from tsmon.spark.host import data_row
 from tsmon.spark.host_tester import HostTester
 
@@ -108,3 +110,25 @@ def test_a_replayed_batch_writes_the_same_files_and_rows(tmp_path):
     assert _outputs(t, batches[-1]) == first
     assert _files(tmp_path) == written
     assert json.dumps(first)  # rows came out
+
+
+def test_a_node_with_runs_apart_loads_only_through_its_history(tmp_path):
+    """A node's runs are references into the bucket's files (pickle's persistent ids): a
+    codec of that bucket reads them back, bit for bit; a plain unpickling refuses them."""
+    node = _node("1h")("a")
+    for rows in _batches(3, 200, seed=1):
+        cols = [r for r in rows if r["source"] == "a"]
+        node.step([], cols)
+    state = BucketState()
+    codec = History(tmp_path, 0, state)
+    blob = codec.dumps("a", node)
+    codec.commit(state)
+    assert state.refs["a"] == {0} and len(_files(tmp_path)) == 1  # 600 points: 4 runs each
+    back = History(tmp_path, 0, state).loads(blob)
+    for series, kept in node.part("local").local.store.nodes.items():
+        reg, got = kept.register, back.part("local").local.store.nodes[series].register
+        assert len(reg._sealed) == 4 and len(got._sealed) == 4
+        assert got.ts(got.start, got.end).tolist() == reg.ts(reg.start, reg.end).tolist()
+        assert got.values(got.start, got.end).tobytes() == reg.values(reg.start, reg.end).tobytes()
+    with pytest.raises(pickle.UnpicklingError, match="persistent"):
+        pickle.loads(blob)

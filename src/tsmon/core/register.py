@@ -267,10 +267,11 @@ class Register:
         self._lo, self._hi = 0, live
 
     # -- pickling ------------------------------------------------------------------------------
-    def __getstate__(self) -> dict[str, object]:
+    def __getstate__(self) -> tuple:
         """The live points: sealed runs of :data:`~tsmon.core.sealed.SEAL_POINTS` older
         points, the same objects from one pickle to the next until evicted, then the newer
-        points, values as bytes and timestamps encoded (:func:`~tsmon.core.sealed.encode_ts`)."""
+        points, values as bytes and timestamps encoded (:func:`~tsmon.core.sealed.encode_ts`);
+        a tuple, not a dict of attributes (a Spark host pickles every register each batch)."""
         runs = [run for run in self._sealed if run.end > self.start]  # drop evicted runs
         sealed_end = runs[-1].end if runs else self.start
         while self.end - sealed_end >= SEAL_POINTS:
@@ -278,28 +279,32 @@ class Register:
             runs.append(Sealed(sealed_end, self._ts[a:b], self._values[a:b]))
             sealed_end += SEAL_POINTS
         self._sealed = runs
-        origin = runs[0].start if runs else self.start
-        state = self.__dict__.copy()
-        state["_ts"] = encode_ts(self._ts[sealed_end - self._base : self._hi])
-        state["_values"] = self._values[sealed_end - self._base : self._hi].tobytes()
-        state["_sealed"] = list(runs)
-        state["_base"], state["_lo"], state["_hi"] = origin, self.start - origin, self.end - origin
-        return state
+        a = sealed_end - self._base
+        return (  # list(runs): a copy.copy of the register must not share (and pop) its list
+            self.name, self.config, list(runs), encode_ts(self._ts[a : self._hi]),
+            self._values[a : self._hi].tobytes(), self.start, self._pins or None,
+            self._watchers or None, self.complete_from_ts, self.first_ts,
+        )  # fmt: skip
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        runs: list[Sealed] = state["_sealed"]  # type: ignore[assignment]
-        newer_ts = decode_ts(state["_ts"])  # type: ignore[arg-type]
-        newer_values = np.frombuffer(state["_values"], dtype=np.float64)  # type: ignore[call-overload]
-        held = state["_hi"]
-        capacity = max(_INITIAL_CAPACITY, 2 * held)  # type: ignore[operator]  # room to grow
-        self.__dict__.update(state)
+    def __setstate__(self, state: tuple) -> None:
+        (self.name, self.config, runs, ts_code, values, start, pins, watchers,
+         self.complete_from_ts, self.first_ts) = state  # fmt: skip
+        newer_ts = decode_ts(ts_code)
+        origin = runs[0].start if runs else start
+        sealed = runs[-1].end - origin if runs else 0
+        held = sealed + len(newer_ts)
+        capacity = max(_INITIAL_CAPACITY, 2 * held)  # room to grow
         self._ts = np.empty(capacity, dtype=np.int64)
         self._values = np.empty(capacity, dtype=np.float64)
-        at = 0
-        for ts, values in [*((run.ts, run.values) for run in runs), (newer_ts, newer_values)]:
-            self._ts[at : at + len(ts)] = ts
-            self._values[at : at + len(ts)] = values
-            at += len(ts)
+        if runs:  # one copy each, not one per run (an hour of 1 s points is 28 runs)
+            np.concatenate([run.ts for run in runs], out=self._ts[:sealed])
+            np.concatenate([run.values for run in runs], out=self._values[:sealed])
+        self._ts[sealed:held] = newer_ts
+        self._values[sealed:held] = np.frombuffer(values, dtype=np.float64)
+        self._base, self._lo, self._hi = origin, start - origin, held
+        self._pins = {} if pins is None else pins
+        self._watchers = {} if watchers is None else watchers
+        self._sealed = runs
 
 
 def _check_values(values: np.ndarray) -> None:

@@ -13,16 +13,22 @@ the narrowest unsigned type that holds them (:func:`encode_ts`).
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
-__all__ = ["SEAL_POINTS", "Sealed", "decode_ts", "encode_ts"]
+__all__ = ["SEAL_POINTS", "Sealed", "decode_ts", "encode_ts", "read_record"]
 
 SEAL_POINTS = 128
 """Points per sealed run. Per series, a batch rewrites the unsealed points (fewer than this)
 and one reference per run: 128 minimizes their sum for an hour of 1 s points (~0.6 KB of
-points and ~28 references of ~20 bytes), against ~32 KB when the whole hour is pickled."""
+points and ~28 references of ~20 bytes), against ~32 KB when the whole hour is pickled.
+Smaller runs carry fewer unsealed points but make a host read back more runs per node and
+batch (``benchmarks/README.md``, "A source node's pickle")."""
 
 _DELTA_TYPES = (np.uint8, np.uint16, np.uint32)  # narrowest first
+_DELTA_CODES = {1: "|u1", 2: "<u2", 4: "<u4", 8: "<i8"}  # by size: encode_ts's dtypes
+_HEADER = struct.Struct("<qIBqq")  # start, points, delta size (0: even), first ts, step
 
 
 class Sealed:
@@ -48,11 +54,39 @@ class Sealed:
     def __reduce__(self) -> tuple[object, tuple[int, object, bytes]]:
         return _restore, (self.start, encode_ts(self.ts), self.values.tobytes())
 
+    def record(self) -> bytes:
+        """The run as a binary record (:func:`read_record`), what a host stores apart: a
+        header, the timestamps' deltas unless evenly spaced, then the values' raw bytes."""
+        first, how, rest = encode_ts(self.ts)
+        if isinstance(how, int):  # evenly spaced: the step, no deltas
+            size, step, deltas = 0, how, b""
+        else:
+            size, step, deltas = np.dtype(how).itemsize, 0, rest
+        header = _HEADER.pack(self.start, len(self.ts), size, first, step)
+        return header + deltas + self.values.tobytes()  # type: ignore[operator]
+
+
+def read_record(data: bytes, offset: int) -> Sealed:
+    """The run whose :meth:`Sealed.record` starts at ``offset`` of ``data`` (a host's file of
+    runs): no pickle, so no class lookup per run; the values are a read-only view of ``data``."""
+    start, n, size, first, step = _HEADER.unpack_from(data, offset)
+    at = offset + _HEADER.size
+    if size == 0:
+        ts = decode_ts((first, step, n))
+    else:
+        ts = decode_ts((first, _DELTA_CODES[size], memoryview(data)[at : at + (n - 1) * size]))
+        at += (n - 1) * size
+    return _run(start, ts, np.frombuffer(data, dtype=np.float64, count=n, offset=at))
+
 
 def _restore(start: int, ts: tuple, values: bytes) -> Sealed:
     """A pickled run, its arrays read-only views as decoded (no copy: nothing else holds them)."""
+    return _run(start, decode_ts(ts), np.frombuffer(values, dtype=np.float64))
+
+
+def _run(start: int, ts: np.ndarray, values: np.ndarray) -> Sealed:
     run = object.__new__(Sealed)
-    run.start, run.ts, run.values = start, decode_ts(ts), np.frombuffer(values, dtype=np.float64)
+    run.start, run.ts, run.values = start, ts, values
     run.ts.flags.writeable = False
     return run
 
@@ -60,11 +94,12 @@ def _restore(start: int, ts: tuple, values: bytes) -> Sealed:
 def encode_ts(ts: np.ndarray) -> tuple[int, int, int] | tuple[int, str, bytes]:
     """Strictly increasing timestamps as ``(first, step, n)`` when evenly spaced, else as
     ``(first, dtype, deltas)`` in the narrowest unsigned type that holds every delta."""
-    if len(ts) == 0:
-        return (0, 0, 0)
-    deltas = np.diff(ts)
-    if len(deltas) == 0 or (deltas == deltas[0]).all():
-        return (int(ts[0]), int(deltas[0]) if len(deltas) else 0, len(ts))
+    n = len(ts)
+    if n < 2:
+        return (int(ts[0]) if n else 0, 0, n)
+    deltas = ts[1:] - ts[:-1]
+    if deltas[1:].tobytes() == deltas[:-1].tobytes():  # every delta equals the next: even
+        return (int(ts[0]), int(deltas[0]), n)
     top = int(deltas.max())
     kind = next((t for t in _DELTA_TYPES if top <= np.iinfo(t).max), np.int64)
     return (int(ts[0]), np.dtype(kind).str, deltas.astype(kind).tobytes())
@@ -74,6 +109,12 @@ def decode_ts(code: tuple[int, int, int] | tuple[int, str, bytes]) -> np.ndarray
     """The timestamps :func:`encode_ts` encoded, as int64."""
     first, how, rest = code
     if isinstance(how, int):  # evenly spaced: (first, step, n)
+        if rest < 2:  # type: ignore[operator]
+            return np.full(rest, first, dtype=np.int64)  # type: ignore[arg-type]
+        last = first + how * (rest - 1)  # type: ignore[operator]
+        out = np.arange(first, last + 1, how, dtype=np.int64)  # one pass, no temporaries
+        if len(out) == rest:  # numpy counts in floats: a span past 2**52 may miscount
+            return out
         return first + how * np.arange(rest, dtype=np.int64)  # type: ignore[operator]
     deltas = np.frombuffer(rest, dtype=how).astype(np.int64)  # type: ignore[arg-type]
     out = np.empty(len(deltas) + 1, dtype=np.int64)

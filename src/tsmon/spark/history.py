@@ -10,13 +10,14 @@ pickle keeps a reference to it, one integer: file number × 2³² + byte offset 
 persistent ids). What a
 batch writes is then its new runs, each node's newer points and the references.
 
-Files: ``<checkpoint>/history/b<bucket>/<n>.runs``, ``n`` the bucket's count of committed
-batches, kept in its state: a replayed batch starts from the same state and writes the same
-files with the same bytes (a node's step is deterministic), written atomically (temporary file,
-then rename). A file no node refers to after a batch is deleted at the bucket's next batch,
-when the state that still named it can no longer be replayed. The checkpoint must be on a
-file system every executor reads and writes at the same path, as Spark's own state files need
-on a cluster.
+Files: ``<checkpoint>/history/b<bucket>/<n>.runs``, the runs' binary records one after the
+other (:meth:`~tsmon.core.sealed.Sealed.record`: no pickle per run, so loading one costs no
+class lookup), ``n`` the bucket's count of committed batches, kept in its state: a replayed
+batch starts from the same state and writes the same files with the same bytes (a node's step
+is deterministic), written atomically (temporary file, then rename). A file no node refers to
+after a batch is deleted at the bucket's next batch, when the state that still named it can no
+longer be replayed. The checkpoint must be on a file system every executor reads and writes at
+the same path, as Spark's own state files need on a cluster.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from tsmon.core.sealed import Sealed
+from tsmon.core.sealed import Sealed, read_record
 
 __all__ = ["Blobs", "BucketState", "History"]
 
@@ -102,7 +103,7 @@ class History(Blobs):
                     "file system every executor reads at the same path, and files under "
                     "history/ must not be removed"
                 ) from None
-        run = pickle.loads(memoryview(data)[offset:])  # stops at the run's end
+        run = read_record(data, offset)
         self.known[id(run)] = (run, ref)
         return run
 
@@ -118,7 +119,7 @@ class History(Blobs):
             if known is None:
                 ref = self.number << _OFFSET_BITS | self.new.tell()
                 known = self.known[id(obj)] = (obj, ref)
-                self.new.write(pickle.dumps(obj, protocol=PROTOCOL))
+                self.new.write(obj.record())
             refs.add(known[1] >> _OFFSET_BITS)
             return known[1]
 

@@ -157,6 +157,20 @@ class StreamModels:
     def __repr__(self) -> str:
         return f"StreamModels(k={self.k}, n_streams={self.n_streams})"
 
+    def __getstate__(self) -> tuple:
+        """Compact (a Spark host pickles every source node each batch): the settings, then
+        each array as raw bytes (:data:`_ARRAYS`), not a dict of numpy objects."""
+        settings = (self.k, self.t_max_ms, self.t_max_periods, self.t_min_ms)
+        more = (self.t_interrupt_ms, self.initial_interval_ms, self.drift_z, self.n_estimates)
+        return (*settings, *more, *(getattr(self, name).tobytes() for name, _ in _ARRAYS))
+
+    def __setstate__(self, state: tuple) -> None:
+        (self.k, self.t_max_ms, self.t_max_periods, self.t_min_ms, self.t_interrupt_ms,
+         self.initial_interval_ms, self.drift_z, self.n_estimates) = state[:8]  # fmt: skip
+        for (name, dtype), raw in zip(_ARRAYS, state[8:], strict=True):
+            array = np.frombuffer(raw, dtype=dtype).copy()  # writable, as built
+            setattr(self, name, array.reshape(-1, self.k) if name.startswith("buf_") else array)
+
     @property
     def n_streams(self) -> int:
         return len(self.value)
@@ -303,6 +317,15 @@ class StreamModels:
         self.fresh[ids] = False
         self.n_estimates += len(ids)
         return ids
+
+
+_ARRAYS = (
+    ("value", np.float64), ("last_ts", np.int64), ("mu", np.float64), ("sigma", np.float64),
+    ("est_ts", np.int64), ("next_est_ms", np.int64), ("count", np.int64), ("head", np.int64),
+    ("fresh", np.bool_), ("fixed", np.bool_), ("buf_ts", np.int64), ("buf_val", np.float64),
+)  # fmt: skip
+"""The arrays of :class:`StreamModels` and their dtypes (as :meth:`StreamModels._resize` makes
+them; the buffers ``(n_streams, k)``), in pickled order."""
 
 
 def aggregate_values(weights: sp.sparray | sp.spmatrix, values: ArrayLike) -> NDArray:

@@ -85,6 +85,22 @@ class SourceFilter:
         self.shadow_centre: float | None = None
         self.shadow = 0  # updates a static filter of width `uniform` would have sent
 
+    def __getstate__(self) -> tuple:
+        """Compact (a Spark host pickles every source node each batch): the fields in order,
+        not a dict of their names."""
+        return (
+            self.period_ms, self.object_id, self.factor, self.base, self.anchor, self.width,
+            self.adaptive, self.centre, self.value, self.now_ms, self.width_seq, self.sent,
+            self.held, self.uniform, self.shadow_centre, self.shadow,
+        )  # fmt: skip
+
+    def __setstate__(self, state: tuple) -> None:
+        (
+            self.period_ms, self.object_id, self.factor, self.base, self.anchor, self.width,
+            self.adaptive, self.centre, self.value, self.now_ms, self.width_seq, self.sent,
+            self.held, self.uniform, self.shadow_centre, self.shadow,
+        ) = state  # fmt: skip
+
     @property
     def low(self) -> float:
         """Lower end ``L = V − W/2`` of the bound (§1.2); ``-inf`` before any value is sent."""
