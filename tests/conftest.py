@@ -4,6 +4,11 @@
 the reason when Java 17+ is missing. The query language's LALR parser is built once, before the
 first test (:func:`query_parser`), so no test pays for it inside a Hypothesis deadline.
 
+Every SparkSession the suite starts, in this process and in the ``tsmon`` processes its tests
+run, compiles with the JIT's first tier only (``TSMON_JVM_OPTIONS=-XX:TieredStopAtLevel=1``
+unless set): the suite's jobs run for seconds, and C2 compiles for several CPU seconds per JVM
+that a short job never earns back (docs/running.md). It changes no result, only CPU time.
+
 Hypothesis profiles: ``dev`` (the default: random examples, a 1 s deadline per example, the
 example database on) and ``ci`` (selected when ``CI=true``: derandomized, so a run is
 reproducible, no deadline on a shared machine, no database, and the blob to reproduce a
@@ -30,6 +35,8 @@ from tsmon.query.grammar import lark_parser
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import SparkSession
+
+os.environ.setdefault("TSMON_JVM_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 settings.register_profile("dev", deadline=timedelta(seconds=1))
 settings.register_profile("ci", derandomize=True, deadline=None, database=None, print_blob=True)

@@ -36,3 +36,15 @@ def test_java_17_passes(tmp_path, monkeypatch):
     monkeypatch.setenv("JAVA_HOME", str(tmp_path))
     assert check_java() == 17
     assert os.environ["JAVA_HOME"] == str(tmp_path)
+
+
+@pytest.mark.spark
+def test_the_driver_jvm_runs_with_tsmons_options_then_the_environments(spark):
+    """The JVM was started with the parallel GC and then ``TSMON_JVM_OPTIONS`` (set for the
+    suite by conftest), in that order, so the environment's options win a conflict."""
+    bean = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    arguments = [str(a) for a in bean.getInputArguments()]
+    extra = os.environ["TSMON_JVM_OPTIONS"].split()
+    assert "-XX:+UseParallelGC" in arguments
+    assert all(a in arguments for a in extra), (extra, arguments)
+    assert arguments.index("-XX:+UseParallelGC") < arguments.index(extra[0])

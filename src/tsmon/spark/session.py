@@ -194,7 +194,8 @@ def spark_session(
       written since the first and the state directory grows without bound) and old versions
       deleted every 15 s (Spark's maintenance interval: 60 s);
     - no web UI, no console progress bar, Spark logging at ERROR from JVM start (a log4j2
-      file in the temp dir) and the driver JVM's :data:`JVM_OPTIONS` (the parallel GC),
+      file in the temp dir) and the driver JVM's :data:`JVM_OPTIONS` (the parallel GC), then
+      the environment's ``TSMON_JVM_OPTIONS`` (the test suite's C1-only JIT: docs/running.md),
       unless ``conf`` sets ``spark.driver.extraJavaOptions``.
 
     Settings only apply to a new session: if one is already running in this process, it is
@@ -218,8 +219,9 @@ def spark_session(
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
         "spark.driver.extraJavaOptions": (
-            f"-Dlog4j2.configurationFile=file:{_quiet_log4j2_file()} {JVM_OPTIONS}"
-        ),
+            f"-Dlog4j2.configurationFile=file:{_quiet_log4j2_file()} {JVM_OPTIONS} "
+            + os.environ.get("TSMON_JVM_OPTIONS", "")
+        ).strip(),
         "spark.sql.shuffle.partitions": "16",
         # state: commit only the changes of a batch to the checkpoint, keep fewer versions,
         # compact RocksDB at commit, delete old versions often, and compress with zstd (14 %
