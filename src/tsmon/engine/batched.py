@@ -38,8 +38,9 @@ Row = dict[str, Any]
 class BatchedRuntime:
     """The in-process reference of the Spark job: source nodes and a coordinator, per batch.
 
-    Each :meth:`run_batch` groups the points by source, steps every node that has points or
-    control due (by default, written by the previous batch), then the coordinator.
+    Each :meth:`run_batch` (:meth:`step_batch`, then the answers) groups the points by
+    source, steps every node that has points or control due (by default, written by the
+    previous batch), then the coordinator.
     ``period_ms`` is the filters' ``T`` (None: chosen online by the coordinator, which tells
     the sources in its width messages; :mod:`tsmon.protocols.filters.tuning`); ``queries``
     are the job's statements of any kind (watch and top-k queries start at every
@@ -190,9 +191,16 @@ class BatchedRuntime:
     def run_batch(
         self, points: Sequence[tuple[str, str, int, float]], clock_ms: int | None = None
     ) -> Mapping[str, Any]:
-        """Run one micro-batch of ``(source, series, ts, value)`` points; return the bounded
-        answers. ``clock_ms`` is the batch's processing time (the wall clock by default):
-        points stamped more than ``max_future`` after it are dead letters.
+        """:meth:`step_batch`, then return the bounded answers."""
+        self.step_batch(points, clock_ms)
+        return self._hub.answers()
+
+    def step_batch(
+        self, points: Sequence[tuple[str, str, int, float]], clock_ms: int | None = None
+    ) -> None:
+        """Run one micro-batch of ``(source, series, ts, value)`` points. ``clock_ms`` is the
+        batch's processing time (the wall clock by default): points stamped more than
+        ``max_future`` after it are dead letters.
 
         A step that raises for an unforeseen reason is quarantined
         (:mod:`tsmon.engine.guard`): the rows it could not take are ``quarantined`` dead
@@ -261,7 +269,6 @@ class BatchedRuntime:
         self.rows = guard.row_counts(outputs, quarantine)
         if quarantine.error is not None:
             self.errors.append(f"coordinator, sources {quarantine.sources}: {quarantine.error}")
-        return self._hub.answers()
 
     def _node_journal(self, key: str) -> tuple[Any, Journal]:
         """Node ``key`` (a new one from :attr:`new_node` if it has none) and its journal."""

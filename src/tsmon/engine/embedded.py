@@ -145,7 +145,7 @@ class InstantHost:
                 replica = self.runtime.hub(change=True).part("replica")
                 for request in requests:
                     replica.request(request)
-            self.runtime.run_batch(batch)
+            self.runtime.step_batch(batch)  # the answers are read when asked for
             batch = []
             replica = self.runtime.hub().part("replica")  # a quarantine makes a new one
             for reader in self.readers:
