@@ -11,6 +11,7 @@ batch. Both steps are generic loops over the registered query kinds (:mod:`tsmon
 
 from __future__ import annotations
 
+import copy
 import functools
 import pickle
 import time
@@ -302,8 +303,9 @@ class BatchedRuntime:
 
     @property
     def counts(self) -> BatchCounts:
-        """Messages and rows that crossed so far."""
-        return self._hub.counts
+        """Messages and rows that crossed so far (a copy: the coordinator's own are its state,
+        which only its steps change)."""
+        return copy.deepcopy(self._hub.counts)
 
 
 def _node_inputs(control: list[Row], data: list[Row], clock_ms: int) -> tuple[Any, ...]:
