@@ -98,14 +98,16 @@ def same_state(mine: BatchedRuntime, oracle: BatchedRuntime, batches: int) -> No
     they do on clean batches of every series from there (their pickles may differ in bytes:
     unused slots of numpy buffers are not initialized)."""
 
-    def known(rt: BatchedRuntime) -> str:
-        nodes = {
-            key: (n.now_ms, n.newest_ts, n.points, n.stale, n.clamped)
-            for key, n in sorted(rt.nodes.items())
+    def known(rt: BatchedRuntime) -> str:  # read without handing the objects out
+        nodes = {key: rt.node(key) for key in sorted(oracle.nodes)}
+        sources = {
+            k: (n.now_ms, n.newest_ts, n.points, n.stale, n.clamped)
             if isinstance(n, SourceNode)
+            else type(n).__name__
+            for k, n in nodes.items()
         }
-        hub = rt.coordinator
-        return repr((nodes, hub.counts, hub.learned, hub.source_now, hub.last_batch_id))
+        hub = rt.hub()
+        return repr((sources, hub.counts, hub.learned, hub.source_now, hub.last_batch_id))
 
     assert known(mine) == known(oracle)
     for b in range(batches, batches + 4):
