@@ -1,21 +1,26 @@
-"""What quarantine costs in-process: the copy of each node taken before its step.
+"""What quarantine costs in-process: the journal against a copy of every node and of the
+coordinator before each step.
 
-``BatchedRuntime`` pickles every node it steps before the step (:mod:`tsmon.engine.guard`: a
-step that raises is retried from that copy). This times, on the workload of
-``bench_time_jump.py`` (1,000 series, 50 sources, every query kind), a whole ``run_batch`` and
-the pickling of the nodes it stepped, and prints their ratio. On Spark the host reloads the
-stored node instead, so the guard costs nothing there unless a step fails.
+``BatchedRuntime`` keeps each node's and the coordinator's restore point in a journal (a pickle
+every 64 steps or 256 input rows, and the clean steps' inputs since: ``engine/journal.py``);
+once its ``nodes`` and ``coordinator`` are handed out it pickles them before every step
+instead, as every step did before the journal. This runs both, in the same process, on the
+same batches, alternating batch by batch: the workload of ``bench_time_jump.py`` (1,000 series
+at 50 sources, every query kind, a point per series per batch) and, with ``--points``, batches
+of that many points of its series at one source (a Monitor's ingests). It prints the median CPU
+time of a ``run_batch`` of each and their ratio. On Spark the host reloads the stored node
+instead, so the guard costs nothing there unless a step fails.
 
-    PYTHONPATH=src python benchmarks/robustness/bench_guard_cost.py
+    PYTHONPATH=src python benchmarks/robustness/bench_guard_cost.py [--points 1]
 """
 
 from __future__ import annotations
 
-import pickle
+import argparse
 import statistics
 import sys
 from pathlib import Path
-from time import perf_counter
+from time import process_time
 
 import numpy as np
 
@@ -26,34 +31,44 @@ from tsmon.engine.batched import BatchedRuntime
 from tsmon.engine.settings import RegisterSettings
 
 
-def main() -> None:
-    names = [f"h{i:04d}.m0" for i in range(1_000)]
-    source = {n: f"src{i % 50:03d}" for i, n in enumerate(names)}
-    rt = BatchedRuntime(
-        10_000,
-        0.05,
-        0,
-        source_of=source,
-        registers=RegisterSettings(retention="1h"),
-        queries=queries(names),
-    )
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--points", type=int, default=0, help="points per batch at one source")
+    ap.add_argument("--batches", type=int, default=30)
+    args = ap.parse_args(argv)
+    n = 1_000 if args.points == 0 else 20
+    names = [f"h{i:04d}.m0" for i in range(n)]
+    source = {s: f"src{i % 50:03d}" if args.points == 0 else "one" for i, s in enumerate(names)}
+    runtimes = []
+    for _ in range(2):
+        rt = BatchedRuntime(
+            10_000, 0.05, 0, source_of=source, registers=RegisterSettings(retention="1h"),
+            queries=queries(names),
+        )  # fmt: skip
+        runtimes.append(rt)
+    copying = runtimes[1]
+    assert copying.nodes == {} and copying.coordinator is not None  # handed out: copies
     rng = np.random.default_rng(0)
-    level = rng.uniform(10, 100, len(names))
-    batch_s, copy_s = [], []
-    for b in range(30):
-        level += rng.normal(0, 1, len(names))
+    level = rng.uniform(10, 100, n)
+    spent: list[list[float]] = [[], []]
+    batches = args.batches if args.points == 0 else args.batches * 50
+    for b in range(batches):
+        level += rng.normal(0, 1, n)
         t = START_MS + b * 10_000
-        points = [(source[n], n, t, float(v)) for n, v in zip(names, level, strict=True)]
-        started = perf_counter()
-        rt.run_batch(points)
-        batch_s.append(perf_counter() - started)
-        started = perf_counter()
-        for node in rt.nodes.values():
-            pickle.dumps(node)
-        copy_s.append(perf_counter() - started)
-    batch, copy = statistics.median(batch_s[5:]), statistics.median(copy_s[5:])
-    print(f"run_batch (guard included): {batch * 1000:.1f} ms; node copies: {copy * 1000:.1f} ms")
-    print(f"guard share of a batch: {copy / batch:.1%}")
+        if args.points == 0:
+            points = [(source[s], s, t, float(v)) for s, v in zip(names, level, strict=True)]
+        else:
+            pick = rng.choice(n, args.points)
+            points = [("one", names[i], t + j, float(level[i])) for j, i in enumerate(pick)]
+        for rt, times in zip(runtimes, spent, strict=True):
+            started = process_time()
+            rt.run_batch(points, clock_ms=START_MS)
+            times.append(process_time() - started)
+    journal, copy = (statistics.median(times[5:]) for times in spent)
+    what = "1,000 series at 50 sources" if args.points == 0 else f"{args.points} point(s) a batch"
+    print(f"{what}, {batches} batches: median run_batch CPU")
+    print(f"  journal:                {journal * 1e6:9.0f} µs")
+    print(f"  copy before every step: {copy * 1e6:9.0f} µs  ({copy / journal:.2f}x the journal)")
 
 
 if __name__ == "__main__":

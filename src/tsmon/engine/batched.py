@@ -11,6 +11,7 @@ batch. Both steps are generic loops over the registered query kinds (:mod:`tsmon
 
 from __future__ import annotations
 
+import copy
 import functools
 import pickle
 import time
@@ -20,6 +21,7 @@ from typing import Any
 from tsmon.engine import guard
 from tsmon.engine.events import event_order
 from tsmon.engine.hub import BatchCounts, CoordinatorNode
+from tsmon.engine.journal import Journal
 from tsmon.engine.node import SourceNode, new_node, parse_data
 from tsmon.engine.replicas import DEFAULT_PHASE_MS
 from tsmon.engine.settings import BACKLOG, DAY_MS, HOUR_MS, HostSettings, RegisterSettings
@@ -37,8 +39,9 @@ Row = dict[str, Any]
 class BatchedRuntime:
     """The in-process reference of the Spark job: source nodes and a coordinator, per batch.
 
-    Each :meth:`run_batch` groups the points by source, steps every node that has points or
-    control due (by default, written by the previous batch), then the coordinator.
+    Each :meth:`run_batch` (:meth:`step_batch`, then the answers) groups the points by
+    source, steps every node that has points or control due (by default, written by the
+    previous batch), then the coordinator.
     ``period_ms`` is the filters' ``T`` (None: chosen online by the coordinator, which tells
     the sources in its width messages; :mod:`tsmon.protocols.filters.tuning`); ``queries``
     are the job's statements of any kind (watch and top-k queries start at every
@@ -96,7 +99,7 @@ class BatchedRuntime:
         )
         self._host(settings, source_of, transport)
         for statement in job.registered:
-            self.coordinator.add(statement)
+            self.hub(change=True).add(statement)
 
     @classmethod
     def from_settings(
@@ -119,9 +122,14 @@ class BatchedRuntime:
     ) -> None:
         SourceNode("", settings)  # refuses bad settings (or watch queries without registers)
         self.settings = settings
-        self.coordinator = CoordinatorNode(settings, source_of)
+        self._hub = CoordinatorNode(settings, source_of)
         self.new_node = functools.partial(new_node, settings=settings)
-        self.nodes: dict[str, Any] = {}
+        self._nodes: dict[str, Any] = {}
+        # the quarantine's restore points (engine/journal.py): the coordinator's, each node's;
+        # once handed out (the coordinator and nodes attributes), a copy before every step
+        self._hub_journal = Journal(_replay_hub)
+        self._journals: dict[str, Journal] = {}
+        self._hub_out = self._nodes_out = False
         self.transport = transport or Transport(delay=1)  # as on Spark: the next batch
         self.batch_id = -1
         self.last_outputs: list[Row] = []  # the node rows of the last batch
@@ -129,6 +137,38 @@ class BatchedRuntime:
         self.errors: list[str] = []  # what the last batch quarantined, and why
         self.quarantined: list[Row] = []  # node rows the coordinator left out, as dead letters
         self.rows = guard.RowCounts(0, 0, 0, 0)  # the last batch's input rows and their fate
+
+    @property
+    def coordinator(self) -> CoordinatorNode:
+        """The coordinator itself. Whoever holds it may change it between batches, where the
+        runtime cannot see it, so once it is handed out the runtime pickles it before every
+        step (the quarantine's restore point) instead of replaying its journal; the runtime's
+        own methods and :meth:`hub` do not hand it out."""
+        self._hub_out = True
+        return self._hub
+
+    @coordinator.setter
+    def coordinator(self, hub: CoordinatorNode) -> None:
+        self._hub, self._hub_out = hub, True
+
+    @property
+    def nodes(self) -> dict[str, Any]:
+        """The nodes by key, themselves: once handed out, as :attr:`coordinator`, each is
+        pickled before every step. :meth:`node` reads one without handing it out."""
+        self._nodes_out = True
+        return self._nodes
+
+    def hub(self, *, change: bool = False) -> CoordinatorNode:
+        """The coordinator for the engine's hosts, to use at once and not keep: to read
+        (``change=False``), or to change before the next batch (``change=True``: its next step
+        starts from a new snapshot, since a change outside the steps is not in its journal)."""
+        if change:
+            self._hub_journal.changed()
+        return self._hub
+
+    def node(self, key: str) -> Any | None:
+        """The node of ``key`` (None before its first step), to read at once and not keep."""
+        return self._nodes.get(key)
 
     def open_source(self, source: str) -> None:
         """Step ``source``'s node in the next batch even without points: the coordinator then
@@ -138,22 +178,30 @@ class BatchedRuntime:
     def add_query(self, query: Query, source_of: Mapping[str, str] | None = None) -> None:
         """Register a bounded aggregate of the filter protocol (see
         :meth:`tsmon.kinds.bounded.BoundedCoordinator.add_query`)."""
-        self.coordinator.part("bounded").add_query(self.coordinator, query, source_of)
+        hub = self.hub(change=True)
+        hub.part("bounded").add_query(hub, query, source_of)
 
     def alter_query(self, name: str, delta: float, *, immediately: bool = False) -> None:
         """Change the precision constraint of query ``name`` (any kind that has one)."""
-        self.coordinator.alter_precision(name, delta, now=immediately)
+        self.hub(change=True).alter_precision(name, delta, now=immediately)
 
     def remove_query(self, name: str) -> None:
         """Unregister query ``name``."""
-        self.coordinator.remove_query(name)
+        self.hub(change=True).remove_query(name)
 
     def run_batch(
         self, points: Sequence[tuple[str, str, int, float]], clock_ms: int | None = None
     ) -> Mapping[str, Any]:
-        """Run one micro-batch of ``(source, series, ts, value)`` points; return the bounded
-        answers. ``clock_ms`` is the batch's processing time (the wall clock by default):
-        points stamped more than ``max_future`` after it are dead letters.
+        """:meth:`step_batch`, then return the bounded answers."""
+        self.step_batch(points, clock_ms)
+        return self._hub.answers()
+
+    def step_batch(
+        self, points: Sequence[tuple[str, str, int, float]], clock_ms: int | None = None
+    ) -> None:
+        """Run one micro-batch of ``(source, series, ts, value)`` points. ``clock_ms`` is the
+        batch's processing time (the wall clock by default): points stamped more than
+        ``max_future`` after it are dead letters.
 
         A step that raises for an unforeseen reason is quarantined
         (:mod:`tsmon.engine.guard`): the rows it could not take are ``quarantined`` dead
@@ -167,7 +215,7 @@ class BatchedRuntime:
         """
         groups: dict[str, list[Row]] = {}
         located: dict[str, str] = {}
-        pinned = self.coordinator.pinned_series()
+        pinned = self._hub.pinned_series()
         for n, point in enumerate(points):
             if not (isinstance(point, tuple | list) and len(point) == 4):
                 raise ValueError(f"point {n}: expected (source, series, ts, value), got {point!r}")
@@ -177,7 +225,7 @@ class BatchedRuntime:
                     f"point {n}: source must be a str and not a reserved node key (a query "
                     f"partition's), got {source!r}"
                 )
-            known = located.setdefault(series, self.coordinator.source_of(series) or source)
+            known = located.setdefault(series, self._hub.source_of(series) or source)
             if known != source and series in pinned:
                 raise ValueError(
                     f"point {n}: series {series!r} comes from source {source!r} but is known "
@@ -194,29 +242,49 @@ class BatchedRuntime:
         self.errors = []
         due = self.transport.due(self.batch_id)
         for source in sorted(set(groups) | set(due)):
-            node = self.nodes.get(source)
-            saved = pickle.dumps(node) if node is not None else None
-            restore = functools.partial(self._restore, source, saved)
-            args = (due.get(source, []), groups.get(source, []))
-            node, rows, error = guard.node_step(node or restore(), restore, *args, **clock)
-            self.nodes[source] = node
-            if error is not None:
+            control, data = due.get(source, []), groups.get(source, [])
+            node, journal = self._node_journal(source)
+            journal.begin(node, copy=self._nodes_out)
+            node, rows, error = guard.node_step(node, journal.restore, control, data, **clock)
+            self._nodes[source] = node
+            if error is None:
+                inputs = functools.partial(_node_inputs, control, data, clock["clock_ms"])
+                journal.stepped(len(control) + len(data), inputs)
+            else:
+                journal.changed()
                 self.errors.append(f"source {source!r}: {error}")
             outputs += [{**row, "source": source} for row in rows]
         self.last_outputs = outputs
-        self.coordinator, control, quarantine = guard.coordinator_step(
-            self.coordinator, self.batch_id, outputs
+        journal = self._hub_journal
+        journal.begin(self._hub, copy=self._hub_out)
+        self._hub, control, quarantine = guard.coordinator_step(
+            self._hub, self.batch_id, outputs, journal.restore
         )
+        if quarantine.error is None:
+            inputs = functools.partial(_hub_inputs, self.batch_id, outputs)
+            journal.stepped(len(outputs), inputs)
+        else:
+            journal.changed()
         self.transport.send(self.batch_id, control)
         self.quarantined = quarantine.rows
         self.rows = guard.row_counts(outputs, quarantine)
         if quarantine.error is not None:
             self.errors.append(f"coordinator, sources {quarantine.sources}: {quarantine.error}")
-        return self.coordinator.answers()
 
-    def _restore(self, source: str, saved: bytes | None) -> Any:
-        """A node as it was before this batch's step (a new one if it had none)."""
-        return self.new_node(source) if saved is None else pickle.loads(saved)
+    def _node_journal(self, key: str) -> tuple[Any, Journal]:
+        """Node ``key`` (a new one from :attr:`new_node` if it has none) and its journal."""
+        node, journal = self._nodes.get(key), self._journals.get(key)
+        if node is None or journal is None:
+            fresh = functools.partial(self._new_node, key)
+            journal = self._journals[key] = Journal(_replay_node, fresh)
+            if node is None:
+                node = journal.restore()
+            else:  # a node put in by hand: not the factory's
+                journal.changed()
+        return node, journal
+
+    def _new_node(self, key: str) -> Any:
+        return self.new_node(key)  # the factory at the time of the call (tests replace it)
 
     @property
     def control(self) -> dict[str, list[Row]]:
@@ -227,7 +295,7 @@ class BatchedRuntime:
     def answers(self, kind: str = "bounded") -> Mapping[str, Any]:
         """The newest answer of every query of ``kind``: ``bounded``, ``topk``, ``standing`` or
         ``summary`` (see :meth:`CoordinatorNode.answers`)."""
-        return self.coordinator.answers(kind)
+        return self._hub.answers(kind)
 
     def events(self) -> list[Mapping[str, Any]]:
         """The ``event`` rows of the last batch, in :func:`~tsmon.engine.events.event_order`."""
@@ -235,5 +303,28 @@ class BatchedRuntime:
 
     @property
     def counts(self) -> BatchCounts:
-        """Messages and rows that crossed so far."""
-        return self.coordinator.counts
+        """Messages and rows that crossed so far (a copy: the coordinator's own are its state,
+        which only its steps change)."""
+        return copy.deepcopy(self._hub.counts)
+
+
+def _node_inputs(control: list[Row], data: list[Row], clock_ms: int) -> tuple[Any, ...]:
+    """A node step's logged inputs: the control pickled (its rows are the transport's, which
+    a node's parts may keep), the data rows as they are (made for this step; a node copies
+    them into tuples)."""
+    blob = pickle.dumps(control, protocol=pickle.HIGHEST_PROTOCOL) if control else None
+    return blob, data, clock_ms
+
+
+def _replay_node(node: Any, control: bytes | None, data: list[Row], clock_ms: int) -> None:
+    node.step([] if control is None else pickle.loads(control), data, clock_ms=clock_ms)
+
+
+def _hub_inputs(batch_id: int, rows: list[Row]) -> tuple[Any, ...]:
+    """A coordinator step's logged inputs: the batch id and its rows pickled (they are also
+    :attr:`BatchedRuntime.last_outputs`, and the parts may keep their payloads)."""
+    return batch_id, pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _replay_hub(hub: CoordinatorNode, batch_id: int, rows: bytes) -> None:
+    hub.step(batch_id, pickle.loads(rows))

@@ -77,7 +77,7 @@ class InstantHost:
     # -- statements ----------------------------------------------------------------------
     def add(self, statement: Any, series: Iterable[str]) -> None:
         """Register a definition; ``series`` (the Monitor's) all live at :data:`SOURCE`."""
-        coordinator = self.runtime.coordinator
+        coordinator = self.runtime.hub(change=True)
         coordinator.declare(dict.fromkeys(series, SOURCE))
         coordinator.add(statement, source_of=lambda names: dict.fromkeys(names, SOURCE))
         self.statements[query_key(statement.name)] = statement
@@ -85,7 +85,7 @@ class InstantHost:
 
     def alter(self, statement: Any) -> None:
         """Apply an alter statement of a registered query."""
-        self.runtime.coordinator.alter(statement)
+        self.runtime.hub(change=True).alter(statement)
         self.step([])
 
     def remove(self, name: str) -> None:
@@ -97,7 +97,8 @@ class InstantHost:
         """One batch of the newest point of each series (``newest``: series -> ``(ts, value)``)
         that the node has not seen, so that it knows every series' current value as a job's
         node does; call it before the first query or reader (no query counts these points)."""
-        seen = self.runtime.nodes[SOURCE].newest_ts if SOURCE in self.runtime.nodes else {}
+        node = self.runtime.node(SOURCE)
+        seen = {} if node is None else node.newest_ts
         points = [
             (name, p[0], p[1])
             for name, p in newest.items()
@@ -107,13 +108,13 @@ class InstantHost:
 
     def follow(self, reader: SummaryReader) -> None:
         """Serve ``reader`` from now on (its queued requests go with the next step)."""
-        self.runtime.coordinator.declare({reader.key[0]: SOURCE})
+        self.runtime.hub(change=True).declare({reader.key[0]: SOURCE})
         self.readers.append(reader)
         self._read_ms[reader.name] = None
 
     def waiting(self) -> dict[str, str]:
         """The queries with no answer for want of points: name -> why."""
-        hub = self.runtime.coordinator
+        hub = self.runtime.hub()
         notes = {s.name: hub.why_waiting(s.name) for s in self.statements.values()}
         return {name: why for name, why in notes.items() if why is not None}
 
@@ -125,7 +126,7 @@ class InstantHost:
         """``(series, ts, value)`` points in arrival order: one batch (one per
         ``standing_tick`` interval while standing queries run), each followed by every round
         trip it causes."""
-        if points and self.runtime.coordinator.part("standing").names():
+        if points and self.runtime.hub().part("standing").names():
             for group in tick_batches(points, self.runtime.settings.standing.tick_ms):
                 self._settle(group)
         else:
@@ -133,18 +134,20 @@ class InstantHost:
 
     def evaluations(self) -> int:
         """Evaluations of standing queries so far (their query partitions' counters)."""
-        return int(self.runtime.coordinator.part("standing").progress()["standing"]["evaluations"])
+        return int(self.runtime.hub().part("standing").progress()["standing"]["evaluations"])
 
     def _settle(self, points: Sequence[tuple[str, int, float]]) -> None:
         """One batch of ``points``, then every round trip it causes."""
         batch: list[tuple[str, str, int, float]] = [(SOURCE, s, t, v) for s, t, v in points]
-        replica = self.runtime.coordinator.part("replica")
         for _ in range(MAX_ROUNDS):
-            for reader in self.readers:
-                for request in reader.drain():
+            requests = [request for reader in self.readers for request in reader.drain()]
+            if requests:  # a change to the coordinator between its steps
+                replica = self.runtime.hub(change=True).part("replica")
+                for request in requests:
                     replica.request(request)
-            self.runtime.run_batch(batch)
+            self.runtime.step_batch(batch)  # the answers are read when asked for
             batch = []
+            replica = self.runtime.hub().part("replica")  # a quarantine makes a new one
             for reader in self.readers:
                 self._deliver(reader, replica)
             if not (self.runtime.control or any(r.outbox for r in self.readers)):

@@ -12,7 +12,9 @@
   it; the rows it cannot take go to the dead letters as ``quarantined`` with the error text,
   and the job goes on (:func:`node_step`, :func:`coordinator_step`). A node keeps its control
   rows when they alone step cleanly; the coordinator keeps the rows of every source whose rows
-  step cleanly together.
+  step cleanly together. The state before the step comes from the host: on Spark the stored
+  state, in-process a :class:`~tsmon.engine.journal.Journal` (a snapshot now and then and the
+  inputs of the clean steps since, replayed).
 """
 
 from __future__ import annotations
@@ -214,20 +216,27 @@ def row_counts(
 
 
 def coordinator_step(
-    node: Any, batch_id: int, rows: Sequence[Mapping[str, Any]]
+    node: Any,
+    batch_id: int,
+    rows: Sequence[Mapping[str, Any]],
+    restore: Callable[[], Any] | None = None,
 ) -> tuple[Any, dict[str, list[Row]], Quarantine]:
     """``node.step(batch_id, rows)`` on a :class:`~tsmon.engine.hub.CoordinatorNode`, leaving
     out the rows of any source that makes it raise.
 
-    On an error, each source's rows are tried in turn (sorted by source) on a copy of the
-    state before the step, added to those that stepped cleanly; the step then runs on the
-    clean ones. Returns the node to keep, the control and what was left out.
+    ``restore()`` gives the node as it was before the step (by default a snapshot taken before
+    it). On an error, each source's rows are tried in turn (sorted by source) on a copy of
+    that state, added to those that stepped cleanly; the step then runs on the clean ones.
+    Returns the node to keep, the control and what was left out.
     """
-    before = node.snapshot()
+    before = node.snapshot() if restore is None else None
     try:
         return node, node.step(batch_id, rows), Quarantine()
     except Exception as exc:  # unforeseen by definition: quarantine, go on
         error = _error(exc)
+    if before is None:
+        assert restore is not None
+        before = restore().snapshot()
     by_source: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
         source = row.get("source") if isinstance(row, Mapping) else None

@@ -177,7 +177,7 @@ class MonitorHosts:
         (``nan`` while one has none): what the bounded answers approximate."""
         if self.instant is None:
             return {}
-        planned = self.instant.runtime.coordinator.part("bounded").planned()
+        planned = self.instant.runtime.hub().part("bounded").planned()
         out = {}
         for name in self._bounded():
             query = planned[name]
@@ -199,7 +199,7 @@ class MonitorHosts:
         timestamp (keep_last); late inserts stay in the registers."""
         store, instant = self.store, self.instant
         hosted = instant is not None and instant.active
-        read = instant.runtime.coordinator.part("bounded").pinned_series() if hosted else set()
+        read = instant.runtime.hub().part("bounded").pinned_series() if hosted else set()
         in_order: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
 
         def accepted(name: str, seq: np.ndarray, t: np.ndarray, v: np.ndarray, new: bool) -> None:
