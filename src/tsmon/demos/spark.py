@@ -233,13 +233,7 @@ def _stream(
     if log is not None:
         console.print(f"Spark's own messages go to {log} (--verbose shows them here)")
     began = time.perf_counter()
-    runner.start()
-    try:
-        while live.points < settings.points or _control_pending(live):
-            runner.process_all_available()
-            time.sleep(0.05)
-    finally:
-        runner.stop()
+    stream_to_end(runner, live, settings.points)
     elapsed = time.perf_counter() - began
     _summary(console, job, settings, live, runner, elapsed)
 
@@ -251,6 +245,18 @@ def spark_log(directory: Path | None) -> Path:
     if directory is not None:
         return Path(directory) / "spark.log"
     return Path(tempfile.gettempdir()) / f"tsmon-demo-{os.getpid()}-spark.log"
+
+
+def stream_to_end(runner: Any, live: _Live, points: int) -> None:
+    """Start ``runner`` and run batches until ``live`` has seen ``points`` points and a batch
+    wrote no control rows (the job is quiet), then stop it."""
+    runner.start()
+    try:
+        while live.points < points or _control_pending(live):
+            runner.process_all_available()
+            time.sleep(0.05)
+    finally:
+        runner.stop()
 
 
 def _control_pending(live: _Live) -> bool:
