@@ -32,11 +32,12 @@ import pytest
 from hypothesis import settings
 
 from tsmon.query.grammar import lark_parser
+from tsmon.spark.session import SHORT_RUN_JVM_OPTIONS
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import SparkSession
 
-os.environ.setdefault("TSMON_JVM_OPTIONS", "-XX:TieredStopAtLevel=1")
+os.environ.setdefault("TSMON_JVM_OPTIONS", SHORT_RUN_JVM_OPTIONS)
 
 settings.register_profile("dev", deadline=timedelta(seconds=1))
 settings.register_profile("ci", derandomize=True, deadline=None, database=None, print_blob=True)

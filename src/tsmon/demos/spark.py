@@ -186,7 +186,7 @@ def run_spark_demo(
     """Run the demo; returns the exit status. ``directory`` keeps the checkpoint and the
     Parquet output (a temporary directory otherwise). Spark's own output (the JVM's warnings
     and log lines, the Python workers') goes to :func:`spark_log`, unless ``verbose``."""
-    from tsmon.spark.session import spark_session
+    from tsmon.spark.session import SHORT_RUN_JVM_OPTIONS, spark_session
 
     with tempfile.TemporaryDirectory(prefix="tsmon-demo-") as tmp:
         where = Path(directory) if directory is not None else Path(tmp)
@@ -206,7 +206,9 @@ def run_spark_demo(
         started = time.perf_counter()
         live = _Live(CommandLog(job.checkpoint), settings, job.input.start_ms)
         log = None if verbose else spark_log(directory)
-        spark = spark_session(job.master, job.name, dict(job.spark_conf), log=log)
+        # a one-minute job: C1 only, unless TSMON_JVM_OPTIONS says otherwise (docs/running.md)
+        jvm = os.environ.get("TSMON_JVM_OPTIONS", SHORT_RUN_JVM_OPTIONS)
+        spark = spark_session(job.master, job.name, dict(job.spark_conf), log, jvm)
         try:
             _stream(spark, job, settings, live, console, log, started)
         finally:  # before the checkpoint goes: Spark's state-store maintenance writes into it

@@ -29,6 +29,7 @@ __all__ = [
     "MIN_BATCHES_TO_RETAIN",
     "MIN_JAVA",
     "ROCKSDB_PROVIDER",
+    "SHORT_RUN_JVM_OPTIONS",
     "JavaError",
     "check_java",
     "jvm_output",
@@ -51,6 +52,12 @@ collector, not Java 17's default G1, whose concurrent cycles (started by arrays 
 1 MB region: a file's bytes, Arrow batches, a bucket's state), refinement and write barriers
 cost 0.5-2 µs per point in ``bench_spark.py`` against 0.3-0.5 (benchmarks/README.md, "Where
 the JVM's CPU goes")."""
+
+SHORT_RUN_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+"""For a job that runs for seconds to a minute (the demo, the tests): the JIT's first tier
+(C1) only. C2 compiles for several CPU seconds in a job's first batches and pays off over
+minutes: C1 only cut the demo's streaming time by ~30 % but slows a long job's task threads
+(``benchmarks/README.md``, "Where the JVM's CPU goes")."""
 
 _INSTALL_HINT = "install a JDK 17+ (e.g. 'apt-get install openjdk-17-jre-headless') and retry"
 
@@ -173,6 +180,7 @@ def spark_session(
     app_name: str = "tsmon",
     conf: Mapping[str, str] | None = None,
     log: str | os.PathLike[str] | None = None,
+    jvm_options: str | None = None,
 ) -> SparkSession:
     """Get or create a SparkSession configured for tsmon.
 
@@ -195,8 +203,9 @@ def spark_session(
       deleted every 15 s (Spark's maintenance interval: 60 s);
     - no web UI, no console progress bar, Spark logging at ERROR from JVM start (a log4j2
       file in the temp dir) and the driver JVM's :data:`JVM_OPTIONS` (the parallel GC), then
-      the environment's ``TSMON_JVM_OPTIONS`` (the test suite's C1-only JIT: docs/running.md),
-      unless ``conf`` sets ``spark.driver.extraJavaOptions``.
+      ``jvm_options`` (None: the environment's ``TSMON_JVM_OPTIONS``; the test suite and the
+      demo compile with the JIT's first tier only, :data:`SHORT_RUN_JVM_OPTIONS`:
+      docs/running.md), unless ``conf`` sets ``spark.driver.extraJavaOptions``.
 
     Settings only apply to a new session: if one is already running in this process, it is
     returned as is (Spark's ``getOrCreate``), apart from the log level. ``log``: a new JVM
@@ -220,7 +229,7 @@ def spark_session(
         "spark.pyspark.driver.python": sys.executable,
         "spark.driver.extraJavaOptions": (
             f"-Dlog4j2.configurationFile=file:{_quiet_log4j2_file()} {JVM_OPTIONS} "
-            + os.environ.get("TSMON_JVM_OPTIONS", "")
+            + (os.environ.get("TSMON_JVM_OPTIONS", "") if jvm_options is None else jvm_options)
         ).strip(),
         "spark.sql.shuffle.partitions": "16",
         # state: commit only the changes of a batch to the checkpoint, keep fewer versions,
