@@ -23,6 +23,8 @@ windows (claim 3) even when the register's own retention is shorter.
 
 from __future__ import annotations
 
+import bisect
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -34,6 +36,7 @@ from tsmon.core.moments import MAX_ABS_VALUE, value_in_range
 from tsmon.core.sealed import SEAL_POINTS, Sealed, decode_ts, encode_ts
 
 _INITIAL_CAPACITY = 8
+_START, _END = operator.attrgetter("start"), operator.attrgetter("end")
 
 
 class DuplicatePolicy(str, Enum):
@@ -167,11 +170,18 @@ class Register:
         from the first timestamps of the runs not yet read: every point before a run whose
         first timestamp precedes ``low`` precedes them all, and every point from a run whose
         first timestamp does not precede ``high`` on."""
+        before = operator.lt if side == "left" else operator.le  # a point at f precedes x
         a, b = self.start, self.end
+        last = self._pending[-1]
+        if before(last.first, low):  # past every run not yet read: the usual search
+            after = last.end  # a position in the ring
+            if after < b and before(self._ts[after - self._base], low):
+                return max(after, a), b
+            return max(last.start, a), b
         for run in self._pending:
-            if run.first < low or (side == "right" and run.first == low):
+            if before(run.first, low):
                 a = max(a, run.start)
-            elif run.first > high or (side == "left" and run.first == high):
+            elif not before(run.first, high):
                 return a, max(run.start, self.start)
         return a, b
 
@@ -281,18 +291,18 @@ class Register:
         """Copy into the ring the points of the unpickled runs that hold positions in
         ``[p0, p1)``, reading them only now (a host's file of runs, :mod:`tsmon.spark.history`):
         a batch that reads no older point reads no run, and eviction reads only the oldest."""
-        pending = []
-        for run in self._pending:
-            if run.end <= self.start:  # evicted unread
-                continue
-            if run.start >= p1 or run.end <= p0:
-                pending.append(run)
-                continue
+        pending = self._pending
+        if p0 >= pending[-1].end or p1 <= pending[0].start:
+            return
+        p0 = max(p0, self.start)  # runs wholly evicted need no copy (nor are pickled again)
+        i = bisect.bisect_right(pending, p0, key=_END)  # runs sorted, one after the other
+        j = bisect.bisect_left(pending, p1, key=_START)
+        for run in pending[i:j]:
             lo = max(run.start, self.start)
             a, b = lo - self._base, run.end - self._base
             self._ts[a:b] = run.ts[lo - run.start :]
             self._values[a:b] = run.values[lo - run.start :]
-        self._pending = pending
+        del pending[i:j]
 
     def _make_room(self, count: int) -> None:
         """Ensure ``count`` free slots after the head, compacting or doubling the array."""
