@@ -159,8 +159,11 @@ class Register:
     def search(self, ts_ms: np.ndarray | int, side: str = "left") -> np.ndarray | int:
         """Absolute position where ``ts_ms`` would be inserted among the retained points."""
         a, b = self.start, self.end
-        if self._pending and np.size(ts_ms):
-            a, b = self._bounds(np.min(ts_ms), np.max(ts_ms), side)
+        if self._pending:
+            if not isinstance(ts_ms, np.ndarray):
+                a, b = self._bounds(ts_ms, ts_ms, side)
+            elif ts_ms.size:
+                a, b = self._bounds(ts_ms.min(), ts_ms.max(), side)
             self._fill(a, b)
         found = np.searchsorted(self._ts[a - self._base : b - self._base], ts_ms, side=side)  # type: ignore[call-overload]
         return found + a
@@ -292,7 +295,7 @@ class Register:
         ``[p0, p1)``, reading them only now (a host's file of runs, :mod:`tsmon.spark.history`):
         a batch that reads no older point reads no run, and eviction reads only the oldest."""
         pending = self._pending
-        if p0 >= pending[-1].end or p1 <= pending[0].start:
+        if not pending or p0 >= pending[-1].end or p1 <= pending[0].start:
             return
         p0 = max(p0, self.start)  # runs wholly evicted need no copy (nor are pickled again)
         i = bisect.bisect_right(pending, p0, key=_END)  # runs sorted, one after the other
