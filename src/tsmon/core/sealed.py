@@ -19,12 +19,13 @@ import numpy as np
 
 __all__ = ["SEAL_POINTS", "Sealed", "decode_ts", "encode_ts", "read_record"]
 
-SEAL_POINTS = 128
+SEAL_POINTS = 64
 """Points per sealed run. Per series, a batch rewrites the unsealed points (fewer than this)
-and one reference per run: 128 minimizes their sum for an hour of 1 s points (~0.6 KB of
-points and ~28 references of ~20 bytes), against ~32 KB when the whole hour is pickled.
-Smaller runs carry fewer unsealed points but make a host read back more runs per node and
-batch (``benchmarks/README.md``, "A source node's pickle")."""
+and one reference per run. 64 rather than 128: with 30 points per series per batch, the
+unsealed points' saw tooth then averages ~32 points, not ~64, and a Spark checkpoint grows by
+~1.4× the input per batch instead of ~2.1×; the twice as many runs (56 per series for an hour
+of 1 s points) cost little since a run's points are read only when needed (:func:`read_record`
+reads its header; ``benchmarks/README.md``, "A source node's pickle")."""
 
 _DELTA_TYPES = (np.uint8, np.uint16, np.uint32)  # narrowest first
 _DELTA_CODES = {1: "|u1", 2: "<u2", 4: "<u4", 8: "<i8"}  # by size: encode_ts's dtypes
