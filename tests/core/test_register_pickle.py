@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import pickle
 
 import numpy as np
@@ -174,3 +175,98 @@ def test_sealed_runs_always_hold_the_register_points(actions: list, capacity: in
                 lo = max(run.start, reg.start)
                 assert run.ts[lo - run.start :].tolist() == reg.ts(lo, run.end).tolist()
                 assert run.values[lo - run.start :].tobytes() == reg.values(lo, run.end).tobytes()
+
+
+def _through_records(reg: Register) -> Register:
+    """``reg`` pickled as the Spark host does (runs apart, as binary records) and read back:
+    its runs' points are read only when first needed."""
+    out, records = io.BytesIO(), bytearray()
+
+    def persistent_id(obj: object) -> int | None:
+        if type(obj) is not Sealed:
+            return None
+        records.extend(obj.record())
+        return len(records) - len(obj.record())
+
+    pickler = pickle.Pickler(out, protocol=5)
+    pickler.persistent_id = persistent_id  # type: ignore[method-assign]
+    pickler.dump(reg)
+    data = bytes(records)
+    unpickler = pickle.Unpickler(io.BytesIO(out.getvalue()))
+    unpickler.persistent_load = lambda offset: read_record(data, offset)  # type: ignore[method-assign]
+    return unpickler.load()
+
+
+reads = st.lists(
+    st.one_of(
+        st.tuples(st.sampled_from(["ts", "values"]), st.integers(0, 10**6), st.integers(0, 10**6)),
+        st.tuples(st.just("search"), st.lists(st.integers(-50, 5_000), max_size=4), st.booleans()),
+        st.tuples(st.just("position_of"), st.integers(0, 5_000), st.just(0)),
+        st.tuples(st.just("last_ts"), st.just(0), st.just(0)),
+        st.tuples(st.just("append"), st.integers(1, 200), st.integers(1, 3)),
+        st.tuples(st.just("late"), st.integers(1, 3_000), st.floats(-1e3, 1e3)),
+        st.tuples(st.just("replace"), st.integers(0, 10**6), st.floats(-1e3, 1e3)),
+        st.tuples(st.sampled_from(["evict", "reload"]), st.just(0), st.just(0)),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 1_200),
+    reads,
+    st.sampled_from([(None, 1_000), (300, None), (None, 3_000)]),
+)
+@example(0, 3 * SEAL_POINTS, [("evict", 0, 0), ("search", [5], True)], (None, 10))
+def test_runs_read_lazily_answer_every_read_as_read_eagerly(
+    seed: int, n: int, actions: list, limits: tuple[int | None, int | None]
+) -> None:
+    """A register unpickled with its runs unread (read from records only when a read, a
+    search, an eviction, a late point or a replacement needs their points) answers every read
+    exactly as one never pickled, whatever it is asked first."""
+    capacity, retention = limits
+    config = RegisterConfig(capacity, retention, allowed_lateness_ms=50)
+    rng = np.random.default_rng(seed)
+    ts = np.cumsum(rng.integers(1, 4, n) * 2)  # even, uneven gaps: room for late points
+    values = rng.normal(size=n)
+    eager, lazy = Register("s", config), Register("s", config)
+    for r in (eager, lazy):
+        r.append(ts, values)
+    lazy = _through_records(lazy)
+    t = int(ts[-1])
+    for action, a, b in actions:
+        got = []
+        for r in (eager, lazy):
+            if action in ("ts", "values"):
+                p0 = r.start + a % (len(r) + 1)
+                p1 = p0 + b % (r.end - p0 + 1)
+                got.append(getattr(r, action)(p0, p1).tobytes())
+            elif action == "search":
+                side = "right" if b else "left"
+                got.append((r.search(np.array(a, dtype=np.int64), side).tolist(),
+                            [int(r.search(x, side)) for x in a]))  # fmt: skip
+            elif action == "position_of":
+                got.append(r.position_of(a))
+            elif action == "last_ts":
+                got.append(r.last_ts)
+            elif action == "append":
+                got.append(r.append(t + b * 2 * np.arange(1, a + 1), np.full(a, float(b))))
+            elif action == "late" and len(r) and (late := t - 2 * a - 1) > r.ts(*_oldest(r))[0]:
+                got.append(r.position_of(late) is None and r.insert(late, b))
+            elif action == "replace" and len(r):
+                r.replace(r.start + a % len(r), b)
+            elif action == "evict":
+                r.evict()
+                got.append((r.start, r.complete_from_ts))
+        if action == "append":
+            t += b * 2 * a
+        elif action == "reload":
+            lazy = _through_records(lazy)
+        assert got[:1] == got[1:]
+    assert _points(lazy) == _points(eager)
+
+
+def _oldest(reg: Register) -> tuple[int, int]:
+    return reg.start, reg.start + 1

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tsmon.core.sealed import SEAL_POINTS
 from tsmon.engine.node import SourceNode
 from tsmon.engine.settings import HostSettings, RegisterSettings
 from tsmon.spark.history import BucketState, History
@@ -123,11 +124,11 @@ def test_a_node_with_runs_apart_loads_only_through_its_history(tmp_path):
     codec = History(tmp_path, 0, state)
     blob = codec.dumps("a", node)
     codec.commit(state)
-    assert state.refs["a"] == {0} and len(_files(tmp_path)) == 1  # 600 points: 4 runs each
+    assert state.refs["a"] == {0} and len(_files(tmp_path)) == 1  # 600 points
     back = History(tmp_path, 0, state).loads(blob)
     for series, kept in node.part("local").local.store.nodes.items():
         reg, got = kept.register, back.part("local").local.store.nodes[series].register
-        assert len(reg._sealed) == 4 and len(got._sealed) == 4
+        assert len(reg._sealed) == len(got._sealed) == 600 // SEAL_POINTS
         assert got.ts(got.start, got.end).tolist() == reg.ts(reg.start, reg.end).tolist()
         assert got.values(got.start, got.end).tobytes() == reg.values(reg.start, reg.end).tobytes()
     with pytest.raises(pickle.UnpicklingError, match="persistent"):

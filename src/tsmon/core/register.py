@@ -23,6 +23,8 @@ windows (claim 3) even when the register's own retention is shorter.
 
 from __future__ import annotations
 
+import bisect
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -34,6 +36,7 @@ from tsmon.core.moments import MAX_ABS_VALUE, value_in_range
 from tsmon.core.sealed import SEAL_POINTS, Sealed, decode_ts, encode_ts
 
 _INITIAL_CAPACITY = 8
+_START, _END = operator.attrgetter("start"), operator.attrgetter("end")
 
 
 class DuplicatePolicy(str, Enum):
@@ -113,6 +116,8 @@ class Register:
         self.first_ts: int | None = None  # the series' first point, evicted or not
         # runs of older points as last pickled, contiguous (see __getstate__)
         self._sealed: list[Sealed] = []
+        # unpickled runs whose points are not yet copied into the ring (see _fill)
+        self._pending: list[Sealed] = []
 
     # -- positions and reads -------------------------------------------------------------------
     @property
@@ -131,29 +136,62 @@ class Register:
     @property
     def last_ts(self) -> int | None:
         """Timestamp of the newest point, or None when empty."""
+        if self._pending and self._hi > self._lo:
+            self._fill(self.end - 1, self.end)
         return int(self._ts[self._hi - 1]) if self._hi > self._lo else None
 
     def ts(self, p0: int, p1: int) -> np.ndarray:
         """Timestamps of positions ``[p0, p1)`` (a read-only view)."""
+        if self._pending:
+            self._fill(p0, p1)
         view = self._ts[p0 - self._base : p1 - self._base]
         view.flags.writeable = False
         return view
 
     def values(self, p0: int, p1: int) -> np.ndarray:
         """Values of positions ``[p0, p1)`` (a read-only view)."""
+        if self._pending:
+            self._fill(p0, p1)
         view = self._values[p0 - self._base : p1 - self._base]
         view.flags.writeable = False
         return view
 
     def search(self, ts_ms: np.ndarray | int, side: str = "left") -> np.ndarray | int:
         """Absolute position where ``ts_ms`` would be inserted among the retained points."""
-        found = np.searchsorted(self._ts[self._lo : self._hi], ts_ms, side=side)  # type: ignore[call-overload]
-        return found + self.start
+        a, b = self.start, self.end
+        if self._pending:
+            if not isinstance(ts_ms, np.ndarray):
+                a, b = self._bounds(ts_ms, ts_ms, side)
+            elif ts_ms.size:
+                a, b = self._bounds(ts_ms.min(), ts_ms.max(), side)
+            self._fill(a, b)
+        found = np.searchsorted(self._ts[a - self._base : b - self._base], ts_ms, side=side)  # type: ignore[call-overload]
+        return found + a
+
+    def _bounds(self, low: int, high: int, side: str) -> tuple[int, int]:
+        """Positions ``[a, b)`` outside of which no timestamp in ``[low, high]`` is inserted,
+        from the first timestamps of the runs not yet read: every point before a run whose
+        first timestamp precedes ``low`` precedes them all, and every point from a run whose
+        first timestamp does not precede ``high`` on."""
+        before = operator.lt if side == "left" else operator.le  # a point at f precedes x
+        a, b = self.start, self.end
+        last = self._pending[-1]
+        if before(last.first, low):  # past every run not yet read: the usual search
+            after = last.end  # a position in the ring
+            if after < b and before(self._ts[after - self._base], low):
+                return max(after, a), b
+            return max(last.start, a), b
+        for run in self._pending:
+            if before(run.first, low):
+                a = max(a, run.start)
+            elif not before(run.first, high):
+                return a, max(run.start, self.start)
+        return a, b
 
     def position_of(self, ts_ms: int) -> int | None:
         """Position of the point stored at exactly ``ts_ms``, if any."""
         pos = int(self.search(ts_ms))
-        return pos if pos < self.end and self._ts[pos - self._base] == ts_ms else None
+        return pos if pos < self.end and self.ts(pos, pos + 1)[0] == ts_ms else None
 
     # -- writes --------------------------------------------------------------------------------
     def append(self, ts_ms: np.ndarray, values: np.ndarray) -> tuple[int, int]:
@@ -192,6 +230,8 @@ class Register:
 
     def _unseal(self, pos: int) -> None:
         """Forget the sealed runs that hold ``pos`` or later positions (they change)."""
+        if self._pending:
+            self._fill(pos, self.end)
         while self._sealed and self._sealed[-1].end > pos:
             self._sealed.pop()
 
@@ -233,7 +273,7 @@ class Register:
         if keep_from > self.start:
             for before_evict in self._watchers.values():
                 before_evict(self.start, keep_from)
-            self.complete_from_ts = int(self._ts[keep_from - 1 - self._base]) + 1
+            self.complete_from_ts = int(self.ts(keep_from - 1, keep_from)[0]) + 1
             self._lo = keep_from - self._base
 
     def _within_retention(self) -> bool:
@@ -244,8 +284,28 @@ class Register:
             return True
         if capacity is not None and len(self) <= capacity:
             return True
+        if self._pending:
+            self._fill(self.start, self.start + 1)
+            self._fill(self.end - 1, self.end)
         oldest, newest = self._ts[self._lo], self._ts[self._hi - 1]
         return retention is not None and bool(oldest > newest - retention)
+
+    def _fill(self, p0: int, p1: int) -> None:
+        """Copy into the ring the points of the unpickled runs that hold positions in
+        ``[p0, p1)``, reading them only now (a host's file of runs, :mod:`tsmon.spark.history`):
+        a batch that reads no older point reads no run, and eviction reads only the oldest."""
+        pending = self._pending
+        if not pending or p0 >= pending[-1].end or p1 <= pending[0].start:
+            return
+        p0 = max(p0, self.start)  # runs wholly evicted need no copy (nor are pickled again)
+        i = bisect.bisect_right(pending, p0, key=_END)  # runs sorted, one after the other
+        j = bisect.bisect_left(pending, p1, key=_START)
+        for run in pending[i:j]:
+            lo = max(run.start, self.start)
+            a, b = lo - self._base, run.end - self._base
+            self._ts[a:b] = run.ts[lo - run.start :]
+            self._values[a:b] = run.values[lo - run.start :]
+        del pending[i:j]
 
     def _make_room(self, count: int) -> None:
         """Ensure ``count`` free slots after the head, compacting or doubling the array."""
@@ -296,15 +356,13 @@ class Register:
         capacity = max(_INITIAL_CAPACITY, 2 * held)  # room to grow
         self._ts = np.empty(capacity, dtype=np.int64)
         self._values = np.empty(capacity, dtype=np.float64)
-        if runs:  # one copy each, not one per run (an hour of 1 s points is 28 runs)
-            np.concatenate([run.ts for run in runs], out=self._ts[:sealed])
-            np.concatenate([run.values for run in runs], out=self._values[:sealed])
         self._ts[sealed:held] = newer_ts
         self._values[sealed:held] = np.frombuffer(values, dtype=np.float64)
         self._base, self._lo, self._hi = origin, start - origin, held
         self._pins = {} if pins is None else pins
         self._watchers = {} if watchers is None else watchers
         self._sealed = runs
+        self._pending = list(runs)  # copied into the ring when first read (_fill)
 
 
 def _check_values(values: np.ndarray) -> None:

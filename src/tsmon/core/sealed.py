@@ -19,12 +19,13 @@ import numpy as np
 
 __all__ = ["SEAL_POINTS", "Sealed", "decode_ts", "encode_ts", "read_record"]
 
-SEAL_POINTS = 128
+SEAL_POINTS = 64
 """Points per sealed run. Per series, a batch rewrites the unsealed points (fewer than this)
-and one reference per run: 128 minimizes their sum for an hour of 1 s points (~0.6 KB of
-points and ~28 references of ~20 bytes), against ~32 KB when the whole hour is pickled.
-Smaller runs carry fewer unsealed points but make a host read back more runs per node and
-batch (``benchmarks/README.md``, "A source node's pickle")."""
+and one reference per run. 64 rather than 128: with 30 points per series per batch, the
+unsealed points' saw tooth then averages ~32 points, not ~64, and a Spark checkpoint grows by
+~1.4× the input per batch instead of ~2.1×; the twice as many runs (56 per series for an hour
+of 1 s points) cost little since a run's points are read only when needed (:func:`read_record`
+reads its header; ``benchmarks/README.md``, "A source node's pickle")."""
 
 _DELTA_TYPES = (np.uint8, np.uint16, np.uint32)  # narrowest first
 _DELTA_CODES = {1: "|u1", 2: "<u2", 4: "<u4", 8: "<i8"}  # by size: encode_ts's dtypes
@@ -32,24 +33,58 @@ _HEADER = struct.Struct("<qIBqq")  # start, points, delta size (0: even), first 
 
 
 class Sealed:
-    """The points at absolute positions ``[start, start + len)`` of one register, read-only."""
+    """The points at absolute positions ``[start, start + len)`` of one register, read-only.
 
-    __slots__ = ("start", "ts", "values")
+    A run read from a host's file (:func:`read_record`) decodes its points only when they are
+    first read (``ts``, ``values``): its header gives ``start``, the length and ``first`` (the
+    first timestamp), all a register needs to place, search past and evict it."""
+
+    __slots__ = ("_n", "_record", "_ts", "_values", "first", "start")
 
     def __init__(self, start: int, ts: np.ndarray, values: np.ndarray) -> None:
         self.start = start
-        self.ts = np.array(ts, dtype=np.int64)  # copies: the register's ring moves its points
-        self.values = np.array(values, dtype=np.float64)
-        self.ts.flags.writeable = False
-        self.values.flags.writeable = False
+        self._ts = np.array(ts, dtype=np.int64)  # copies: the register's ring moves its points
+        self._values = np.array(values, dtype=np.float64)
+        self._ts.flags.writeable = False
+        self._values.flags.writeable = False
+        self._n, self._record = len(self._ts), None
+        self.first = int(self._ts[0]) if self._n else 0
 
     def __len__(self) -> int:
-        return len(self.ts)
+        return self._n
 
     @property
     def end(self) -> int:
         """One past the last position held."""
-        return self.start + len(self.ts)
+        return self.start + self._n
+
+    @property
+    def ts(self) -> np.ndarray:
+        """The timestamps (read-only), decoded on first read."""
+        if self._record is not None:
+            self._decode()
+        return self._ts
+
+    @property
+    def values(self) -> np.ndarray:
+        """The values (read-only), a view of the host's file when read from one."""
+        if self._record is not None:
+            self._decode()
+        return self._values
+
+    def _decode(self) -> None:
+        data, offset = self._record  # type: ignore[misc]
+        _, n, size, first, step = _HEADER.unpack_from(data, offset)
+        at = offset + _HEADER.size
+        if size == 0:
+            ts = decode_ts((first, step, n))
+        else:
+            ts = decode_ts((first, _DELTA_CODES[size], memoryview(data)[at : at + (n - 1) * size]))
+            at += (n - 1) * size
+        self._ts = ts
+        self._values = np.frombuffer(data, dtype=np.float64, count=n, offset=at)
+        self._ts.flags.writeable = False
+        self._record = None
 
     def __reduce__(self) -> tuple[object, tuple[int, object, bytes]]:
         return _restore, (self.start, encode_ts(self.ts), self.values.tobytes())
@@ -62,32 +97,26 @@ class Sealed:
             size, step, deltas = 0, how, b""
         else:
             size, step, deltas = np.dtype(how).itemsize, 0, rest
-        header = _HEADER.pack(self.start, len(self.ts), size, first, step)
+        header = _HEADER.pack(self.start, self._n, size, first, step)
         return header + deltas + self.values.tobytes()  # type: ignore[operator]
 
 
 def read_record(data: bytes, offset: int) -> Sealed:
     """The run whose :meth:`Sealed.record` starts at ``offset`` of ``data`` (a host's file of
-    runs): no pickle, so no class lookup per run; the values are a read-only view of ``data``."""
-    start, n, size, first, step = _HEADER.unpack_from(data, offset)
-    at = offset + _HEADER.size
-    if size == 0:
-        ts = decode_ts((first, step, n))
-    else:
-        ts = decode_ts((first, _DELTA_CODES[size], memoryview(data)[at : at + (n - 1) * size]))
-        at += (n - 1) * size
-    return _run(start, ts, np.frombuffer(data, dtype=np.float64, count=n, offset=at))
+    runs): no pickle, so no class lookup per run; only the header is read, the points when
+    first needed (their values then a read-only view of ``data``)."""
+    run = object.__new__(Sealed)
+    run.start, run._n, _, run.first, _ = _HEADER.unpack_from(data, offset)
+    run._record = (data, offset)
+    return run
 
 
 def _restore(start: int, ts: tuple, values: bytes) -> Sealed:
     """A pickled run, its arrays read-only views as decoded (no copy: nothing else holds them)."""
-    return _run(start, decode_ts(ts), np.frombuffer(values, dtype=np.float64))
-
-
-def _run(start: int, ts: np.ndarray, values: np.ndarray) -> Sealed:
     run = object.__new__(Sealed)
-    run.start, run.ts, run.values = start, ts, values
-    run.ts.flags.writeable = False
+    run.start, run._ts, run._values = start, decode_ts(ts), np.frombuffer(values, np.float64)
+    run._ts.flags.writeable = False
+    run._n, run.first, run._record = len(run._ts), int(ts[0]), None
     return run
 
 
