@@ -48,3 +48,53 @@ def test_the_driver_jvm_runs_with_tsmons_options_then_the_environments(spark):
     assert "-XX:+UseParallelGC" in arguments
     assert all(a in arguments for a in extra), (extra, arguments)
     assert arguments.index("-XX:+UseParallelGC") < arguments.index(extra[0])
+
+
+def _worker_imports(rows):
+    import sys
+
+    import pandas as pd
+    import pyspark
+
+    for _ in rows:
+        yield pd.DataFrame({"pyspark": [pyspark.__file__], "path": ["\n".join(sys.path)]})
+
+
+@pytest.mark.spark
+def test_python_workers_import_the_installed_pyspark_not_sparks_zip(spark):
+    """Workers start through tsmon.spark.daemon: the interpreter's own pyspark (cached
+    bytecode), with Spark's pyspark.zip, py4j zip and spark-core jar off ``sys.path``."""
+    import pyspark
+
+    row = spark.range(1).mapInPandas(_worker_imports, "pyspark string, path string").first()
+    assert row.pyspark == pyspark.__file__
+    assert not [p for p in row.path.splitlines() if p.endswith((".zip", ".jar")) and "spark" in p]
+
+
+def _archive(path, version: str) -> str:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("pyspark/version.py", f"__version__: str = '{version}'\n")
+    return str(path)
+
+
+def test_spark_archives_dropped_only_for_the_installed_version(tmp_path):
+    from importlib import metadata
+
+    from tsmon.spark.daemon import spark_archives
+
+    lib = tmp_path / "python" / "lib"
+    lib.mkdir(parents=True)
+    (tmp_path / "jars").mkdir()
+    (lib / "py4j-0.10.9.9-src.zip").write_bytes(b"")
+    jar = tmp_path / "jars" / "spark-core_2.13-4.3.0.jar"
+    jar.write_bytes(b"")
+    other = tmp_path / "user.zip"
+    other.write_bytes(b"")
+    same = _archive(lib / "pyspark.zip", metadata.version("pyspark"))
+    path = [str(tmp_path), same, str(lib / "py4j-0.10.9.9-src.zip"), str(jar), str(other)]
+    assert spark_archives(path) == path[1:4]
+    _archive(lib / "pyspark.zip", "3.5.0")
+    assert spark_archives(path) == []
+    assert spark_archives([str(tmp_path), str(other)]) == []

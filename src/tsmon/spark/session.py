@@ -201,6 +201,8 @@ def spark_session(
       rewritten whole each batch, so without it every retained version keeps every SST file
       written since the first and the state directory grows without bound) and old versions
       deleted every 15 s (Spark's maintenance interval: 60 s);
+    - Python workers started by :mod:`tsmon.spark.daemon`, which imports the installed
+      pyspark instead of compiling Spark's ``pyspark.zip`` in every worker process;
     - no web UI, no console progress bar, Spark logging at ERROR from JVM start (a log4j2
       file in the temp dir) and the driver JVM's :data:`JVM_OPTIONS` (the parallel GC), then
       ``jvm_options`` (None: the environment's ``TSMON_JVM_OPTIONS``; the test suite and the
@@ -241,6 +243,9 @@ def spark_session(
         "spark.sql.streaming.stateStore.rocksdb.compactOnCommit": "true",
         "spark.sql.streaming.stateStore.maintenanceInterval": "15s",
         "spark.sql.streaming.stateStore.compression.codec": "zstd",
+        # workers import the installed pyspark, not Spark's zip compiled afresh in each
+        # process (tsmon.spark.daemon)
+        "spark.python.daemon.module": "tsmon.spark.daemon",
     }
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no loopback-address warning
