@@ -30,34 +30,28 @@ Row = dict[str, Any]
 
 
 @dataclass(frozen=True)
-class _Batch:
-    """A batch's points as given (columns of the caller's objects), numbered from ``seq0``."""
-
-    series: tuple[Any, ...]
-    ts: tuple[Any, ...]
-    value: tuple[Any, ...]
-    seq0: int
-    codes: np.ndarray  # each point's source, as its index among the sorted sources
-
-
-@dataclass(frozen=True)
 class SourcePoints:
-    """One source's points of a batch: ``columns`` ``(series, ts, value, seq)`` in ``(ts,
-    seq)`` order (None when a timestamp is beyond int64: the node steps on :meth:`rows`, and
-    makes it a dead letter ``bad_timestamp``)."""
+    """One source's points of a batch, its own (a journal may keep them for a while):
+    ``columns`` ``(series, ts, value, seq)`` in ``(ts, seq)`` order (None when a timestamp
+    is beyond int64: the node steps on :meth:`rows`, and makes it a dead letter
+    ``bad_timestamp``), and ``given``, the points' fields as given in arrival order (None when
+    the columns hold them as given: ``str`` series, ``int`` timestamps, ``float`` values)."""
 
-    batch: _Batch
-    code: int
     size: int
     columns: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None
+    given: tuple[tuple[Any, ...], ...] | None
 
     def rows(self) -> list[Row]:
         """The points as data rows, as given and in arrival order (the quarantine's dead
         letters show them so)."""
-        b = self.batch
+        if self.given is None:
+            assert self.columns is not None
+            arrival = np.argsort(self.columns[3])
+            fields = [c[arrival].tolist() for c in self.columns]
+        else:
+            fields = list(self.given)
         return [
-            {"series": b.series[i], "ts": b.ts[i], "value": b.value[i], "seq": b.seq0 + i}
-            for i in np.flatnonzero(b.codes == self.code).tolist()
+            {"series": s, "ts": t, "value": v, "seq": q} for s, t, v, q in zip(*fields, strict=True)
         ]
 
 
@@ -90,22 +84,35 @@ def split_points(points: Sequence[Any], seq0: int, hub: CoordinatorNode) -> dict
         value = np.array([float(v) for v in given[3]], dtype=np.float64)
     if not points:
         return {}
+    as_given = quick and set(map(type, given[3])) <= {float}  # the columns hold them as given
     sources, series, ts, _ = given
     codes, names = pd.factorize(np.array(sources, dtype=object), sort=True)
-    batch = _Batch(series, ts, given[3], seq0, codes)
+    seq = np.arange(seq0, seq0 + len(points))
     try:
         ts_column = np.array(ts if quick else [int(t) for t in ts], dtype=np.int64)
     except OverflowError:  # beyond int64: the nodes step on rows
-        sizes = np.bincount(codes, minlength=len(names)).tolist()
-        return {name: SourcePoints(batch, k, sizes[k], None) for k, name in enumerate(names)}
-    order = np.lexsort((ts_column, codes))  # stable: in (ts, seq) order within a source
-    columns = (np.array(series, dtype=object), ts_column, value, np.arange(len(order)) + seq0)
-    columns = tuple(c[order] for c in columns)
+        ts_column, as_given = None, False
+    # by source, in (ts, seq) order (stable: seq is the arrival order)
+    order = (
+        np.argsort(codes, kind="stable") if ts_column is None else np.lexsort((ts_column, codes))
+    )
     bounds = np.searchsorted(codes[order], np.arange(len(names) + 1)).tolist()
-    return {
-        name: SourcePoints(batch, k, b - a, tuple(c[a:b] for c in columns))  # type: ignore[arg-type]
-        for k, (name, a, b) in enumerate(zip(names, bounds[:-1], bounds[1:], strict=True))
-    }
+    series_column = np.array(series, dtype=object)
+    split = {}
+    for k, name in enumerate(names):
+        take = order[bounds[k] : bounds[k + 1]]
+        columns = None
+        if ts_column is not None:
+            columns = (series_column[take], ts_column[take], value[take], seq[take])
+        fields = None
+        if not as_given:
+            arrival = np.sort(take).tolist()
+            fields = (
+                *(tuple(f[i] for i in arrival) for f in given[1:]),
+                tuple(seq[arrival].tolist()),
+            )
+        split[name] = SourcePoints(len(take), columns, fields)
+    return split
 
 
 def _fields(points: Sequence[Any]) -> tuple[tuple[Any, ...], ...]:
