@@ -41,10 +41,10 @@ class Faulty(SourceNode):
     """A source node with bugs: a step raises after changing the state on a series 'poison',
     and on any control once the node holds a series 'cursed'."""
 
-    def step(self, control: Any, data: Any, clock_ms: int | None = None) -> list[dict]:
+    def step_columns(self, control: Any, *columns: Any, clock_ms: int | None = None) -> list[dict]:
         cursed = "cursed.x" in self.newest_ts
-        out = super().step(control, data, clock_ms)
-        if any(d["series"] == "poison.x" for d in data):
+        out = super().step_columns(control, *columns, clock_ms=clock_ms)
+        if "poison.x" in list(columns[0]):  # the series column
             raise RuntimeError("a bug on poison")
         if cursed and control:
             raise RuntimeError("a bug on control")

@@ -39,7 +39,7 @@ class Sealed:
     first read (``ts``, ``values``): its header gives ``start``, the length and ``first`` (the
     first timestamp), all a register needs to place, search past and evict it."""
 
-    __slots__ = ("_n", "_record", "_ts", "_values", "first", "start")
+    __slots__ = ("_code", "_n", "_record", "_ts", "_values", "first", "start")
 
     def __init__(self, start: int, ts: np.ndarray, values: np.ndarray) -> None:
         self.start = start
@@ -47,7 +47,7 @@ class Sealed:
         self._values = np.array(values, dtype=np.float64)
         self._ts.flags.writeable = False
         self._values.flags.writeable = False
-        self._n, self._record = len(self._ts), None
+        self._n, self._record, self._code = len(self._ts), None, None
         self.first = int(self._ts[0]) if self._n else 0
 
     def __len__(self) -> int:
@@ -86,13 +86,20 @@ class Sealed:
         self._ts.flags.writeable = False
         self._record = None
 
+    def ts_code(self) -> tuple[int, int, int] | tuple[int, str, bytes]:
+        """:func:`encode_ts` of the timestamps, computed once (a run never changes, and a host
+        pickles it every batch)."""
+        if self._code is None:
+            self._code = encode_ts(self.ts)
+        return self._code
+
     def __reduce__(self) -> tuple[object, tuple[int, object, bytes]]:
-        return _restore, (self.start, encode_ts(self.ts), self.values.tobytes())
+        return _restore, (self.start, self.ts_code(), self.values.tobytes())
 
     def record(self) -> bytes:
         """The run as a binary record (:func:`read_record`), what a host stores apart: a
         header, the timestamps' deltas unless evenly spaced, then the values' raw bytes."""
-        first, how, rest = encode_ts(self.ts)
+        first, how, rest = self.ts_code()
         if isinstance(how, int):  # evenly spaced: the step, no deltas
             size, step, deltas = 0, how, b""
         else:
@@ -107,7 +114,7 @@ def read_record(data: bytes, offset: int) -> Sealed:
     first needed (their values then a read-only view of ``data``)."""
     run = object.__new__(Sealed)
     run.start, run._n, _, run.first, _ = _HEADER.unpack_from(data, offset)
-    run._record = (data, offset)
+    run._record, run._code = (data, offset), None
     return run
 
 
@@ -116,7 +123,7 @@ def _restore(start: int, ts: tuple, values: bytes) -> Sealed:
     run = object.__new__(Sealed)
     run.start, run._ts, run._values = start, decode_ts(ts), np.frombuffer(values, np.float64)
     run._ts.flags.writeable = False
-    run._n, run.first, run._record = len(run._ts), int(ts[0]), None
+    run._n, run.first, run._record, run._code = len(run._ts), int(ts[0]), None, ts
     return run
 
 

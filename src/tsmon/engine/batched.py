@@ -22,12 +22,13 @@ from tsmon.engine import guard
 from tsmon.engine.events import event_order
 from tsmon.engine.hub import BatchCounts, CoordinatorNode
 from tsmon.engine.journal import Journal
-from tsmon.engine.node import SourceNode, new_node, parse_data
+from tsmon.engine.node import SourceNode, new_node
 from tsmon.engine.replicas import DEFAULT_PHASE_MS
 from tsmon.engine.settings import BACKLOG, DAY_MS, HOUR_MS, HostSettings, RegisterSettings
+from tsmon.engine.source_points import SourcePoints, split_points, step_source
 from tsmon.engine.standing_settings import StandingSettings
 from tsmon.engine.transport import Transport
-from tsmon.kinds import JobStatements, reserved_part
+from tsmon.kinds import JobStatements
 from tsmon.protocols.filters.queries import Query
 from tsmon.query import parse_queries
 
@@ -213,43 +214,25 @@ class BatchedRuntime:
         Every point is checked before any node steps: a bad one raises ``ValueError`` and the
         batch does not happen.
         """
-        groups: dict[str, list[Row]] = {}
-        located: dict[str, str] = {}
-        pinned = self._hub.pinned_series()
-        for n, point in enumerate(points):
-            if not (isinstance(point, tuple | list) and len(point) == 4):
-                raise ValueError(f"point {n}: expected (source, series, ts, value), got {point!r}")
-            source, series, ts, value = point
-            if not isinstance(source, str) or reserved_part(source) is not None:
-                raise ValueError(
-                    f"point {n}: source must be a str and not a reserved node key (a query "
-                    f"partition's), got {source!r}"
-                )
-            known = located.setdefault(series, self._hub.source_of(series) or source)
-            if known != source and series in pinned:
-                raise ValueError(
-                    f"point {n}: series {series!r} comes from source {source!r} but is known "
-                    f"at {known!r}; a bounded query needs each of its series at one source"
-                )
-            row = {"series": series, "ts": ts, "value": value, "seq": self._seq + n}
-            groups.setdefault(source, []).append(row)
-        for source, rows in groups.items():
-            parse_data(rows, source)
+        groups = split_points(points, self._seq, self._hub)
         self._seq += len(points)
         self.batch_id += 1
-        clock = {"clock_ms": int(time.time() * 1000) if clock_ms is None else clock_ms}
+        clock = int(time.time() * 1000) if clock_ms is None else clock_ms
+        step = functools.partial(step_source, clock_ms=clock)
         outputs: list[Row] = []
         self.errors = []
         due = self.transport.due(self.batch_id)
         for source in sorted(set(groups) | set(due)):
-            control, data = due.get(source, []), groups.get(source, [])
+            control, data = due.get(source, []), groups.get(source)
             node, journal = self._node_journal(source)
             journal.begin(node, copy=self._nodes_out)
-            node, rows, error = guard.node_step(node, journal.restore, control, data, **clock)
+            node, rows, error = guard.node_step(
+                node, journal.restore, control, data, step=step, rows_of=SourcePoints.rows
+            )
             self._nodes[source] = node
             if error is None:
-                inputs = functools.partial(_node_inputs, control, data, clock["clock_ms"])
-                journal.stepped(len(control) + len(data), inputs)
+                inputs = functools.partial(_node_inputs, control, data, clock)
+                journal.stepped(len(control) + (0 if data is None else data.size), inputs)
             else:
                 journal.changed()
                 self.errors.append(f"source {source!r}: {error}")
@@ -308,16 +291,18 @@ class BatchedRuntime:
         return copy.deepcopy(self._hub.counts)
 
 
-def _node_inputs(control: list[Row], data: list[Row], clock_ms: int) -> tuple[Any, ...]:
+def _node_inputs(control: list[Row], data: SourcePoints | None, clock_ms: int) -> tuple[Any, ...]:
     """A node step's logged inputs: the control pickled (its rows are the transport's, which
-    a node's parts may keep), the data rows as they are (made for this step; a node copies
-    them into tuples)."""
+    a node's parts may keep), the points as they are (made for this step; a node copies
+    its columns)."""
     blob = pickle.dumps(control, protocol=pickle.HIGHEST_PROTOCOL) if control else None
     return blob, data, clock_ms
 
 
-def _replay_node(node: Any, control: bytes | None, data: list[Row], clock_ms: int) -> None:
-    node.step([] if control is None else pickle.loads(control), data, clock_ms=clock_ms)
+def _replay_node(
+    node: Any, control: bytes | None, data: SourcePoints | None, clock_ms: int
+) -> None:
+    step_source(node, [] if control is None else pickle.loads(control), data, clock_ms)
 
 
 def _hub_inputs(batch_id: int, rows: list[Row]) -> tuple[Any, ...]:

@@ -27,9 +27,10 @@ __all__ = ["BOUND", "EVERY", "Journal"]
 EVERY = 64
 """Steps logged at most between two snapshots (a failing step replays at most these)."""
 
-BOUND = 256
-"""Input rows logged at most between two snapshots (a node's log holds its data rows: this
-bounds the memory a journal keeps besides its snapshot)."""
+BOUND = 1024
+"""Input rows logged at most between two snapshots: this bounds the memory a journal keeps
+besides its snapshot (a node's log holds its points as columns, some 40 bytes a point; a
+coordinator's, its input rows pickled)."""
 
 
 class Journal:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -59,7 +60,11 @@ _BEFORE_ALL = np.iinfo(np.int64).min  # older than every valid instant
 
 
 def _is_int(x: object) -> bool:
-    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+    return type(x) is int or (isinstance(x, numbers.Integral) and not isinstance(x, bool))
+
+
+def _is_number(x: object) -> bool:
+    return type(x) is float or (isinstance(x, numbers.Real) and not isinstance(x, bool))
 
 
 def parse_data(rows: Sequence[Mapping[str, Any]], source: str) -> list[tuple[str, int, float, int]]:
@@ -75,7 +80,7 @@ def parse_data(rows: Sequence[Mapping[str, Any]], source: str) -> list[tuple[str
             raise ValueError(f"{where}: series must be a str, got {series!r}")
         if not (_is_int(ts) and _is_int(seq)):
             raise ValueError(f"{where}: ts and seq must be ints (ms, order), got {ts!r}, {seq!r}")
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        if not _is_number(value):
             raise ValueError(f"{where}: value of {series!r} must be a number, got {value!r}")
         if not math.isfinite(value):
             raise ValueError(
@@ -83,7 +88,7 @@ def parse_data(rows: Sequence[Mapping[str, Any]], source: str) -> list[tuple[str
                 "reject it before the source node (dead letters)"
             )
         points.append((series, int(ts), float(value), int(seq)))
-    return sorted(points, key=lambda p: (p[1], p[3]))
+    return sorted(points, key=itemgetter(1, 3))
 
 
 class SourceNode:

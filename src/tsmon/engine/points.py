@@ -53,6 +53,9 @@ def read_batch(
     seq = np.arange(first_seq, first_seq + len(names), dtype=np.int64)
     ts_ms, ts_ok = read_epoch_ms(raw_ts)
     numbers, reasons = _read_values(raw_values)
+    on_time = latest_ms is None or not len(ts_ms) or ts_ms.max() <= latest_ms
+    if on_time and ts_ok.all() and not reasons.any():  # all good: no dead letters to sort out
+        return Batch(seq, names.copy(), ts_ms.copy(), numbers.copy(), len(names))
     bad_ts = ~ts_ok
     dead.add(
         seq[bad_ts],

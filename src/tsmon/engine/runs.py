@@ -24,6 +24,9 @@ def regular_runs(ts: np.ndarray, last_ts: int | None) -> Iterator[tuple[int, int
     if len(ts) == 0:
         return
     floor = np.iinfo(np.int64).min if last_ts is None else last_ts
+    if ts[0] > floor and (ts[1:] > ts[:-1]).all():  # the usual run: one append
+        yield 0, len(ts), True
+        return
     newest_before = np.maximum.accumulate(np.concatenate(([floor], ts[:-1])))
     regular = ts > newest_before
     if regular.all():

@@ -48,7 +48,10 @@ class Points:
     def in_order(self) -> Applied:
         """The applied points, in order, as lists (computed once, shared by every part)."""
         keep = self.applied
-        series = [s for s, k in zip(self.series, keep, strict=True) if k]
+        if keep.all():  # the usual batch
+            series = list(self.series)
+        else:
+            series = [self.series[i] for i in np.flatnonzero(keep).tolist()]
         return Applied(
             series, self.ts[keep].tolist(), self.value[keep].tolist(), self.at_ms[keep].tolist()
         )

@@ -7,6 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import pandas as pd
+
 from tsmon.kinds.base import NodePart, Points, Row
 from tsmon.protocols.filters.codec import from_dict, to_dict
 from tsmon.protocols.filters.messages import Growth, Shrink, StreamedUpdate, WidthMessage
@@ -87,23 +90,38 @@ class BoundedNode(NodePart):
         return _rows(out)
 
     def observe(self, points: Points) -> list[Row]:
-        series, _, values, at_ms = points.in_order
-        mine: dict[str, list[int]] = {}  # the points of each filtered series
-        for i, name in enumerate(series):
-            if name in self.filters:
-                mine.setdefault(name, []).append(i)
-                continue
-            if self.since.get(name, (None,))[0] != at_ms[i]:  # a new instant: the value before
-                self.since[name] = (at_ms[i], self.last.get(name))
-            self.last[name] = values[i]
-        for name, index in mine.items():
-            self.last[name] = values[index[-1]]
+        """Each series' newest value; for a series without a filter, also the node's time at
+        it and its value before that instant (the last point at an earlier time, else the
+        newest before the batch unless that was at this instant too); the filtered series'
+        points to their filters. Vectorized over series: the applied points grouped by
+        series (in order), each group's instants non-decreasing."""
+        series = points.in_order.series
+        if not series:
+            return []
+        codes, names = pd.factorize(np.asarray(series, dtype=object), sort=False)
+        order = np.argsort(codes, kind="stable")  # by series (first seen first), in order
+        grouped = codes[order]
+        at = points.at_ms[points.applied][order]
+        values = points.value[points.applied][order]
+        ends = np.searchsorted(grouped, np.arange(len(names)), side="right")
+        starts = np.concatenate(([0], ends[:-1]))
+        newest_at = at[ends - 1]
+        tails = ends - np.bincount(grouped, weights=at == newest_at[grouped], minlength=len(names))
         sent: list[tuple[int, StreamedUpdate]] = []
-        for name, index in mine.items():
-            bulk = self.filters[name].observe_many(
-                [at_ms[i] for i in index], [values[i] for i in index]
-            )
-            sent += [(index[i], update) for i, update in bulk]
+        for name, a, b, t, now in zip(
+            names.tolist(), starts.tolist(), ends.tolist(), tails.astype(int).tolist(),
+            newest_at.tolist(), strict=True,
+        ):  # fmt: skip
+            f = self.filters.get(name)
+            if f is not None:
+                index = order[a:b].tolist()
+                bulk = f.observe_many(at[a:b].tolist(), values[a:b].tolist())
+                sent += [(index[i], update) for i, update in bulk]
+            elif t > a:  # a point at an earlier instant in the batch
+                self.since[name] = (now, values[t - 1].item())
+            elif self.since.get(name, (None,))[0] != now:
+                self.since[name] = (now, self.last.get(name))
+            self.last[name] = values[b - 1].item()
         sent.sort(key=lambda x: x[0])  # stable: in the order the points sent them
         return _rows([update for _, update in sent])
 

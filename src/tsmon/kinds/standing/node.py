@@ -53,6 +53,8 @@ class StandingSource:
     def report(self, now_ms: int) -> list[Row]:
         """Feed the batch's points, re-estimate at ``now_ms``; one ``streams`` row with every
         stream that changed (none if nothing did)."""
+        if not self.ids:  # no stream: nothing was fed, nothing to re-estimate
+            return []
         m, batch, self._batch = self.models, self._batch, []
         m.ensure(len(self.ids))
         if batch:
