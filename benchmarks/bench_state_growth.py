@@ -3,17 +3,18 @@
 ``bench_node.py``'s workload (``--sources`` × 10 series, 1 s points, ``--ticks-per-batch`` per
 batch, 100 bounded ``AVG`` queries, registers of ``--retention``) run by
 :class:`~tsmon.engine.batched.BatchedRuntime`, every node unpickled from a bucket's state and
-pickled back through the host's codec (:class:`~tsmon.spark.history.History`: sealed runs in
-history files) each batch, as ``spark/host.py`` does. Per batch it prints, per series, the
-bytes of the bucket's state and of the batch's new runs, raw and compressed with ``zstd -1``
+pickled back through the host's codec (:class:`~tsmon.spark.history.History`: sealed runs and
+the pickled nodes in history files) each batch, as ``spark/host.py`` does. Per batch it
+prints, per series, the bytes of the bucket's state (the pickled nodes' file and the Spark
+state value) and of the batch's new runs, raw and compressed with ``zstd -1``
 (the ``zstd`` command; Spark's state store compresses its files with zstd), and the input's
 Parquet bytes per series for the same points (``bench_spark.py``'s files: 3.57 MB per 300,000
 points). ``--seal-points`` sets :data:`tsmon.core.sealed.SEAL_POINTS` for the run.
 ``--warmup N`` first runs N batches in-process, not through the codec (e.g. 120 batches of
 30 ticks: an hour retained when the measured batches start). Per batch it also prints the CPU
-time per point of the host's part: unpickling the nodes, the batch, pickling them back;
-without the in-process runtime's quarantine snapshot (a whole pickle of every node, which
-would read every sealed run back: the Spark host takes none, its state is the snapshot).
+time per point of the host's part: unpickling the nodes, the batch (with the in-process
+runtime's journal of steps, which the Spark host has not: its state is the snapshot), pickling
+them back.
 """
 
 from __future__ import annotations
@@ -24,13 +25,11 @@ import shutil
 import statistics
 import subprocess
 import tempfile
-import types
 from pathlib import Path
 from time import process_time
 
 import bench_node
 import tsmon.core.register
-import tsmon.engine.batched
 from tsmon.spark.history import BucketState, History
 
 PARQUET_BYTES_PER_POINT = 3_570_000 / 300_000  # bench_spark.py's input files
@@ -72,8 +71,6 @@ def main(argv: list[str] | None = None) -> None:
         batches = bench_node.make_batches(args)
         for batch in batches[: ours.warmup]:
             rt.run_batch(batch)
-        snapshot = tsmon.engine.batched.pickle  # none from here on, as on the Spark host
-        tsmon.engine.batched.pickle = types.SimpleNamespace(dumps=lambda node: None)
         for b, batch in enumerate(batches[ours.warmup :]):
             clock = [process_time()]
             codec = History(Path(tmp), 0, state)
@@ -88,8 +85,8 @@ def main(argv: list[str] | None = None) -> None:
             clock.append(process_time())
             spent = [1e6 * (b - a) / len(batch) for a, b in itertools.pairwise(clock)]
             runs = codec.new.getvalue()
-            codec.commit(state)
-            blob = state.dumps()
+            value = codec.commit(state)  # the Spark state, and the pickled nodes' file
+            blob = value + (Path(tmp) / "b0" / f"{state.batches - 1}.nodes").read_bytes()
             packed = zstd(blob) + (zstd(runs) if runs else 0)
             if b > 0:
                 ratios.append(packed / series / parquet)
@@ -100,7 +97,6 @@ def main(argv: list[str] | None = None) -> None:
                 f"{packed / series / parquet:.2f}x the input; "
                 "CPU µs per point: unpickle {:.2f}, batch {:.2f}, pickle {:.2f}".format(*spent)
             )
-        tsmon.engine.batched.pickle = snapshot
     print(
         f"median after batch 0: {statistics.median(ratios):.2f}x the input, "
         "CPU µs per point: unpickle {:.2f}, batch {:.2f}, pickle {:.2f}".format(

@@ -56,7 +56,9 @@ def _outputs(t: HostTester, rows: list[dict]) -> list:
 
 
 def _files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.runs"))}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 @settings(max_examples=12, deadline=None)
@@ -72,18 +74,25 @@ def test_answers_equal_with_and_without_history_files(tmp_path_factory, per, ret
 
 
 def test_state_per_batch_does_not_grow_with_retained_history(tmp_path):
-    """With 1 h retained, the state written per batch stays about the same after 10 or 40
-    batches; pickled whole, it grows with every batch."""
+    """With 1 h retained, what a batch writes (state and files) stays about the same after
+    10 or 40 batches, and the Spark state is a small part of it; pickled whole, the state
+    grows with every batch."""
     apart = HostTester(_node("1h"), buckets=1, history=str(tmp_path))
     whole = HostTester(_node("1h"), buckets=1)
-    sizes: dict[str, list[int]] = {"apart": [], "whole": []}
+    sizes: dict[str, list[int]] = {"apart": [], "whole": [], "state": []}
     for rows in _batches(40, 60, seed=1):
+        before = _files(tmp_path)
         for name, t in (("apart", apart), ("whole", whole)):
             _outputs(t, rows)
             sizes[name].append(len(t.states[0]))
+        new = {k: len(v) for k, v in _files(tmp_path).items() if k not in before}
+        assert sorted(new) == sorted({f"b0/{apart._stored('a').batches - 1}.nodes", *new})
+        sizes["state"].append(sizes["apart"][-1])
+        sizes["apart"][-1] += sum(new.values())
     assert sizes["apart"][39] < 1.3 * sizes["apart"][9]
     assert sizes["whole"][39] > 3 * sizes["whole"][9]
     assert sizes["apart"][39] < sizes["whole"][39] / 5
+    assert sizes["state"][39] < sizes["apart"][39] / 5
 
 
 def test_files_no_node_refers_to_are_deleted_a_batch_later(tmp_path):
@@ -92,9 +101,14 @@ def test_files_no_node_refers_to_are_deleted_a_batch_later(tmp_path):
         _outputs(t, rows)
         stored = t._stored("a")
         live = set().union(*stored.refs.values())
+        garbage = {int(n.removesuffix(".runs")) for n in stored.garbage if n.endswith(".runs")}
         on_disk = {int(p.stem) for p in tmp_path.rglob("*.runs")}
-        assert on_disk == live | set(stored.garbage)  # garbage goes at the next batch
-        assert not live & set(stored.garbage)
+        assert on_disk == live | garbage  # garbage goes at the next batch
+        assert not live & garbage
+        nodes = {p.name for p in tmp_path.rglob("*.nodes")}  # this batch's and the last's
+        last = {f"{stored.batches - 2}.nodes"} if stored.batches > 1 else set()
+        assert nodes == {f"{stored.batches - 1}.nodes", *last}
+        assert last <= set(stored.garbage)
     assert len(on_disk) <= 3  # 20 s retained of 50 s batches: a file or two, not 30
 
 
@@ -114,8 +128,8 @@ def test_a_replayed_batch_writes_the_same_files_and_rows(tmp_path):
 
 
 def test_a_node_with_runs_apart_loads_only_through_its_history(tmp_path):
-    """A node's runs are references into the bucket's files (pickle's persistent ids): a
-    codec of that bucket reads them back, bit for bit; a plain unpickling refuses them."""
+    """A node's runs are references into the bucket's files (calls of ``run_at``): a codec
+    of that bucket reads them back, bit for bit; a plain unpickling refuses them."""
     node = _node("1h")("a")
     for rows in _batches(3, 200, seed=1):
         cols = [r for r in rows if r["source"] == "a"]
@@ -124,12 +138,12 @@ def test_a_node_with_runs_apart_loads_only_through_its_history(tmp_path):
     codec = History(tmp_path, 0, state)
     blob = codec.dumps("a", node)
     codec.commit(state)
-    assert state.refs["a"] == {0} and len(_files(tmp_path)) == 1  # 600 points
+    assert state.refs["a"] == {0} and sorted(_files(tmp_path)) == ["b0/0.nodes", "b0/0.runs"]
     back = History(tmp_path, 0, state).loads(blob)
     for series, kept in node.part("local").local.store.nodes.items():
         reg, got = kept.register, back.part("local").local.store.nodes[series].register
         assert len(reg._sealed) == len(got._sealed) == 600 // SEAL_POINTS
         assert got.ts(got.start, got.end).tolist() == reg.ts(reg.start, reg.end).tolist()
         assert got.values(got.start, got.end).tobytes() == reg.values(reg.start, reg.end).tobytes()
-    with pytest.raises(pickle.UnpicklingError, match="persistent"):
+    with pytest.raises(pickle.UnpicklingError, match="history file"):
         pickle.loads(blob)

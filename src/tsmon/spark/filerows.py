@@ -131,8 +131,9 @@ def arrow_rows(
     when the file holds numbers (:func:`typed_arrays`); CSV and JSON files are read line by
     line. ``cpu``: an accumulator the reader adds its CPU time to (``fileReader``,
     :class:`tsmon.spark.cpu.CpuTimes`)."""
-    from tsmon.spark.cpu import Clock
+    from tsmon.spark.cpu import Clock, settle_worker
 
+    settle_worker()
     for batch in batches:
         for uri, content in zip(
             batch.column("path").to_pylist(), batch.column("content").to_pylist(), strict=True

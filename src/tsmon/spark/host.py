@@ -11,10 +11,12 @@ This module is the only glue:
   of each row's source, ``pmod(xxhash64(source), B)`` (Spark SQL: stable across processes and
   restarts), groups by it and applies :class:`BucketHost`;
 - :class:`BucketHost` runs once per bucket and micro-batch on the bucket's rows as pandas
-  frames: the state holds each source's pickled node, so a source without rows is neither
-  unpickled nor re-pickled, the older points of its registers stored apart, once, in history
-  files (:mod:`tsmon.spark.history`); per source with rows it calls the node once with the
-  control rows (sorted by ``seq``) and the data (sorted by ``(ts, seq)``, vectorized);
+  frames: the bucket keeps each source's pickled node, so a source without rows is neither
+  unpickled nor re-pickled; the pickled nodes and the older points of their registers are
+  in history files (:mod:`tsmon.spark.history`), the Spark state only says which, so little
+  crosses between the JVM and Python for it; per source with rows it calls the node once
+  with the control rows (sorted by ``seq``) and the data (sorted by ``(ts, seq)``,
+  vectorized);
 - :func:`~tsmon.spark.buckets.freeze_buckets` keeps B in the checkpoint (``host.json``): a
   changed B would move sources to buckets that do not hold their nodes;
 - :class:`~tsmon.spark.host_tester.HostTester` runs the same :class:`BucketHost` with
@@ -52,7 +54,7 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 
 from tsmon.engine.guard import node_step
 from tsmon.spark.buckets import default_buckets
-from tsmon.spark.cpu import Clock
+from tsmon.spark.cpu import Clock, settle_worker
 from tsmon.spark.history import Blobs, BucketState, History
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -88,8 +90,9 @@ _NO_PAYLOAD = ""
 column (0.74 µs per row in-process, 0.05 µs with ""; found with the UDF profiler)."""
 
 STATE_SCHEMA = StructType([StructField("nodes", BinaryType(), True)])
-"""A bucket's state: a pickled :class:`~tsmon.spark.history.BucketState` (each source's
-pickled node, and the bucket's register history files)."""
+"""A bucket's state (:class:`~tsmon.spark.history.BucketState`), as its codec commits it:
+with history files, the files each source's node refers to and the batch count, a few bytes
+per source (the pickled nodes are in a file of the batch); without, every pickled node."""
 
 
 class Node(Protocol):
@@ -127,26 +130,28 @@ class BucketHost:
         self.cpu = cpu  # an accumulator of CPU time by part (tsmon.spark.cpu), or None
         self.history = history
 
-    def codec(self, bucket: int, stored: BucketState) -> Blobs:
-        """How the nodes of ``bucket`` are pickled: with their history apart, or whole."""
-        return Blobs() if self.history is None else History(Path(self.history), bucket, stored)
+    def open(self, bucket: int, value: bytes | None) -> tuple[Blobs, BucketState]:
+        """The codec of ``bucket``'s nodes (with their history and the pickled nodes in files,
+        or whole in the state) and its state, stored in Spark as ``value`` (None: new)."""
+        if self.history is None:
+            return Blobs.open(value)
+        return History.open(Path(self.history), bucket, value)
 
     def __call__(
         self, key: tuple, frames: Iterable[pd.DataFrame], state: GroupState
     ) -> Iterator[pd.DataFrame]:
         """Read the bucket's state once, step its sources with rows, write it once."""
+        settle_worker()
         clock = Clock(self.cpu)
         chunks = list(frames)  # a bucket's rows may come in several Arrow batches
         rows = chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
         clock.lap("hostRows")  # pyspark makes the frames as they are pulled
-        stored = BucketState.loads(state.get[0]) if state.exists else BucketState()
-        codec = self.codec(int(key[0]), stored)
+        codec, stored = self.open(int(key[0]), state.get[0] if state.exists else None)
         clock.lap("hostState")
         batch_ms = state.getCurrentProcessingTimeMs()
         out, touched = self.step(rows, stored.nodes, clock, batch_ms, codec)
         if touched:
-            codec.commit(stored)
-            state.update((stored.dumps(),))
+            state.update((codec.commit(stored),))
         clock.lap("hostState")
         clock.send()
         yield out

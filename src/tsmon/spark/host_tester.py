@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from tsmon.spark.history import PROTOCOL, BucketState
+from tsmon.spark.history import Blobs, BucketState
 from tsmon.spark.host import INPUT_COLUMNS, STATE_SCHEMA, BucketHost, Node, NodeFactory
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -96,19 +96,25 @@ class HostTester:
             valueSchema=STATE_SCHEMA,
         )
 
-    def _stored(self, source: str) -> BucketState:
+    def _open(self, source: str) -> tuple[Blobs, BucketState]:
+        """The codec and the committed state of ``source``'s bucket."""
         stored = self.states.get(self.bucket(source))
-        return BucketState() if stored is None else BucketState.loads(pickle.loads(stored)[0])
+        return self.host.open(
+            self.bucket(source), None if stored is None else pickle.loads(stored)[0]
+        )
+
+    def _stored(self, source: str) -> BucketState:
+        return self._open(source)[1]
 
     def peek(self, source: str) -> Any:
         """The node of ``source`` as stored (unpickled copy), or None if it has none yet."""
-        stored = self._stored(source)
+        codec, stored = self._open(source)
         blob = stored.nodes.get(source)
-        return None if blob is None else self.host.codec(self.bucket(source), stored).loads(blob)
+        return None if blob is None else codec.loads(blob)
 
     def seed(self, source: str, node: Node) -> None:
-        """Store ``node`` as the node of ``source``, as if earlier batches had built it
-        (whole, its history in the state)."""
-        stored = self._stored(source)
-        stored.nodes[source] = pickle.dumps(node, protocol=PROTOCOL)
-        self.states[self.bucket(source)] = pickle.dumps((stored.dumps(),))
+        """Store ``node`` as the node of ``source``, as if an earlier batch had built it
+        (committed as one)."""
+        codec, stored = self._open(source)
+        stored.nodes[source] = codec.dumps(source, node)
+        self.states[self.bucket(source)] = pickle.dumps((codec.commit(stored),))
