@@ -6,7 +6,9 @@ reference-counted), and evaluates every query triggered by a series each time a 
 series is stored, with the windows as of that point (claim 1). Queries, series and windows can
 be added and removed at any time; an inserted window is populated at once from history (claims
 2 and 3). A query's condition and payload read the windows of its trigger series only, so points
-of different series are independent and each series' points are processed as one vectorized run.
+of different series are independent: the series of a batch that trigger the same queries (hence
+have the same windows) advance their windows and evaluate those queries together, each step
+vectorized over all their points (:func:`~tsmon.engine.series.advance_together`).
 
 It is the watch-query engine of :class:`~tsmon.engine.monitor.Monitor` and of every source
 node's local part (:mod:`tsmon.kinds.local`). Query names are case-insensitive.
@@ -29,7 +31,7 @@ from tsmon.engine.evaluation import ViewBindings, fire
 from tsmon.engine.events import EventLog
 from tsmon.engine.points import Batch, read_batch
 from tsmon.engine.runs import regular_runs, series_groups
-from tsmon.engine.series import Plan, SeriesNode
+from tsmon.engine.series import Plan, SeriesNode, advance_together
 from tsmon.query import CompiledQuery, Stat, parse_expr, query_key
 from tsmon.query.patterns import is_glob, no_match, series_matches
 
@@ -208,7 +210,7 @@ class SeriesStore:
                     self.counts["received"] += len(take)
         finally:  # the points stored so far trigger their queries whatever happens next
             for triggered in list(runs.pending):
-                self._evaluate_runs(triggered, runs)
+                self._advance_runs(triggered, runs)
 
     def _ingest_series(
         self,
@@ -221,17 +223,18 @@ class SeriesStore:
     ) -> None:
         node = self.nodes[name]
         triggered = tuple(k for k in self.queries if name in self._attached[k])
-        for lo, hi, regular in regular_runs(ts, node.register.last_ts):
+        parts = list(regular_runs(ts, node.register.last_ts))
+        for lo, hi, regular in parts:
             if not regular:
                 for i in range(lo, hi):
                     self._late(node, seq[i : i + 1], ts[i : i + 1], vals[i : i + 1], accepted)
                 continue
             if accepted is not None:
                 accepted(name, seq[lo:hi], ts[lo:hi], vals[lo:hi], True)
-            views = node.append(ts[lo:hi], vals[lo:hi], self._plan(name))
-            run = (name, seq[lo:hi], ts[lo:hi], vals[lo:hi], views)
-            if triggered and runs.add(triggered, run):
-                self._evaluate_runs(triggered, runs)
+            span = node.register.append(ts[lo:hi], vals[lo:hi])
+            full = runs.add(triggered, (node, seq[lo:hi], ts[lo:hi], vals[lo:hi], span))
+            if full or len(parts) > 1:  # a late point needs the windows as of the points before
+                self._advance_runs(triggered, runs)
             newest = int(ts[hi - 1])
             self.now_ms = newest if self.now_ms is None else max(self.now_ms, newest)
 
@@ -258,16 +261,18 @@ class SeriesStore:
         self._evaluate(np.array([node.name], dtype=object), seq, ts, vals, views, triggered)
         node.register.evict()
 
-    def _evaluate_runs(self, triggered: tuple[str, ...], runs: _Runs) -> None:
-        """Evaluate the pending runs of the series that trigger the queries ``triggered``
-        (hence have the same windows), all at once."""
+    def _advance_runs(self, triggered: tuple[str, ...], runs: _Runs) -> None:
+        """Advance the windows of the series that trigger the queries ``triggered`` (hence
+        have the same windows) over their pending runs, and evaluate those queries, all series
+        at once."""
         group = runs.take(triggered)
-        names = np.array([run[0] for run in group], dtype=object)
+        nodes = [run[0] for run in group]
+        views = advance_together(nodes, [run[4] for run in group], self._plan(nodes[0].name))
+        if not triggered:
+            return
+        names = np.array([node.name for node in nodes], dtype=object)
         series = np.repeat(names, [len(run[2]) for run in group])
         seq, ts, vals = (np.concatenate([run[i] for run in group]) for i in (1, 2, 3))
-        views = {
-            spec: WindowView.concat(spec, [run[4][spec] for run in group]) for spec in group[0][4]
-        }
         self._evaluate(series, seq, ts, vals, views, triggered)
 
     def _evaluate(
@@ -344,26 +349,27 @@ class SeriesStore:
         }
 
 
-#: Runs of series that trigger the same queries are evaluated together, up to this many points
-#: at once (their window statistics are held until then).
-_EVAL_POINTS = 1 << 16
+#: The runs of series that trigger the same queries advance their windows and are evaluated
+#: together, up to this many points at once.
+_GROUP_POINTS = 1 << 16
 
-#: One run of points appended at once: (series, seq, ts, values, window views).
-_Run = tuple[str, np.ndarray, np.ndarray, np.ndarray, dict[WindowSpec, WindowView]]
+#: One run of points appended to a register: (series, seq, ts, values, positions [p0, p1)).
+_Run = tuple[SeriesNode, np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]
 
 
 class _Runs:
-    """The runs of one ingest awaiting evaluation, by the queries their series trigger."""
+    """The runs of one ingest whose windows are not yet advanced, by the queries their series
+    trigger."""
 
     def __init__(self) -> None:
         self.pending: dict[tuple[str, ...], list[_Run]] = {}
         self._points: Counter[tuple[str, ...]] = Counter()
 
     def add(self, triggered: tuple[str, ...], run: _Run) -> bool:
-        """Keep a run; whether its group now holds enough points to be evaluated."""
+        """Keep a run; whether its group now holds enough points to be advanced."""
         self.pending.setdefault(triggered, []).append(run)
         self._points[triggered] += len(run[2])
-        return self._points[triggered] >= _EVAL_POINTS
+        return self._points[triggered] >= _GROUP_POINTS
 
     def take(self, triggered: tuple[str, ...]) -> list[_Run]:
         """Forget and return the runs of one group."""
