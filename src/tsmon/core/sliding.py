@@ -219,14 +219,16 @@ def _moments(bank: _Bank, n: np.ndarray, wanted: frozenset[str]) -> dict[str, np
     take = np.arange(int(lengths.sum())) - np.repeat(at - first, lengths)
     ts, values = T[take], X[take]
     bounds = np.stack((at, at + lead), axis=1).reshape(-1)  # each chunk's first window
-    anchor = np.add.reduceat(np.append(values, 0.0), bounds)[::2] / lead
+    if bounds[-1] == len(values):  # the last chunk's first window runs to the end
+        bounds = bounds[:-1]
+    anchor = np.add.reduceat(values, bounds)[::2] / lead
     anchor_t = (ts[at] + ts[at + lead - 1]) // 2
     rows = features(
         ts, values, np.repeat(anchor, lengths), np.repeat(anchor_t, lengths), "slope" in wanted
     )
     # window sums = the first window's + the entering points' - the leaving points' (prefix sums
     # of each chunk's own, from zero: no rounding carried over), as few running sums as can be
-    window = np.add.reduceat(np.append(rows, 0.0 * rows[:, :1], axis=1), bounds, axis=1)[:, ::2]
+    window = np.add.reduceat(rows, bounds, axis=1)[:, ::2]
     leaving = st[tails] - first  # the points that leave the windows of a chunk
     at_leaving = np.concatenate(([0], np.cumsum(leaving + 1)[:-1]))
     entering = np.zeros((len(rows), len(g)))  # per new point: the chunk's entering points' sums
