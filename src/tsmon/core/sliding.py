@@ -226,19 +226,28 @@ def _moments(bank: _Bank, n: np.ndarray, wanted: frozenset[str]) -> dict[str, np
     rows = features(
         ts, values, np.repeat(anchor, lengths), np.repeat(anchor_t, lengths), "slope" in wanted
     )
-    # window sums = the first window's + the entering points' - the leaving points' (prefix sums
-    # of each chunk's own, from zero: no rounding carried over), as few running sums as can be
-    window = np.add.reduceat(rows, bounds, axis=1)[:, ::2]
+    # window sums = the first window's + the entering points' - the leaving points', from
+    # running sums of each chunk's own (from zero: no rounding carried over); where the windows
+    # are shorter than the chunk, one running sum over all its points gives both ends
     leaving = st[tails] - first  # the points that leave the windows of a chunk
-    at_leaving = np.concatenate(([0], np.cumsum(leaving + 1)[:-1]))
+    single = lead <= leaving
+    window = np.add.reduceat(rows, bounds, axis=1)[:, ::2]
+    window[:, single] = 0.0
+    room = np.where(single, lengths, leaving) + 1
+    at_leaving = np.concatenate(([0], np.cumsum(room)[:-1]))
     entering = np.zeros((len(rows), len(g)))  # per new point: the chunk's entering points' sums
-    left = np.zeros((len(rows), int(leaving.sum()) + len(heads)))
-    for h, n_new, lo, enter, out, leave in zip(
-        *(v.tolist() for v in (heads, tails - heads + 1, at, at + lead, at_leaving, leaving)),
-        strict=True,
+    left = np.zeros((len(rows), int(room.sum())))
+    columns = [v.tolist() for v in (heads, tails - heads + 1, at, lengths, lead, at_leaving)]
+    for h, k, lo, size, first_k, out, leave, one in zip(
+        *columns, leaving.tolist(), single.tolist(), strict=True
     ):
-        np.cumsum(rows[:, enter : enter + n_new - 1], axis=1, out=entering[:, h + 1 : h + n_new])
-        np.cumsum(rows[:, lo : lo + leave], axis=1, out=left[:, out + 1 : out + leave + 1])
+        if one:
+            np.cumsum(rows[:, lo : lo + size], axis=1, out=left[:, out + 1 : out + size + 1])
+            entering[:, h : h + k] = left[:, out + first_k : out + first_k + k]
+        else:
+            enter = lo + first_k
+            np.cumsum(rows[:, enter : enter + k - 1], axis=1, out=entering[:, h + 1 : h + k])
+            np.cumsum(rows[:, lo : lo + leave], axis=1, out=left[:, out + 1 : out + leave + 1])
     chunk = np.repeat(np.arange(len(heads)), tails - heads + 1)
     ends = entering + window[:, chunk]
     begins = left.take(at_leaving[chunk] + st - first[chunk], axis=1)
