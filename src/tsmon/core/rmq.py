@@ -9,8 +9,9 @@ def range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """``max(values[..., lo[i] : hi[i] + 1])`` for every i; needs ``lo <= hi``. ``values`` may
     hold several rows (the ranges run along its last axis), answered together.
 
-    Builds the levels of a sparse table only up to the longest range asked for, so the cost is
-    O(m log L) for m ranges of length at most L, then answers every range with two lookups.
+    Builds the levels of a sparse table one at a time, only up to the longest range asked for,
+    answering the ranges of each level (two lookups each) before the next replaces it: O(m log L)
+    time for m values and ranges of length at most L, and O(m) memory.
 
     Examples
     --------
@@ -25,15 +26,14 @@ def range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     if not lo.any():
         return np.maximum.accumulate(values, axis=-1)[..., hi]
     level = np.frexp(hi - lo + 1)[1] - 1  # floor(log2(length))
-    top, m = int(level.max()), values.shape[-1]
-    table = np.empty((*values.shape[:-1], top + 1, m), dtype=values.dtype)
-    table[..., 0, :] = values
-    for k in range(1, top + 1):  # level k: the maxima of the 2**k values from each index
-        valid, step = m - (1 << k) + 1, 1 << (k - 1)
-        below = table[..., k - 1, :]
-        np.maximum(below[..., :valid], below[..., step : step + valid], out=table[..., k, :valid])
-    # two lookups per range (flat indices: much cheaper than indexing the table by two arrays)
-    rows = np.arange(table.size // ((top + 1) * m)).reshape(*values.shape[:-1], 1) * (top + 1)
-    start = (rows + level) * m
-    flat = table.reshape(-1)
-    return np.maximum(flat[start + lo], flat[start + hi - (1 << level) + 1])
+    order = np.argsort(level, kind="stable")
+    bounds = np.searchsorted(level[order], np.arange(int(level.max()) + 2))
+    out = np.empty((*values.shape[:-1], len(lo)), dtype=values.dtype)
+    table = values  # level k: the maxima of the 2**k values from each index
+    for k in range(len(bounds) - 1):
+        at = order[bounds[k] : bounds[k + 1]]  # the ranges answered from level k
+        if len(at):
+            out[..., at] = np.maximum(table[..., lo[at]], table[..., hi[at] - (1 << k) + 1])
+        if k + 2 < len(bounds):
+            table = np.maximum(table[..., : -(1 << k)], table[..., 1 << k :])
+    return out

@@ -1,20 +1,23 @@
 """Sliding windows (the last N points, or the last span of event time) maintained online.
 
-Every statistic is updated as points enter and leave the window, never by rescanning it:
-moments (sum, mean, variance, slope) from prefix sums over the points held, minimum and maximum
-by monotonic queues, count, first and last by position. A batch of new points is processed at
-once with numpy, yet each point gets the statistics of the window *as of that point*
-(per-point semantics): the prefix sums differenced at each window's ends give every
+Every statistic is computed from the points the window holds plus the new ones, never by
+rescanning history: moments (sum, mean, variance, slope) from prefix sums, minimum and maximum
+from a sparse table over those points, count, first and last by position. A batch of new points
+is processed at once with numpy, yet each point gets the statistics of the window *as of that
+point* (per-point semantics): the prefix sums differenced at each window's ends give every
 intermediate window.
 
-A window keeps only what its queries read: the monotonic queues (for ``min``/``max``) start
-when a query first asks for them, rebuilt at once from the points the window holds, which it
-pins in the register so they are always there.
+The windows of one shape over many series advance together (:func:`advance_sliding`): their
+points are laid end to end, one segment per series, and every step runs once over all of
+them (a columnar bank), so a call costs per point, not per series and window; one window's
+``advance`` is a bank of one. A window pins in the register the points it holds, so they are
+always there.
 
-Precision: a batch is taken in chunks of at most 8 windows, in points held and (time windows)
-in span; each chunk's sums are about anchors at the means of its first point's window, so the
-anchors stay near every window of the chunk and no rounding is carried from one chunk to the
-next. Points whose statistics are still so small next to the sums they were computed from that
+Precision: each window's new points are taken in chunks of at most 8 windows, in points held
+and (time windows) in span (and at least 32 points); each chunk's sums are about anchors at
+the means of its first point's window, with prefix sums of its own, so the anchors stay near
+every window of the chunk and no rounding is carried from one chunk (or series) to the next.
+Points whose statistics are still so small next to the sums they were computed from that
 subtracting could lose digits (``ill_conditioned``: sum and mean, variance, time moment,
 slope) are recomputed exactly from the points held. Every statistic stays within 1e-9
 relative of the exact value.
@@ -28,7 +31,7 @@ history was already evicted it counts only from the oldest point still complete.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Set
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -40,17 +43,18 @@ from tsmon.core.moments import (
     stats_from_sums,
     tiny_windows,
 )
-from tsmon.core.monotonic import MaxQueue
 from tsmon.core.register import Register
 from tsmon.core.rmq import range_max
 from tsmon.core.view import WindowView, check_follows, covered_from, first_and_rate
 from tsmon.core.window_spec import WindowKind, WindowSpec
 
 _MOMENTS = frozenset({"sum", "mean", "var", "stddev", "slope"})
-# a batch is advanced in chunks of 8 windows, so the anchors stay near every window of a
-# chunk: 8 times a count window's size (at least 2,048 points), 8 spans of a time window (at
-# least 32 points, that a chunk's fixed cost is spread over)
+_CANCEL = frozenset({"sum", "mean"})  # statistics of values of both signs that may cancel
+# a window's new points are advanced in chunks of 8 windows, so the anchors stay near every
+# window of a chunk: 8 times a count window's size (at least 2,048 points), 8 spans of a time
+# window (in blocks of at least 32 points)
 _CHUNK_WINDOWS, _MIN_CHUNK, _MIN_COUNT_CHUNK = 8, 32, 256
+_KEY_LIMIT = 2**62  # time keys of a bank stay below this (else its windows advance apart)
 
 
 class SlidingWindow:
@@ -68,38 +72,23 @@ class SlidingWindow:
     ([1.0, 3.0, 4.0], [1.0, 5.0, 5.0], [0.5, 1.0, 1.0])
     """
 
-    def __init__(
-        self,
-        spec: WindowSpec,
-        register: Register,
-        until: int | None = None,
-        track: Set[str] = frozenset(),
-    ) -> None:
+    def __init__(self, spec: WindowSpec, register: Register, until: int | None = None) -> None:
         if spec.kind is WindowKind.LANDMARK:
             raise ValueError(f"{spec} is a landmark window; open it with open_window")
         self.spec = spec
         self.register = register
         self.refcount = 0
-        self._max: MaxQueue | None = MaxQueue() if "max" in track else None
-        self._neg_min: MaxQueue | None = MaxQueue() if "min" in track else None  # -max(-x)
         self.complete_from_ts = register.complete_from_ts
         self.populate(register.end if until is None else until)
 
     def fork(self, until: int) -> SlidingWindow:
-        """A private window as of position ``until``, tracking what this one tracks."""
-        queues = (("max", self._max), ("min", self._neg_min))
-        tracked = {name for name, queue in queues if queue is not None}
-        return SlidingWindow(self.spec, self.register, until, frozenset(tracked))
+        """A private window as of position ``until``."""
+        return SlidingWindow(self.spec, self.register, until)
 
-    # -- (re)building from history -------------------------------------------------------------
     def populate(self, until: int) -> None:
         """Set the window to hold, as of position ``until`` (exclusive), what history allows."""
-        reg = self.register
         self.end = until
         self.start = self._start_as_of(until)
-        values = reg.values(self.start, until)
-        for queue, signed in self._queues(values):
-            queue.reset(signed, self.start)
         self._pin()
 
     def _start_as_of(self, until: int) -> int:
@@ -111,26 +100,6 @@ class SlidingWindow:
         last_ts = int(reg.ts(until - 1, until)[0])
         return max(int(reg.search(last_ts - self.spec.size, side="right")), reg.start)
 
-    def _track(self, wanted: Set[str]) -> None:
-        """Start keeping the extremes when a query first reads them."""
-        start_max = "max" in wanted and self._max is None
-        start_min = "min" in wanted and self._neg_min is None
-        if start_max:
-            self._max = MaxQueue()
-        if start_min:
-            self._neg_min = MaxQueue()
-        if start_max or start_min:
-            self.populate(self.end)  # the points are pinned: rebuild from them
-
-    def _queues(self, values: np.ndarray) -> list[tuple[MaxQueue, np.ndarray]]:
-        """The monotonic queues kept, each with the values it is fed (negated for the min)."""
-        queues = []
-        if self._max is not None:
-            queues.append((self._max, values))
-        if self._neg_min is not None:
-            queues.append((self._neg_min, -values))
-        return queues
-
     def _pin(self) -> None:
         self.register.pin(self, self.start)
 
@@ -138,136 +107,168 @@ class SlidingWindow:
         """Release the register points this window pinned."""
         self.register.unpin(self)
 
-    # -- online advance ------------------------------------------------------------------------
     def advance(self, p0: int, p1: int, wanted: Iterable[str]) -> WindowView:
         """Take in the register points ``[p0, p1)`` (just appended) and return, for each of
         them, the statistics in ``wanted`` of the window as of that point."""
-        check_follows(self.spec, self.end, p0, p1)
-        wanted = frozenset(wanted)
-        self._track(wanted)
-        views = []
-        while p0 < p1:  # chunks a few windows long keep the cumulative sums well-conditioned
-            end = self._chunk_end(p0, p1)
-            views.append(self._advance_sliding(p0, end, wanted))
-            p0 = end
-        return WindowView.concat(self.spec, views)
+        return advance_sliding([self], [(p0, p1)], wanted)
 
-    def _chunk_end(self, p0: int, p1: int) -> int:
-        """Where the chunk starting at ``p0`` ends (see ``_CHUNK_WINDOWS``)."""
-        if self.spec.kind is WindowKind.COUNT:
-            return min(p0 + _CHUNK_WINDOWS * max(self.spec.size, _MIN_COUNT_CHUNK), p1)
-        reg = self.register
-        horizon = int(reg.ts(p0, p0 + 1)[0]) + _CHUNK_WINDOWS * self.spec.size
-        return min(max(int(reg.search(horizon, side="left")), p0 + _MIN_CHUNK), p1)
 
-    def _advance_sliding(self, p0: int, p1: int, wanted: frozenset[str]) -> WindowView:
-        reg = self.register
-        ts, values = reg.ts(p0, p1), reg.values(p0, p1)
-        old_start = self.start
-        positions = np.arange(p0, p1)
-        if self.spec.kind is WindowKind.COUNT:
-            starts = np.maximum(positions - (self.spec.size - 1), old_start)
+def advance_sliding(
+    windows: Sequence[SlidingWindow], spans: Sequence[tuple[int, int]], wanted: Iterable[str]
+) -> WindowView:
+    """Advance windows of one shape, each over the register points ``[p0, p1)`` just appended
+    to its series (at least one), at once; one view of their points end to end."""
+    spec, wanted = windows[0].spec, frozenset(wanted)
+    bank = _Bank(windows, spans)
+    if bank.key is None:  # timestamps too far apart to share one search: one by one
+        pairs = zip(windows, spans, strict=True)
+        views = [advance_sliding([w], [span], wanted) for w, span in pairs]
+        return WindowView.concat(spec, views)
+    g, st, T, X = bank.g, bank.starts, bank.ts, bank.values
+    n = (g - st + 1).astype(np.float64)
+    stats = {"count": n} if "count" in wanted else {}
+    if wanted & _MOMENTS:
+        stats |= _moments(bank, n, wanted)
+    asked = [(name, sign) for name, sign in (("max", 1.0), ("min", -1.0)) if name in wanted]
+    if asked:  # min = -max(-x), both from one sparse table
+        signed = np.stack([sign * X for _, sign in asked])
+        for (name, sign), row in zip(asked, range_max(signed, st, g), strict=True):
+            stats[name] = sign * row
+    ts, values = T[g], X[g]
+    if "first" in wanted or "rate" in wanted:
+        first_and_rate(stats, T[st], X[st], ts, values)
+    if "last" in wanted:
+        stats["last"] = values
+    if "coverage" in wanted:
+        if spec.kind is WindowKind.COUNT:
+            stats["coverage"] = np.minimum(n / spec.size, 1.0)
         else:
-            starts = np.maximum(reg.search(ts - self.spec.size, side="right"), old_start)
-        n = (positions - starts + 1).astype(np.float64)
-        stats = {"count": n} if "count" in wanted else {}
-        if wanted & _MOMENTS:
-            stats |= self._moments(p0, p1, starts, n, wanted)
-        if "min" in wanted or "max" in wanted:
-            self._extremes(stats, wanted, values, p0, starts)
-        if "first" in wanted or "rate" in wanted:
-            offset = starts - old_start
-            held_ts, held_values = reg.ts(old_start, p1), reg.values(old_start, p1)
-            first_and_rate(stats, held_ts[offset], held_values[offset], ts, values)
-        self._last_and_coverage(stats, wanted, ts, values, n)
-        for queue, signed in self._queues(values):
-            queue.push(signed, p0, keep_from=int(starts[-1]))
-        self.start, self.end = int(starts[-1]), p1
-        self._pin()
-        return WindowView(self.spec, stats)
+            covered = [covered_from(w.register, w.complete_from_ts) for w in windows]
+            start = np.repeat(np.array(covered, dtype=np.int64), bank.new)
+            stats["coverage"] = np.clip((ts - start + 1) / spec.size, 0.0, 1.0)
+    last_starts = st[np.cumsum(bank.new) - 1] - bank.offsets
+    for window, (_, p1), start in zip(windows, spans, last_starts.tolist(), strict=True):
+        window.start, window.end = window.start + start, p1
+        window._pin()
+    return WindowView(spec, stats)
 
-    def _moments(
-        self, p0: int, p1: int, starts: np.ndarray, n: np.ndarray, wanted: frozenset[str]
-    ) -> dict[str, np.ndarray]:
-        """Moment statistics of the window of each point ``p0 + j``: prefix sums of the
-        features of the points held, about anchors at the middle of the first point's window,
-        differenced at the window's ends; ill-conditioned points recomputed exactly."""
-        reg = self.register
-        first = int(starts[0])
-        with_time = "slope" in wanted
-        held_ts, held_values = reg.ts(first, p1), reg.values(first, p1)
-        lead = p0 + 1 - first  # the first point's window
-        anchor = float(held_values[:lead].sum()) / lead
-        anchor_t = (int(held_ts[0]) + int(held_ts[lead - 1])) // 2
-        rows = features(held_ts, held_values, anchor, anchor_t, with_time)
-        leaving = int(starts[-1]) - first
-        if lead <= leaving:  # windows shorter than the batch: window sums from one prefix sum
-            prefix = np.zeros((len(rows), len(held_values) + 1))
-            np.cumsum(rows, axis=1, out=prefix[:, 1:])
-            ends, begins = prefix[:, lead:], prefix.take(starts - first, axis=1)
-        else:  # sum over the first window + entering prefix - leaving prefix (same sums)
-            ends = np.zeros((len(rows), len(n)))
-            np.cumsum(rows[:, lead:], axis=1, out=ends[:, 1:])
-            ends += rows[:, :lead].sum(axis=1)[:, None]
-            begins = np.zeros((len(rows), leaving + 1))
-            np.cumsum(rows[:, :leaving], axis=1, out=begins[:, 1:])
-            begins = begins.take(starts - first, axis=1)  # cheaper than [:, starts - first]
-        sums = ends - begins
-        stats = stats_from_sums(n, sums, anchor, wanted)
-        single = n == 1  # exact without sums: its value
-        for name in ("sum", "mean"):
-            if name in wanted:
-                stats[name][single] = held_values[lead - 1 :][single]
-        squares = SQUARE_ROWS[len(rows)]
-        scale = ends[squares] + begins[squares]  # the magnitudes subtracted
-        checked = wanted
-        may_cancel = "sum" in wanted or "mean" in wanted
-        if may_cancel and (held_values.min() >= 0 or held_values.max() <= 0):  # one sign
-            checked = wanted - {"sum", "mean"}
-        ill = ill_conditioned(n, sums, scale, anchor, float(len(held_values)), checked)
-        if checked & {"var", "stddev", "slope"}:  # squares of tiny values underflow
-            ends_at = np.arange(lead, len(held_values) + 1)
-            ill |= tiny_windows(held_values, starts - first, ends_at) & (n >= 2)
-        for j in ill.nonzero()[0].tolist():
-            lo, hi = int(starts[j]), p0 + j + 1
-            for name, value in exact_stats(reg.ts(lo, hi), reg.values(lo, hi), wanted).items():
-                stats[name][j] = value
-        return stats
 
-    # -- per-point statistics ------------------------------------------------------------------
-    def _extremes(
-        self,
-        stats: dict[str, np.ndarray],
-        wanted: frozenset[str],
-        values: np.ndarray,
-        p0: int,
-        starts: np.ndarray,
-    ) -> None:
-        kept = (("max", self._max, 1.0), ("min", self._neg_min, -1.0))  # min = -max(-x)
-        asked = [(name, q, sign) for name, q, sign in kept if name in wanted and q is not None]
-        if not asked:
-            return
-        # the new points' part of every window, of both extremes at once (one sparse table)
-        signed = np.stack([sign * values for _, _, sign in asked])
-        new = range_max(signed, np.clip(starts - p0, 0, None), np.arange(len(values)))
-        for (name, queue, sign), row in zip(asked, new, strict=True):
-            stats[name] = sign * np.maximum(queue.held_max(starts), row)
+class _Bank:
+    """The points of several windows of one shape end to end: each window's held points
+    then its new ones (a segment), with every new point's index ``g`` and its window's first
+    index ``starts`` in that layout."""
 
-    def _last_and_coverage(
-        self,
-        stats: dict[str, np.ndarray],
-        wanted: frozenset[str],
-        ts: np.ndarray,
-        values: np.ndarray,
-        n: np.ndarray,
-    ) -> None:
-        if "last" in wanted:
-            stats["last"] = values.astype(np.float64)
-        if "coverage" in wanted:
-            stats["coverage"] = self._coverage(ts, n)
+    def __init__(self, windows: Sequence[SlidingWindow], spans: Sequence[tuple[int, int]]):
+        spec = windows[0].spec
+        ts, values = [], []
+        for w, (p0, p1) in zip(windows, spans, strict=True):
+            check_follows(w.spec, w.end, p0, p1)
+            ts.append(w.register.ts(w.start, p1))
+            values.append(w.register.values(w.start, p1))
+        self.ts, self.values = np.concatenate(ts), np.concatenate(values)
+        held = np.array([w.start for w in windows], dtype=np.int64)
+        p0s, p1s = (np.array(side, dtype=np.int64) for side in zip(*spans, strict=True))
+        lengths, self.new = p1s - held, p1s - p0s
+        self.offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        first_new = self.offsets + (p0s - held)
+        before = np.concatenate(([0], np.cumsum(self.new)[:-1]))
+        rel = np.arange(int(self.new.sum())) - np.repeat(before, self.new)  # within the window
+        self.g = rel + np.repeat(first_new, self.new)
+        floor = np.repeat(self.offsets, self.new)
+        self.key: np.ndarray | None = self.ts
+        if spec.kind is WindowKind.COUNT:
+            self.starts = np.maximum(self.g - (spec.size - 1), floor)
+            chunk = rel // (_CHUNK_WINDOWS * max(spec.size, _MIN_COUNT_CHUNK))
+        else:
+            self.key = self._time_key(lengths, spec.size)
+            if self.key is None:
+                return
+            q = self.key[self.g] - spec.size
+            self.starts = np.maximum(np.searchsorted(self.key, q, side="right"), floor)
+            block = self.g - rel % _MIN_CHUNK  # the first point of each block of 32
+            since = self.ts[block] - np.repeat(self.ts[first_new], self.new)
+            chunk = since // (_CHUNK_WINDOWS * spec.size)
+        head = np.ones(len(self.g), dtype=bool)
+        head[1:] = (chunk[1:] != chunk[:-1]) | (rel[1:] == 0)
+        self.heads = np.flatnonzero(head)  # the first new point of every chunk
 
-    def _coverage(self, ts: np.ndarray, count: np.ndarray) -> np.ndarray:
-        if self.spec.kind is WindowKind.COUNT:
-            return np.minimum(count / self.spec.size, 1.0)
-        start = covered_from(self.register, self.complete_from_ts)
-        return np.clip((ts - start + 1) / self.spec.size, 0.0, 1.0)
+    def _time_key(self, lengths: np.ndarray, size: int) -> np.ndarray | None:
+        """Timestamps made increasing across segments, each segment after the last by more
+        than ``size``, so one search finds every window's start; None if that overflows."""
+        if len(lengths) == 1:
+            return self.ts
+        base = self.ts[self.offsets]
+        span = self.ts[self.offsets + lengths - 1] - base
+        steps = span + (size + 1)
+        if int(steps.astype(object).sum()) >= _KEY_LIMIT or int(span.max()) >= _KEY_LIMIT:
+            return None
+        before = np.concatenate(([0], np.cumsum(steps)[:-1]))
+        return (self.ts - np.repeat(base, lengths)) + np.repeat(before, lengths)
+
+
+def _moments(bank: _Bank, n: np.ndarray, wanted: frozenset[str]) -> dict[str, np.ndarray]:
+    """Moment statistics of the window of each new point: per chunk, the feature sums of its
+    first window plus running sums of the points entering minus those of the points leaving,
+    about anchors at the middle of the first window; ill-conditioned points recomputed
+    exactly."""
+    g, st, T, X, heads = bank.g, bank.starts, bank.ts, bank.values, bank.heads
+    tails = np.append(heads[1:], len(g)) - 1
+    first, lead = st[heads], g[heads] + 1 - st[heads]  # the chunk's first window
+    lengths = g[tails] + 1 - first  # points from the first window to the chunk's last
+    at = np.concatenate(([0], np.cumsum(lengths)[:-1]))  # where each chunk's points start
+    take = np.arange(int(lengths.sum())) - np.repeat(at - first, lengths)
+    ts, values = T[take], X[take]
+    bounds = np.stack((at, at + lead), axis=1).reshape(-1)  # each chunk's first window
+    if bounds[-1] == len(values):  # the last chunk's first window runs to the end
+        bounds = bounds[:-1]
+    anchor = np.add.reduceat(values, bounds)[::2] / lead
+    anchor_t = (ts[at] + ts[at + lead - 1]) // 2
+    rows = features(
+        ts, values, np.repeat(anchor, lengths), np.repeat(anchor_t, lengths), "slope" in wanted
+    )
+    # window sums = the first window's + the entering points' - the leaving points', from
+    # running sums of each chunk's own (from zero: no rounding carried over); where the windows
+    # are shorter than the chunk, one running sum over all its points gives both ends
+    leaving = st[tails] - first  # the points that leave the windows of a chunk
+    single = lead <= leaving
+    window = np.add.reduceat(rows, bounds, axis=1)[:, ::2]
+    window[:, single] = 0.0
+    room = np.where(single, lengths, leaving) + 1
+    at_leaving = np.concatenate(([0], np.cumsum(room)[:-1]))
+    entering = np.zeros((len(rows), len(g)))  # per new point: the chunk's entering points' sums
+    left = np.zeros((len(rows), int(room.sum())))
+    columns = [v.tolist() for v in (heads, tails - heads + 1, at, lengths, lead, at_leaving)]
+    for h, k, lo, size, first_k, out, leave, one in zip(
+        *columns, leaving.tolist(), single.tolist(), strict=True
+    ):
+        if one:
+            np.cumsum(rows[:, lo : lo + size], axis=1, out=left[:, out + 1 : out + size + 1])
+            entering[:, h : h + k] = left[:, out + first_k : out + first_k + k]
+        else:
+            enter = lo + first_k
+            np.cumsum(rows[:, enter : enter + k - 1], axis=1, out=entering[:, h + 1 : h + k])
+            np.cumsum(rows[:, lo : lo + leave], axis=1, out=left[:, out + 1 : out + leave + 1])
+    chunk = np.repeat(np.arange(len(heads)), tails - heads + 1)
+    ends = entering + window[:, chunk]
+    begins = left.take(at_leaving[chunk] + st - first[chunk], axis=1)
+    sums = ends - begins
+    point_anchor = anchor[chunk]
+    stats = stats_from_sums(n, sums, point_anchor, wanted)
+    single = n == 1  # exact without sums: its value
+    for name in _CANCEL & wanted:
+        stats[name][single] = X[g][single]
+    squares = SQUARE_ROWS[len(rows)]
+    scale = ends[squares] + begins[squares]  # the magnitudes subtracted
+    terms = lengths[chunk].astype(np.float64)
+    ill = ill_conditioned(n, sums, scale, point_anchor, terms, wanted - _CANCEL)
+    if wanted & _CANCEL:  # only where the chunk holds values of both signs
+        low, high = np.minimum.reduceat(values, at), np.maximum.reduceat(values, at)
+        mixed = ((low < 0) & (high > 0))[chunk]
+        ill |= ill_conditioned(n, sums, scale, point_anchor, terms, wanted & _CANCEL) & mixed
+    if wanted & {"var", "stddev", "slope"}:  # squares of tiny values underflow
+        ill |= tiny_windows(X, st, g + 1) & (n >= 2)
+    for j in ill.nonzero()[0].tolist():
+        lo, hi = int(st[j]), int(g[j]) + 1
+        for name, value in exact_stats(T[lo:hi], X[lo:hi], wanted).items():
+            stats[name][j] = value
+    return stats

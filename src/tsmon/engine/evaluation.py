@@ -1,8 +1,8 @@
 """Evaluating one compiled query over a run of points of its trigger series.
 
-The statistics come from the series' window views; the points where the condition holds become
-one :class:`~tsmon.engine.events.EventChunk`, with the payload evaluated on those points only and
-the smallest coverage of the windows the query read.
+The statistics come from the series' window views; the points where the condition holds (of one
+series or of several) become one :class:`~tsmon.engine.events.EventChunk`, with the payload
+evaluated on those points only and the smallest coverage of the windows the query read.
 """
 
 from __future__ import annotations
@@ -16,17 +16,18 @@ from tsmon.query import CompiledQuery
 
 
 class ViewBindings:
-    """Per-point values a compiled query reads: the trigger points and their windows."""
+    """Per-point values a compiled query reads: the trigger points (of one series or of
+    several, ``series`` naming each) and their windows."""
 
     def __init__(
         self,
-        series: str,
+        series: np.ndarray,
         ts_ms: np.ndarray,
         value: np.ndarray,
         views: dict[WindowSpec, WindowView],
         at: np.ndarray | None = None,
     ) -> None:
-        self.series = series
+        self.series = series if at is None else series[at]
         self.ts_ms = ts_ms if at is None else ts_ms[at]
         self.value = value if at is None else value[at]
         self._views = views
@@ -62,7 +63,7 @@ def fire(
         order=seq[fired],
         rank=rank,
         query=query.name,
-        series=bindings.series,
+        series=hit.series,
         ts_ms=hit.ts_ms,
         values=hit.value,
         payload={label: evaluate(hit) for label, evaluate in query.payload},

@@ -36,13 +36,13 @@ _new_event = partial(tuple.__new__, Event)
 
 @dataclass
 class EventChunk:
-    """The events of one query over one run of points, as columns."""
+    """The events of one query over runs of points, as columns."""
 
     epoch: int
     order: np.ndarray  # sort key within the epoch (arrival seq, or ts for replays)
     rank: int  # the query's registration rank, to break ties
     query: str
-    series: str
+    series: np.ndarray  # object: the series of each event
     ts_ms: np.ndarray
     values: np.ndarray
     payload: dict[str, np.ndarray]
@@ -76,7 +76,7 @@ class EventLog:
             seqs = repeat(None, k) if chunk.replayed else chunk.order.tolist()
             fields = (
                 repeat(chunk.query, k),
-                repeat(chunk.series, k),
+                chunk.series.tolist(),
                 chunk.ts_ms.tolist(),
                 chunk.values.tolist(),
                 payloads,

@@ -2,18 +2,17 @@
 
 This is the unit a runtime hosts per series (in-process here, inside a source node on Spark):
 it stores points, keeps every window its queries read (one per shape, reference-counted), and
-hands back per-point window statistics. It knows nothing of queries or events.
+hands back per-point window statistics (:func:`advance_together`: of many series with the same
+windows at once). It knows nothing of queries or events.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-
-import numpy as np
+from collections.abc import Iterable, Mapping, Sequence
 
 from tsmon.core.register import DuplicatePolicy, Register, RegisterConfig
 from tsmon.core.window_spec import WindowSpec
-from tsmon.core.windows import Window, WindowView, open_window
+from tsmon.core.windows import Window, WindowView, advance_many, open_window
 from tsmon.engine.deadletters import Reason
 
 Plan = Mapping[WindowSpec, frozenset[str]]  # the statistics each window must produce
@@ -24,10 +23,12 @@ class SeriesNode:
 
     Examples
     --------
+    >>> import numpy as np
     >>> node = SeriesNode("cpu", RegisterConfig(retention_ms=None))
     >>> spec = WindowSpec.count(2)
     >>> node.acquire([spec])
-    >>> views = node.append(np.array([0, 1000]), np.array([1.0, 3.0]), {spec: frozenset({"mean"})})
+    >>> span = node.register.append(np.array([0, 1000]), np.array([1.0, 3.0]))
+    >>> views = advance_together([node], [span], {spec: frozenset({"mean"})})
     >>> views[spec].stat("mean").tolist()
     [1.0, 2.0]
     """
@@ -62,19 +63,6 @@ class SeriesNode:
         self.windows.clear()
 
     # -- storing points ------------------------------------------------------------------------
-    def append(
-        self, ts: np.ndarray, values: np.ndarray, plan: Plan
-    ) -> dict[WindowSpec, WindowView]:
-        """Store points newer than every stored one; return each window's per-point stats."""
-        p0, p1 = self.register.append(ts, values)
-        try:
-            return {spec: w.advance(p0, p1, plan[spec]) for spec, w in self.windows.items()}
-        except BaseException:
-            self.rebuild()  # keep windows and register consistent whatever went wrong
-            raise
-        finally:
-            self.register.evict()
-
     def rejection(self, ts: int) -> tuple[Reason, str] | None:
         """Why a point not newer than the newest stored one cannot be stored, if it cannot."""
         reg = self.register
@@ -128,3 +116,23 @@ class SeriesNode:
             finally:
                 window.close()
         return views
+
+
+def advance_together(
+    nodes: Sequence[SeriesNode], spans: Sequence[tuple[int, int]], plan: Plan
+) -> dict[WindowSpec, WindowView]:
+    """Advance the windows of series with the same windows over the points ``[p0, p1)`` just
+    appended to each (at least one), all series at once; each window's per-point statistics,
+    the series' points in turn. The registers evict what no window holds any more."""
+    try:
+        return {
+            spec: advance_many([node.windows[spec] for node in nodes], spans, wanted)
+            for spec, wanted in plan.items()
+        }
+    except BaseException:
+        for node in nodes:
+            node.rebuild()  # keep windows and registers consistent whatever went wrong
+        raise
+    finally:
+        for node in nodes:
+            node.register.evict()

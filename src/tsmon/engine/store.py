@@ -6,7 +6,9 @@ reference-counted), and evaluates every query triggered by a series each time a 
 series is stored, with the windows as of that point (claim 1). Queries, series and windows can
 be added and removed at any time; an inserted window is populated at once from history (claims
 2 and 3). A query's condition and payload read the windows of its trigger series only, so points
-of different series are independent and each series' points are processed as one vectorized run.
+of different series are independent: the series of a batch that trigger the same queries (hence
+have the same windows) advance their windows and evaluate those queries together, each step
+vectorized over all their points (:func:`~tsmon.engine.series.advance_together`).
 
 It is the watch-query engine of :class:`~tsmon.engine.monitor.Monitor` and of every source
 node's local part (:mod:`tsmon.kinds.local`). Query names are case-insensitive.
@@ -29,7 +31,7 @@ from tsmon.engine.evaluation import ViewBindings, fire
 from tsmon.engine.events import EventLog
 from tsmon.engine.points import Batch, read_batch
 from tsmon.engine.runs import regular_runs, series_groups
-from tsmon.engine.series import Plan, SeriesNode
+from tsmon.engine.series import Plan, SeriesNode, advance_together
 from tsmon.query import CompiledQuery, Stat, parse_expr, query_key
 from tsmon.query.patterns import is_glob, no_match, series_matches
 
@@ -185,20 +187,30 @@ class SeriesStore:
         its queries as of that point. Rejected points go to :attr:`dead`; ``accepted`` hears
         of the others."""
         self._epoch += 1
-        for name, take in series_groups(batch.series):
-            try:
-                problem = self._admit(name)
-                if problem is not None:
-                    b = batch
-                    self.dead.add(
-                        b.seq[take], b.series[take], b.ts_ms[take], b.values[take], *problem
-                    )
-                else:
-                    self._ingest_series(
-                        name, batch.seq[take], batch.ts_ms[take], batch.values[take], accepted
-                    )
-            finally:  # counted even if a bug raises, so received = accepted + rejected holds
-                self.counts["received"] += len(take)
+        runs = _Runs()
+        try:
+            for name, take in series_groups(batch.series):
+                try:
+                    problem = self._admit(name)
+                    if problem is not None:
+                        b = batch
+                        self.dead.add(
+                            b.seq[take], b.series[take], b.ts_ms[take], b.values[take], *problem
+                        )
+                    else:
+                        self._ingest_series(
+                            name,
+                            batch.seq[take],
+                            batch.ts_ms[take],
+                            batch.values[take],
+                            accepted,
+                            runs,
+                        )
+                finally:  # counted even if a bug raises, so received = accepted + rejected
+                    self.counts["received"] += len(take)
+        finally:  # the points stored so far trigger their queries whatever happens next
+            for triggered in list(runs.pending):
+                self._advance_runs(triggered, runs)
 
     def _ingest_series(
         self,
@@ -207,17 +219,22 @@ class SeriesStore:
         ts: np.ndarray,
         vals: np.ndarray,
         accepted: Accepted | None,
+        runs: _Runs,
     ) -> None:
         node = self.nodes[name]
-        for lo, hi, regular in regular_runs(ts, node.register.last_ts):
+        triggered = tuple(k for k in self.queries if name in self._attached[k])
+        parts = list(regular_runs(ts, node.register.last_ts))
+        for lo, hi, regular in parts:
             if not regular:
                 for i in range(lo, hi):
                     self._late(node, seq[i : i + 1], ts[i : i + 1], vals[i : i + 1], accepted)
                 continue
             if accepted is not None:
                 accepted(name, seq[lo:hi], ts[lo:hi], vals[lo:hi], True)
-            views = node.append(ts[lo:hi], vals[lo:hi], self._plan(name))
-            self._evaluate(name, seq[lo:hi], ts[lo:hi], vals[lo:hi], views)
+            span = node.register.append(ts[lo:hi], vals[lo:hi])
+            full = runs.add(triggered, (node, seq[lo:hi], ts[lo:hi], vals[lo:hi], span))
+            if full or len(parts) > 1:  # a late point needs the windows as of the points before
+                self._advance_runs(triggered, runs)
             newest = int(ts[hi - 1])
             self.now_ms = newest if self.now_ms is None else max(self.now_ms, newest)
 
@@ -240,25 +257,40 @@ class SeriesStore:
             accepted(node.name, seq, ts, vals, False)
         self.counts["duplicates_replaced" if replaced else "late_inserted"] += 1
         views = node.views_as_of(pos, pos + 1, self._plan(node.name))
-        self._evaluate(node.name, seq, ts, vals, views)
+        triggered = [k for k in self.queries if node.name in self._attached[k]]
+        self._evaluate(np.array([node.name], dtype=object), seq, ts, vals, views, triggered)
         node.register.evict()
+
+    def _advance_runs(self, triggered: tuple[str, ...], runs: _Runs) -> None:
+        """Advance the windows of the series that trigger the queries ``triggered`` (hence
+        have the same windows) over their pending runs, and evaluate those queries, all series
+        at once."""
+        group = runs.take(triggered)
+        nodes = [run[0] for run in group]
+        views = advance_together(nodes, [run[4] for run in group], self._plan(nodes[0].name))
+        if not triggered:
+            return
+        names = np.array([node.name for node in nodes], dtype=object)
+        series = np.repeat(names, [len(run[2]) for run in group])
+        seq, ts, vals = (np.concatenate([run[i] for run in group]) for i in (1, 2, 3))
+        self._evaluate(series, seq, ts, vals, views, triggered)
 
     def _evaluate(
         self,
-        name: str,
+        series: np.ndarray,
         seq: np.ndarray,
         ts: np.ndarray,
         vals: np.ndarray,
         views: dict[WindowSpec, WindowView],
-        replay_of: CompiledQuery | None = None,
+        triggered: Iterable[str],
+        replayed: bool = False,
     ) -> None:
-        """Evaluate the queries the series triggers (or just ``replay_of``) over its points."""
-        bindings = ViewBindings(name, ts, vals, views)
-        for rank, (key, query) in enumerate(self.queries.items()):
-            wanted = name in self._attached[key] if replay_of is None else query is replay_of
-            if not wanted:
-                continue
-            chunk = fire(query, bindings, seq, self._epoch, rank, replayed=replay_of is not None)
+        """Evaluate the queries ``triggered`` (keys) over the points (``series``: the name of
+        each), each query's events ranked by its registration order."""
+        bindings = ViewBindings(series, ts, vals, views)
+        ranks = {key: rank for rank, key in enumerate(self.queries)}
+        for key in triggered:
+            chunk = fire(self.queries[key], bindings, seq, self._epoch, ranks[key], replayed)
             if chunk is not None:
                 self.events.add(chunk)
 
@@ -274,7 +306,8 @@ class SeriesStore:
                 continue
             views = node.views_as_of(p0, reg.end, _wanted_stats([query], query.windows))
             ts = np.array(reg.ts(p0, reg.end))
-            self._evaluate(name, ts, ts, np.array(reg.values(p0, reg.end)), views, replay_of=query)
+            series, values = np.full(len(ts), name, dtype=object), np.array(reg.values(p0, reg.end))
+            self._evaluate(series, ts, ts, values, views, [query_key(query.name)], True)
 
     # -- reading -------------------------------------------------------------------------------
     def unmatched(self) -> dict[str, str]:
@@ -314,6 +347,34 @@ class SeriesStore:
             "queries": len(self.queries),
             "points_stored": sum(len(node.register) for node in self.nodes.values()),
         }
+
+
+#: The runs of series that trigger the same queries advance their windows and are evaluated
+#: together, up to this many points at once.
+_GROUP_POINTS = 1 << 16
+
+#: One run of points appended to a register: (series, seq, ts, values, positions [p0, p1)).
+_Run = tuple[SeriesNode, np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]
+
+
+class _Runs:
+    """The runs of one ingest whose windows are not yet advanced, by the queries their series
+    trigger."""
+
+    def __init__(self) -> None:
+        self.pending: dict[tuple[str, ...], list[_Run]] = {}
+        self._points: Counter[tuple[str, ...]] = Counter()
+
+    def add(self, triggered: tuple[str, ...], run: _Run) -> bool:
+        """Keep a run; whether its group now holds enough points to be advanced."""
+        self.pending.setdefault(triggered, []).append(run)
+        self._points[triggered] += len(run[2])
+        return self._points[triggered] >= _GROUP_POINTS
+
+    def take(self, triggered: tuple[str, ...]) -> list[_Run]:
+        """Forget and return the runs of one group."""
+        del self._points[triggered]
+        return self.pending.pop(triggered)
 
 
 def _wanted_stats(queries: Iterable[CompiledQuery], specs: Iterable[WindowSpec]) -> Plan:

@@ -54,9 +54,9 @@ from tsmon.query.wavelet import WaveletDef
 
 
 class Bindings(Protocol):
-    """What an evaluator reads: the triggering points of one series and their window stats."""
+    """What an evaluator reads: the triggering points and their window stats."""
 
-    series: str  # the trigger series
+    series: str | np.ndarray  # the trigger series (of every point, or one name per point)
     ts_ms: np.ndarray  # int64, one per triggering point
     value: np.ndarray  # float64, the triggering points' values
 

@@ -29,13 +29,14 @@ BUCKETS_PER_PARTITION = 8
 """Default buckets per shuffle partition: enough that hashing spreads them evenly over the
 partitions, few enough that the per-bucket pandas overhead (~1 ms) stays small."""
 
-STATE_FORMAT = 5
+STATE_FORMAT = 6
 """Version of the pickled nodes, kept in ``host.json``: 2 has compact registers
 (:mod:`tsmon.core.register`), 3 their sealed runs in history files
 (:mod:`tsmon.spark.history`), 4 registers, filters and stream models pickled as tuples of
 their fields and the runs stored as binary records, not pickles (faster and smaller), 5 the
 references to runs pickled as calls of :func:`tsmon.spark.history.run_at`, not persistent
-ids (faster to pickle); a checkpoint of another version cannot be resumed."""
+ids (faster to pickle), 6 sliding windows without monotonic queues (their extremes come from
+the points they hold); a checkpoint of another version cannot be resumed."""
 
 
 class BucketsChanged(ValueError):
