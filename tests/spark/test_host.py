@@ -232,19 +232,19 @@ def test_buckets_are_frozen_in_the_checkpoint():
         freeze_buckets(ckpt, 8, 16)
     older = Path(tempfile.mkdtemp())  # nodes pickled with the registers' arrays (format 1)
     (older / "host.json").write_text('{"buckets": 16}')
-    with pytest.raises(BucketsChanged, match="state format 1, this one reads 5"):
+    with pytest.raises(BucketsChanged, match="state format 1, this one reads 6"):
         freeze_buckets(older, None, 16)
     whole = Path(tempfile.mkdtemp())  # registers pickled whole in the state (format 2)
     (whole / "host.json").write_text('{"buckets": 16, "state": 2}')
-    with pytest.raises(BucketsChanged, match="state format 2, this one reads 5"):
+    with pytest.raises(BucketsChanged, match="state format 2, this one reads 6"):
         freeze_buckets(whole, None, 16)
     runs = Path(tempfile.mkdtemp())  # registers, filters and models pickled as dicts (format 3)
     (runs / "host.json").write_text('{"buckets": 16, "state": 3}')
-    with pytest.raises(BucketsChanged, match="state format 3, this one reads 5"):
+    with pytest.raises(BucketsChanged, match="state format 3, this one reads 6"):
         freeze_buckets(runs, None, 16)
     queues = Path(tempfile.mkdtemp())  # sliding windows with monotonic queues (format 4)
     (queues / "host.json").write_text('{"buckets": 16, "state": 4}')
-    with pytest.raises(BucketsChanged, match="state format 4, this one reads 5"):
+    with pytest.raises(BucketsChanged, match="state format 4, this one reads 6"):
         freeze_buckets(queues, None, 16)
     old = Path(tempfile.mkdtemp())
     (old / "nodes" / "offsets").mkdir(parents=True)
