@@ -10,8 +10,8 @@ clock, no I/O, seeded generators are part of the state), so restoring the snapsh
 stepping it again on the logged inputs, which all stepped cleanly, gives the state before the
 current step: the same a copy taken just before it would give.
 
-The log's inputs must not change after their step: the hosts log data rows they made for that
-step (a node turns them into tuples at once) and pickle what others may still hold (control
+The log's inputs must not change after their step: the hosts log the data they made for that
+step (a source's points as its own columns) and pickle what others may still hold (control
 rows, the coordinator's input rows). A change made to the object outside its steps cannot be
 replayed: the host calls :meth:`Journal.changed`, and the next step starts from a snapshot.
 """
