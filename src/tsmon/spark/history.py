@@ -118,7 +118,7 @@ class History(Blobs):
             return path.read_bytes()
         except FileNotFoundError:
             raise RuntimeError(
-                f"the register history file {path} is missing: the checkpoint must be on a "
+                f"the history file {path} is missing: the checkpoint must be on a "
                 "file system every executor reads at the same path, and files under "
                 "history/ must not be removed"
             ) from None
