@@ -147,3 +147,14 @@ def test_a_node_with_runs_apart_loads_only_through_its_history(tmp_path):
         assert got.values(got.start, got.end).tobytes() == reg.values(reg.start, reg.end).tobytes()
     with pytest.raises(pickle.UnpicklingError, match="history file"):
         pickle.loads(blob)
+
+
+def test_a_missing_nodes_file_fails_with_its_path(tmp_path):
+    """The Spark state names the nodes' file of its batch: without it, one clear error."""
+    t = HostTester(_node("1h"), buckets=1, history=str(tmp_path))
+    batches = _batches(3, 20, seed=4)
+    for rows in batches[:2]:
+        _outputs(t, rows)
+    (tmp_path / "b0" / "1.nodes").unlink()
+    with pytest.raises(RuntimeError, match=r"history file .*b0/1\.nodes is missing"):
+        _outputs(t, batches[2])

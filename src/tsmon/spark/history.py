@@ -1,5 +1,5 @@
-"""A bucket's sealed register points in files beside its Spark state (issue 15, "state
-proportional to change").
+"""A bucket's pickled nodes and sealed register points in files beside its Spark state
+(issue 15, "state proportional to change").
 
 ``applyInPandasWithState`` keeps one state value per key (a bucket of sources) and the host
 rewrites it whole every batch. Registers retain history (``[registers] retention``, 1 h by
@@ -12,17 +12,25 @@ new runs, each node's newer points and the references.
 
 The pickler finds the runs with ``reducer_override``, which pickle calls for objects other
 than plain ints, floats, strings, bytes, tuples, lists and dicts; pickle's persistent ids
-(format 4) called Python for every one of a node's ~2,100 objects: 228 → 150 µs per node
+(format 4) called Python for every one of a node's ~2,100 objects: 228 → 154 µs per node
 pickled on ``bench_spark.py``'s nodes.
+
+The pickled nodes themselves go to a file of the batch too, and the Spark state value keeps
+the rest of :class:`BucketState` (the run files each node refers to, the files to delete, the
+batch count): a state value crosses between the JVM and Python twice a batch (Spark's
+Pyrolite pickles bytes character by character) and goes through RocksDB's changelog
+(``benchmarks/README.md``, "What pyspark's workers and the JVM spent around the host").
 
 Files: ``<checkpoint>/history/b<bucket>/<n>.runs``, the runs' binary records one after the
 other (:meth:`~tsmon.core.sealed.Sealed.record`: no pickle per run, so loading one costs no
-class lookup), ``n`` the bucket's count of committed batches, kept in its state: a replayed
+class lookup), and ``<n>.nodes``, the pickled ``{source: pickled node}`` of the bucket after
+batch ``n``; ``n`` the bucket's count of committed batches, kept in its state: a replayed
 batch starts from the same state and writes the same files with the same bytes (a node's step
 is deterministic), written atomically (temporary file, then rename). A file no node refers to
-after a batch is deleted at the bucket's next batch, when the state that still named it can no
-longer be replayed. The checkpoint must be on a file system every executor reads and writes at
-the same path, as Spark's own state files need on a cluster.
+after a batch, and the nodes' file the batch replaced, is deleted at the bucket's next batch,
+when the state that still named it can no longer be replayed. The checkpoint must be on a
+file system every executor reads and writes at the same path, as Spark's own state files need
+on a cluster.
 """
 
 from __future__ import annotations
@@ -110,7 +118,7 @@ class History(Blobs):
             return path.read_bytes()
         except FileNotFoundError:
             raise RuntimeError(
-                f"the register history file {path} is missing: the checkpoint must be on a "
+                f"the history file {path} is missing: the checkpoint must be on a "
                 "file system every executor reads at the same path, and files under "
                 "history/ must not be removed"
             ) from None
