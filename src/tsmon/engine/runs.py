@@ -1,11 +1,15 @@
-"""Splitting a batch: by series, then each series' points into runs appended at once."""
+"""Splitting a batch: by series, then each series' points into runs appended at once; the runs
+whose windows advance together (:class:`PendingRuns`)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pandas as pd
+
+from tsmon.engine.series import SeriesNode
 
 
 def regular_runs(ts: np.ndarray, last_ts: int | None) -> Iterator[tuple[int, int, bool]]:
@@ -50,3 +54,31 @@ def series_groups(names: np.ndarray) -> Iterable[tuple[object, np.ndarray]]:
     bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
     for code, name in enumerate(uniques):
         yield name, order[bounds[code] : bounds[code + 1]]
+
+
+#: The runs of series that trigger the same queries advance their windows and are evaluated
+#: together, up to this many points at once.
+_GROUP_POINTS = 1 << 16
+
+#: One run of points appended to a register: (series, seq, ts, values, positions [p0, p1)).
+Run = tuple[SeriesNode, np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]
+
+
+class PendingRuns:
+    """The runs of one ingest whose windows are not yet advanced, by the queries their series
+    trigger."""
+
+    def __init__(self) -> None:
+        self.pending: dict[tuple[str, ...], list[Run]] = {}
+        self._points: Counter[tuple[str, ...]] = Counter()
+
+    def add(self, triggered: tuple[str, ...], run: Run) -> bool:
+        """Keep a run; whether its group now holds enough points to be advanced."""
+        self.pending.setdefault(triggered, []).append(run)
+        self._points[triggered] += len(run[2])
+        return self._points[triggered] >= _GROUP_POINTS
+
+    def take(self, triggered: tuple[str, ...]) -> list[Run]:
+        """Forget and return the runs of one group."""
+        del self._points[triggered]
+        return self.pending.pop(triggered)

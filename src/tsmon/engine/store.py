@@ -30,7 +30,7 @@ from tsmon.engine.deadletters import DeadLetters, Reason
 from tsmon.engine.evaluation import ViewBindings, fire
 from tsmon.engine.events import EventLog
 from tsmon.engine.points import Batch, read_batch
-from tsmon.engine.runs import regular_runs, series_groups
+from tsmon.engine.runs import PendingRuns, regular_runs, series_groups
 from tsmon.engine.series import Plan, SeriesNode, advance_together
 from tsmon.query import CompiledQuery, Stat, parse_expr, query_key
 from tsmon.query.patterns import is_glob, no_match, series_matches
@@ -187,7 +187,7 @@ class SeriesStore:
         its queries as of that point. Rejected points go to :attr:`dead`; ``accepted`` hears
         of the others."""
         self._epoch += 1
-        runs = _Runs()
+        runs = PendingRuns()
         try:
             for name, take in series_groups(batch.series):
                 try:
@@ -219,7 +219,7 @@ class SeriesStore:
         ts: np.ndarray,
         vals: np.ndarray,
         accepted: Accepted | None,
-        runs: _Runs,
+        runs: PendingRuns,
     ) -> None:
         node = self.nodes[name]
         triggered = tuple(k for k in self.queries if name in self._attached[k])
@@ -261,7 +261,7 @@ class SeriesStore:
         self._evaluate(np.array([node.name], dtype=object), seq, ts, vals, views, triggered)
         node.register.evict()
 
-    def _advance_runs(self, triggered: tuple[str, ...], runs: _Runs) -> None:
+    def _advance_runs(self, triggered: tuple[str, ...], runs: PendingRuns) -> None:
         """Advance the windows of the series that trigger the queries ``triggered`` (hence
         have the same windows) over their pending runs, and evaluate those queries, all series
         at once."""
@@ -347,34 +347,6 @@ class SeriesStore:
             "queries": len(self.queries),
             "points_stored": sum(len(node.register) for node in self.nodes.values()),
         }
-
-
-#: The runs of series that trigger the same queries advance their windows and are evaluated
-#: together, up to this many points at once.
-_GROUP_POINTS = 1 << 16
-
-#: One run of points appended to a register: (series, seq, ts, values, positions [p0, p1)).
-_Run = tuple[SeriesNode, np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]
-
-
-class _Runs:
-    """The runs of one ingest whose windows are not yet advanced, by the queries their series
-    trigger."""
-
-    def __init__(self) -> None:
-        self.pending: dict[tuple[str, ...], list[_Run]] = {}
-        self._points: Counter[tuple[str, ...]] = Counter()
-
-    def add(self, triggered: tuple[str, ...], run: _Run) -> bool:
-        """Keep a run; whether its group now holds enough points to be advanced."""
-        self.pending.setdefault(triggered, []).append(run)
-        self._points[triggered] += len(run[2])
-        return self._points[triggered] >= _GROUP_POINTS
-
-    def take(self, triggered: tuple[str, ...]) -> list[_Run]:
-        """Forget and return the runs of one group."""
-        del self._points[triggered]
-        return self.pending.pop(triggered)
 
 
 def _wanted_stats(queries: Iterable[CompiledQuery], specs: Iterable[WindowSpec]) -> Plan:
