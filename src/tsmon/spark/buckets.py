@@ -35,7 +35,8 @@ STATE_FORMAT = 6
 (:mod:`tsmon.spark.history`), 4 registers, filters and stream models pickled as tuples of
 their fields and the runs stored as binary records, not pickles (faster and smaller), 5 the
 references to runs pickled as calls of :func:`tsmon.spark.history.run_at`, not persistent
-ids (faster to pickle), 6 sliding windows without monotonic queues (their extremes come from
+ids (faster to pickle) and each bucket's pickled nodes in a file of the batch, not in the
+Spark state, 6 sliding windows without monotonic queues (their extremes come from
 the points they hold); a checkpoint of another version cannot be resumed."""
 
 
