@@ -36,7 +36,7 @@ class Name(str):
 Point = namedtuple("Point", "source series ts value")
 
 SOURCES = ["n1", "n2", "n3"]
-ODD_SOURCES = ["", Name("n1"), f"{PARTITION_PREFIX}0", 7, None, "n1", "n2"]
+ODD_SOURCES = ["", Name("n1"), f"{PARTITION_PREFIX}0", 7, None, ["n1"], "n1", "n2"]
 SERIES = ["a", "b", "c", "d"]
 ODD_SERIES = ["", Name("c"), 5, None, b"c"]
 ODD_TS = [True, np.int64(1_000), np.int32(7), 2**70, -(2**70), 2**63 - 1, 1.5, "5", None]

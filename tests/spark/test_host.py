@@ -242,11 +242,11 @@ def test_buckets_are_frozen_in_the_checkpoint():
     (runs / "host.json").write_text('{"buckets": 16, "state": 3}')
     with pytest.raises(BucketsChanged, match="state format 3, this one reads 6"):
         freeze_buckets(runs, None, 16)
-    queues = Path(tempfile.mkdtemp())  # windows with monotonic queues, format 4
+    queues = Path(tempfile.mkdtemp())  # runs referenced by persistent ids (format 4)
     (queues / "host.json").write_text('{"buckets": 16, "state": 4}')
     with pytest.raises(BucketsChanged, match="state format 4, this one reads 6"):
         freeze_buckets(queues, None, 16)
-    in_state = Path(tempfile.mkdtemp())  # pickled nodes in the Spark state, not files (format 5)
+    in_state = Path(tempfile.mkdtemp())  # windows with monotonic queues (format 5)
     (in_state / "host.json").write_text('{"buckets": 16, "state": 5}')
     with pytest.raises(BucketsChanged, match="state format 5, this one reads 6"):
         freeze_buckets(in_state, None, 16)

@@ -90,7 +90,7 @@ def test_spark_archives_dropped_only_for_the_installed_version(tmp_path):
     (lib / "py4j-0.10.9.9-src.zip").write_bytes(b"")
     jar = tmp_path / "jars" / "spark-core_2.13-4.3.0.jar"
     jar.write_bytes(b"")
-    other = tmp_path / "user.zip"
+    other = lib / "user.zip"  # a user's --py-files beside Spark's (YARN, Kubernetes)
     other.write_bytes(b"")
     same = _archive(lib / "pyspark.zip", metadata.version("pyspark"))
     path = [str(tmp_path), same, str(lib / "py4j-0.10.9.9-src.zip"), str(jar), str(other)]

@@ -132,9 +132,11 @@ def _quick(
     kinds = set(map(type, value))
     if not (set(map(type, series)) <= {str} and set(map(type, ts)) <= {int}):
         return None
+    if not set(map(type, sources)) <= {str}:  # before set(sources): a list is unhashable
+        return None
     if not kinds <= {float, int}:
         return None
-    if any(type(s) is not str or reserved_part(s) is not None for s in set(sources)):
+    if any(reserved_part(s) is not None for s in set(sources)):
         return None
     pinned = hub.pinned_series()
     located: dict[str, str] = {}
