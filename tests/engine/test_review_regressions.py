@@ -109,3 +109,33 @@ def test_bad_config_fails_at_construction(kwargs, error) -> None:
 def test_a_string_of_series_is_refused() -> None:
     with pytest.raises(TypeError, match=r"pass \['cpu'\]"):
         Monitor("cpu")
+
+
+def test_a_failing_window_group_leaves_the_other_groups_sound(monkeypatch) -> None:
+    """When advancing one group of series' windows raises, the groups after it are rebuilt
+    from their registers: the next ingest of every series works and is exact."""
+    import tsmon.engine.series as series
+
+    mon = Monitor(["a", "b", "c"])
+    for name in ("a", "b", "c"):  # three groups: each series triggers its own query
+        mon.add_query(f"QUERY q_{name} ON {name} EMIT mean(3 points) AS m")
+    real = series.advance_many
+    calls = []
+
+    def first_fails(windows, spans, wanted):
+        calls.append(len(windows))
+        if len(calls) == 1:
+            raise RuntimeError("planted")
+        return real(windows, spans, wanted)
+
+    monkeypatch.setattr(series, "advance_many", first_fails)
+    names = [n for n in "abc" for _ in range(3)]
+    values = [1.0, 2.0, 3.0, 10.0, 20.0, 30.0, 5.0, 7.0, 9.0]
+    with pytest.raises(RuntimeError, match="planted"):
+        mon.ingest(names, [0, 1000, 2000] * 3, values)
+    assert calls == [1]  # the first group failed; the others were rebuilt, not advanced
+    monkeypatch.setattr(series, "advance_many", real)
+    mon.events()
+    mon.ingest(["a", "b", "c"], [3000] * 3, [4.0, 40.0, 11.0])
+    means = {e.query: e.payload["m"] for e in mon.events()}
+    assert means == {"q_a": 3.0, "q_b": 30.0, "q_c": 9.0}

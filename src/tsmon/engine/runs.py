@@ -4,7 +4,7 @@ whose windows advance together (:class:`PendingRuns`)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -82,3 +82,20 @@ class PendingRuns:
         """Forget and return the runs of one group."""
         del self._points[triggered]
         return self.pending.pop(triggered)
+
+    def flush(self, advance: Callable[[tuple[str, ...]], None]) -> None:
+        """``advance`` each group left (it takes the group's runs); after one raises, the
+        windows of the groups still pending are rebuilt from their registers (their points
+        stay stored, without events) and the error is raised."""
+        error: BaseException | None = None
+        for triggered in list(self.pending):
+            if error is not None:
+                for run in self.take(triggered):
+                    run[0].rebuild()
+                continue
+            try:
+                advance(triggered)
+            except BaseException as e:
+                error = e
+        if error is not None:
+            raise error

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
+from functools import partial
 from numbers import Integral
 
 import numpy as np
@@ -209,8 +210,7 @@ class SeriesStore:
                 finally:  # counted even if a bug raises, so received = accepted + rejected
                     self.counts["received"] += len(take)
         finally:  # the points stored so far trigger their queries whatever happens next
-            for triggered in list(runs.pending):
-                self._advance_runs(triggered, runs)
+            runs.flush(partial(self._advance_runs, runs=runs))
 
     def _ingest_series(
         self,
