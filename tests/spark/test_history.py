@@ -112,6 +112,25 @@ def test_files_no_node_refers_to_are_deleted_a_batch_later(tmp_path):
     assert len(on_disk) <= 3  # 20 s retained of 50 s batches: a file or two, not 30
 
 
+def test_a_killed_writers_temporary_files_go_with_their_file(tmp_path):
+    """A process killed mid-write leaves ``.<name>.<pid>``; the replay writes ``<name>`` under
+    its own pid, and the leftover is deleted when ``<name>`` is, nothing else."""
+    t = HostTester(_node("2m"), buckets=1, history=str(tmp_path))
+    batches = _batches(4, 200, seed=5)
+    _outputs(t, batches[0])
+    b0 = tmp_path / "b0"
+    leftovers = [b0 / ".1.nodes.99999", b0 / ".1.runs.99999"]
+    for p in leftovers:
+        p.write_bytes(b"half a file")
+    _outputs(t, batches[1])
+    assert (b0 / "1.nodes").exists() and (b0 / "1.runs").exists()
+    assert all(p.exists() for p in leftovers)  # their files are still in use
+    for rows in batches[2:]:
+        _outputs(t, rows)
+    assert not (b0 / "1.nodes").exists() and not (b0 / "1.runs").exists()
+    assert not [p.name for p in b0.iterdir() if p.name.startswith(".")]
+
+
 def test_a_replayed_batch_writes_the_same_files_and_rows(tmp_path):
     """Spark replays a failed batch from the last committed state: same rows, same bytes."""
     t = HostTester(_node("1h"), buckets=2, history=str(tmp_path))

@@ -30,7 +30,9 @@ is deterministic), written atomically (temporary file, then rename). A file no n
 after a batch, and the nodes' file the batch replaced, is deleted at the bucket's next batch,
 when the state that still named it can no longer be replayed. The checkpoint must be on a
 file system every executor reads and writes at the same path, as Spark's own state files need
-on a cluster.
+on a cluster. A process killed while writing leaves its temporary file (``.<name>.<pid>``); it
+is deleted with ``<name>`` (by then every batch that could write it has committed). Files are
+not fsynced: a crash of the process loses nothing, a crash of the machine may lose the newest.
 """
 
 from __future__ import annotations
@@ -159,6 +161,8 @@ class History(Blobs):
         needs them); the value to store in Spark's state."""
         for name in state.garbage:
             (self.directory / name).unlink(missing_ok=True)
+            for partial in self.directory.glob(f".{name}.*"):  # a killed writer's leftovers
+                partial.unlink(missing_ok=True)
         self.directory.mkdir(parents=True, exist_ok=True)
         if self.new.tell():
             self._write(f"{self.number}.runs", self.new.getvalue())
