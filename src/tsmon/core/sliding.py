@@ -223,9 +223,9 @@ def _moments(bank: _Bank, n: np.ndarray, wanted: frozenset[str]) -> dict[str, np
         bounds = bounds[:-1]
     anchor = np.add.reduceat(values, bounds)[::2] / lead
     anchor_t = (ts[at] + ts[at + lead - 1]) // 2
-    rows = features(
-        ts, values, np.repeat(anchor, lengths), np.repeat(anchor_t, lengths), "slope" in wanted
-    )
+    slope = "slope" in wanted  # the time rows only for a slope
+    at_t = np.repeat(anchor_t, lengths) if slope else 0
+    rows = features(ts, values, np.repeat(anchor, lengths), at_t, slope)
     # window sums = the first window's + the entering points' - the leaving points', from
     # running sums of each chunk's own (from zero: no rounding carried over); where the windows
     # are shorter than the chunk, one running sum over all its points gives both ends
@@ -249,22 +249,30 @@ def _moments(bank: _Bank, n: np.ndarray, wanted: frozenset[str]) -> dict[str, np
             np.cumsum(rows[:, enter : enter + k - 1], axis=1, out=entering[:, h + 1 : h + k])
             np.cumsum(rows[:, lo : lo + leave], axis=1, out=left[:, out + 1 : out + leave + 1])
     chunk = np.repeat(np.arange(len(heads)), tails - heads + 1)
-    ends = entering + window[:, chunk]
+    ends = entering + np.repeat(window, tails - heads + 1, axis=1)  # (not a 2-D gather: slow)
     begins = left.take(at_leaving[chunk] + st - first[chunk], axis=1)
     sums = ends - begins
     point_anchor = anchor[chunk]
     stats = stats_from_sums(n, sums, point_anchor, wanted)
     single = n == 1  # exact without sums: its value
     for name in _CANCEL & wanted:
-        stats[name][single] = X[g][single]
+        stats[name][single] = X[g[single]]
     squares = SQUARE_ROWS[len(rows)]
     scale = ends[squares] + begins[squares]  # the magnitudes subtracted
-    terms = lengths[chunk].astype(np.float64)
-    ill = ill_conditioned(n, sums, scale, point_anchor, terms, wanted - _CANCEL)
+    ill = ill_conditioned(n, sums, scale, point_anchor, 0.0, wanted - _CANCEL)
     if wanted & _CANCEL:  # only where the chunk holds values of both signs
         low, high = np.minimum.reduceat(values, at), np.maximum.reduceat(values, at)
-        mixed = ((low < 0) & (high > 0))[chunk]
-        ill |= ill_conditioned(n, sums, scale, point_anchor, terms, wanted & _CANCEL) & mixed
+        mixed = np.flatnonzero(((low < 0) & (high > 0))[chunk])
+        if len(mixed):
+            terms = lengths[chunk[mixed]].astype(np.float64)
+            ill[mixed] |= ill_conditioned(
+                n[mixed],
+                sums[:, mixed],
+                scale[:, mixed],
+                point_anchor[mixed],
+                terms,
+                wanted & _CANCEL,
+            )
     if wanted & {"var", "stddev", "slope"}:  # squares of tiny values underflow
         ill |= tiny_windows(X, st, g + 1) & (n >= 2)
     for j in ill.nonzero()[0].tolist():
