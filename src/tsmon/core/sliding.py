@@ -134,9 +134,9 @@ def advance_sliding(
         signed = np.stack([sign * X for _, sign in asked])
         for (name, sign), row in zip(asked, range_max(signed, st, g), strict=True):
             stats[name] = sign * row
-    ts, values = T[g], X[g]
+    ts, values = T.take(g), X.take(g)
     if "first" in wanted or "rate" in wanted:
-        first_and_rate(stats, T[st], X[st], ts, values)
+        first_and_rate(stats, T.take(st), X.take(st), ts, values)
     if "last" in wanted:
         stats["last"] = values
     if "coverage" in wanted:
@@ -183,7 +183,7 @@ class _Bank:
             self.key = self._time_key(lengths, spec.size)
             if self.key is None:
                 return
-            q = self.key[self.g] - spec.size
+            q = self.key.take(self.g) - spec.size
             self.starts = np.maximum(np.searchsorted(self.key, q, side="right"), floor)
             block = self.g - rel % _MIN_CHUNK  # the first point of each block of 32
             since = self.ts[block] - np.repeat(self.ts[first_new], self.new)
@@ -217,7 +217,7 @@ def _moments(bank: _Bank, n: np.ndarray, wanted: frozenset[str]) -> dict[str, np
     lengths = g[tails] + 1 - first  # points from the first window to the chunk's last
     at = np.concatenate(([0], np.cumsum(lengths)[:-1]))  # where each chunk's points start
     take = np.arange(int(lengths.sum())) - np.repeat(at - first, lengths)
-    ts, values = T[take], X[take]
+    ts, values = T.take(take), X.take(take)  # (take: faster than indexing)
     bounds = np.stack((at, at + lead), axis=1).reshape(-1)  # each chunk's first window
     if bounds[-1] == len(values):  # the last chunk's first window runs to the end
         bounds = bounds[:-1]
@@ -248,11 +248,13 @@ def _moments(bank: _Bank, n: np.ndarray, wanted: frozenset[str]) -> dict[str, np
             enter = lo + first_k
             np.cumsum(rows[:, enter : enter + k - 1], axis=1, out=entering[:, h + 1 : h + k])
             np.cumsum(rows[:, lo : lo + leave], axis=1, out=left[:, out + 1 : out + leave + 1])
-    chunk = np.repeat(np.arange(len(heads)), tails - heads + 1)
-    ends = entering + np.repeat(window, tails - heads + 1, axis=1)  # (not a 2-D gather: slow)
-    begins = left.take(at_leaving[chunk] + st - first[chunk], axis=1)
+    per_chunk = tails - heads + 1  # each chunk's value for each of its new points: repeated
+    ends = entering + np.repeat(window, per_chunk, axis=1)  # (not gathered: faster)
+    begins, starts = np.empty_like(ends), np.repeat(at_leaving - first, per_chunk) + st
+    for row, into in zip(left, begins, strict=True):  # row by row: 1-D takes are faster
+        np.take(row, starts, out=into, mode="clip")  # (in range: "clip" is unbuffered)
     sums = ends - begins
-    point_anchor = anchor[chunk]
+    point_anchor = np.repeat(anchor, per_chunk)
     stats = stats_from_sums(n, sums, point_anchor, wanted)
     single = n == 1  # exact without sums: its value
     for name in _CANCEL & wanted:
@@ -262,9 +264,9 @@ def _moments(bank: _Bank, n: np.ndarray, wanted: frozenset[str]) -> dict[str, np
     ill = ill_conditioned(n, sums, scale, point_anchor, 0.0, wanted - _CANCEL)
     if wanted & _CANCEL:  # only where the chunk holds values of both signs
         low, high = np.minimum.reduceat(values, at), np.maximum.reduceat(values, at)
-        mixed = np.flatnonzero(((low < 0) & (high > 0))[chunk])
+        mixed = np.flatnonzero(np.repeat((low < 0) & (high > 0), per_chunk))
         if len(mixed):
-            terms = lengths[chunk[mixed]].astype(np.float64)
+            terms = np.repeat(lengths, per_chunk)[mixed].astype(np.float64)
             ill[mixed] |= ill_conditioned(
                 n[mixed],
                 sums[:, mixed],

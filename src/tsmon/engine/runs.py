@@ -66,7 +66,7 @@ def series_groups(names: np.ndarray) -> tuple[list[object], np.ndarray, list[int
         uniques.insert(at, np.nan)
     small = np.uint16 if len(uniques) < 2**16 else np.int64  # stable sort of uint16 is radix
     order = np.argsort(codes.astype(small), kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(codes, minlength=len(uniques)))))
     return uniques, order, bounds.tolist()
 
 

@@ -191,7 +191,7 @@ class SeriesStore:
         runs = PendingRuns()
         try:
             names, order, bounds = series_groups(batch.series)
-            seq, ts, values = batch.seq[order], batch.ts_ms[order], batch.values[order]
+            seq, ts, values = (a.take(order) for a in (batch.seq, batch.ts_ms, batch.values))
             for name, lo, hi in zip(names, bounds[:-1], bounds[1:], strict=True):
                 try:
                     problem = self._admit(name)
