@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import itertools
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -17,7 +18,13 @@ from hypothesis import strategies as st
 from tests.core.exact import EXACT_STATS, NAB, ROUNDED_STATS, exact_stats, relative_errors
 from tests.oracle import observed_coverage
 from tsmon import Monitor
-from tsmon.core.moments import MAX_ABS_VALUE, exact_slope, value_in_range
+from tsmon.core.moments import (
+    MAX_ABS_VALUE,
+    _big_sums,
+    _small_sums,
+    exact_slope,
+    value_in_range,
+)
 from tsmon.core.register import Register, RegisterConfig
 from tsmon.core.window_spec import WindowSpec
 from tsmon.core.windows import STATS, open_window
@@ -274,6 +281,39 @@ def test_exact_slope_is_correctly_rounded_where_the_comoment_cancels() -> None:
     skewed[-1] = np.nextafter(0.134, 1.0)
     exact = exact_stats(ts, skewed, WindowSpec.count(7))["slope"][-1]
     assert exact != 0.0 and exact_slope(ts, skewed) == exact
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.integers(1, 10**7), min_size=1, max_size=60),
+    st.lists(st.floats(-1e30, 1e30, allow_nan=False, allow_subnormal=True), min_size=61),
+    st.sampled_from([1, 20]),
+    st.sampled_from([1, 10_000]),
+)
+def test_exact_slope_equals_the_rational_slope(
+    steps: list[int], values: list[float], repeat: int, shrink: int
+) -> None:
+    """``exact_slope`` (int64 sums per power of 2 where they cannot overflow, Python ints
+    otherwise: longer windows, wider time spans) is the exactly rounded slope, whatever the
+    values' exponents."""
+    ts = np.cumsum(np.tile([0, *steps], repeat) // shrink).astype(np.int64)
+    x = np.resize(np.array(values), len(ts))
+    t, q = [Fraction(int(v)) for v in ts], [Fraction(float(v)) for v in x]
+    n, sum_t, sum_x = len(t), sum(t), sum(q)
+    m2t = n * sum(a * a for a in t) - sum_t * sum_t
+    comoment = n * sum(a * b for a, b in zip(t, q, strict=True)) - sum_t * sum_x
+    got = exact_slope(ts, x)
+    assert got == float(1000 * comoment / m2t) if m2t else np.isnan(got)
+
+
+def test_exact_slope_takes_int64_sums_only_where_they_cannot_overflow() -> None:
+    """A 1 h window of 1 s points sums in int64; a day of them (or a wider span) does not."""
+    hour, day = np.arange(3_600, dtype=np.int64) * 1000, np.arange(86_400, dtype=np.int64) * 1000
+    for ts, small in ((hour, True), (day, False), (hour * 10**6, False)):
+        ints, shifts = np.ones(len(ts), dtype=np.int64) << 52, np.zeros(len(ts), dtype=np.int64)
+        assert (_small_sums(ts, ints, shifts) is not None) is small
+        if small:
+            assert _small_sums(ts, ints, shifts) == _big_sums(ts, ints, shifts)
 
 
 def test_monitor_dead_letters_a_huge_value_and_keeps_mean_exact() -> None:

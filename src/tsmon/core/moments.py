@@ -188,15 +188,45 @@ def exact_slope(ts_ms: np.ndarray, values: np.ndarray) -> float:
     mantissas, exponents = np.frexp(values)
     shifts = exponents - 53
     low = int(shifts.min())
-    ints = (mantissas * 2.0**53).astype(np.int64).astype(object)
-    xs = ints * (2 ** (shifts - low).astype(object))  # Python ints: exact, any size
-    ts = (ts_ms - ts_ms[0]).astype(object)
-    n, sum_t, sum_x = len(xs), ts.sum(), xs.sum()
-    num = n * ts.dot(xs) - sum_t * sum_x
-    den = n * ts.dot(ts) - sum_t * sum_t
+    ints = (mantissas * 2.0**53).astype(np.int64)  # value = int * 2**shift, exactly
+    ts = ts_ms - ts_ms[0]
+    sums = _small_sums(ts, ints, shifts - low) or _big_sums(ts, ints, shifts - low)
+    n, (sum_t, sum_tt, sum_x, sum_tx) = len(values), sums
+    num = n * sum_tx - sum_t * sum_x
+    den = n * sum_tt - sum_t * sum_t
     if den == 0:
         return math.nan
     return float(Fraction(1000 * num, den) * Fraction(2) ** low)
+
+
+_INT_SUM_LIMIT = 2**62  # int64 sums of terms each below limit / count cannot overflow
+_SPLIT = 26  # int = high * 2**26 + low: |high| < 2**27, 0 <= low < 2**26
+
+
+def _small_sums(ts: np.ndarray, ints: np.ndarray, shifts: np.ndarray) -> list[int] | None:
+    """``[sum t, sum t^2, sum x, sum t*x]`` as Python ints for ``x = ints * 2**shifts``
+    (``ts >= 0``), from int64 sums per shift, or None where these could overflow (long or
+    wide windows)."""
+    n, top = len(ts), int(np.abs(ts).max())
+    if top * top * n >= _INT_SUM_LIMIT or top * n << (_SPLIT + 1) >= _INT_SUM_LIMIT:
+        return None
+    order = np.argsort(shifts, kind="stable")
+    shift, ts = shifts[order], ts[order]
+    high, low = ints[order] >> _SPLIT, ints[order] & ((1 << _SPLIT) - 1)
+    starts = np.flatnonzero(np.concatenate(([True], shift[1:] != shift[:-1])))
+    parts = (np.add.reduceat(p, starts).tolist() for p in (high, low, ts * high, ts * low))
+    sum_x = sum_tx = 0
+    for k, h, lo, th, tl in zip(shift[starts].tolist(), *parts, strict=True):
+        sum_x += (h << (k + _SPLIT)) + (lo << k)
+        sum_tx += (th << (k + _SPLIT)) + (tl << k)
+    return [int(ts.sum()), int((ts * ts).sum()), sum_x, sum_tx]
+
+
+def _big_sums(ts: np.ndarray, ints: np.ndarray, shifts: np.ndarray) -> list[int]:
+    """The same sums as :func:`_small_sums` with Python ints: exact, any size."""
+    xs = ints.astype(object) * (2 ** shifts.astype(object))
+    t = ts.astype(object)
+    return [t.sum(), t.dot(t), xs.sum(), t.dot(xs)]
 
 
 def features(

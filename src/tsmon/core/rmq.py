@@ -24,16 +24,19 @@ def range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     if len(lo) == 0:
         return np.empty((*values.shape[:-1], 0), dtype=values.dtype)
     if not lo.any():
-        return np.maximum.accumulate(values, axis=-1)[..., hi]
+        return np.maximum.accumulate(values, axis=-1).take(hi, axis=-1)
     level = np.frexp(hi - lo + 1)[1] - 1  # floor(log2(length))
     order = np.argsort(level, kind="stable")
     bounds = np.searchsorted(level[order], np.arange(int(level.max()) + 2))
-    out = np.empty((*values.shape[:-1], len(lo)), dtype=values.dtype)
-    table = values  # level k: the maxima of the 2**k values from each index
+    rows = values.reshape(-1, values.shape[-1])
+    out = np.empty((len(rows), len(lo)), dtype=values.dtype)
+    table = rows  # level k: the maxima of the 2**k values from each index
     for k in range(len(bounds) - 1):
         at = order[bounds[k] : bounds[k + 1]]  # the ranges answered from level k
         if len(at):
-            out[..., at] = np.maximum(table[..., lo[at]], table[..., hi[at] - (1 << k) + 1])
+            left, right = lo[at], hi[at] - (1 << k) + 1
+            for row, into in zip(table, out, strict=True):  # 1-D gathers: 2-D ones are slow
+                into[at] = np.maximum(row.take(left), row.take(right))
         if k + 2 < len(bounds):
-            table = np.maximum(table[..., : -(1 << k)], table[..., 1 << k :])
-    return out
+            table = np.maximum(table[:, : -(1 << k)], table[:, 1 << k :])
+    return out.reshape(*values.shape[:-1], len(lo))

@@ -134,9 +134,9 @@ def advance_sliding(
         signed = np.stack([sign * X for _, sign in asked])
         for (name, sign), row in zip(asked, range_max(signed, st, g), strict=True):
             stats[name] = sign * row
-    ts, values = T[g], X[g]
+    ts, values = T.take(g), X.take(g)
     if "first" in wanted or "rate" in wanted:
-        first_and_rate(stats, T[st], X[st], ts, values)
+        first_and_rate(stats, T.take(st), X.take(st), ts, values)
     if "last" in wanted:
         stats["last"] = values
     if "coverage" in wanted:
@@ -183,7 +183,7 @@ class _Bank:
             self.key = self._time_key(lengths, spec.size)
             if self.key is None:
                 return
-            q = self.key[self.g] - spec.size
+            q = self.key.take(self.g) - spec.size
             self.starts = np.maximum(np.searchsorted(self.key, q, side="right"), floor)
             block = self.g - rel % _MIN_CHUNK  # the first point of each block of 32
             since = self.ts[block] - np.repeat(self.ts[first_new], self.new)
@@ -217,15 +217,15 @@ def _moments(bank: _Bank, n: np.ndarray, wanted: frozenset[str]) -> dict[str, np
     lengths = g[tails] + 1 - first  # points from the first window to the chunk's last
     at = np.concatenate(([0], np.cumsum(lengths)[:-1]))  # where each chunk's points start
     take = np.arange(int(lengths.sum())) - np.repeat(at - first, lengths)
-    ts, values = T[take], X[take]
+    ts, values = T.take(take), X.take(take)  # (take: faster than indexing)
     bounds = np.stack((at, at + lead), axis=1).reshape(-1)  # each chunk's first window
     if bounds[-1] == len(values):  # the last chunk's first window runs to the end
         bounds = bounds[:-1]
     anchor = np.add.reduceat(values, bounds)[::2] / lead
     anchor_t = (ts[at] + ts[at + lead - 1]) // 2
-    rows = features(
-        ts, values, np.repeat(anchor, lengths), np.repeat(anchor_t, lengths), "slope" in wanted
-    )
+    slope = "slope" in wanted  # the time rows only for a slope
+    at_t = np.repeat(anchor_t, lengths) if slope else 0
+    rows = features(ts, values, np.repeat(anchor, lengths), at_t, slope)
     # window sums = the first window's + the entering points' - the leaving points', from
     # running sums of each chunk's own (from zero: no rounding carried over); where the windows
     # are shorter than the chunk, one running sum over all its points gives both ends
@@ -248,23 +248,33 @@ def _moments(bank: _Bank, n: np.ndarray, wanted: frozenset[str]) -> dict[str, np
             enter = lo + first_k
             np.cumsum(rows[:, enter : enter + k - 1], axis=1, out=entering[:, h + 1 : h + k])
             np.cumsum(rows[:, lo : lo + leave], axis=1, out=left[:, out + 1 : out + leave + 1])
-    chunk = np.repeat(np.arange(len(heads)), tails - heads + 1)
-    ends = entering + window[:, chunk]
-    begins = left.take(at_leaving[chunk] + st - first[chunk], axis=1)
+    per_chunk = tails - heads + 1  # each chunk's value for each of its new points: repeated
+    ends = entering + np.repeat(window, per_chunk, axis=1)  # (not gathered: faster)
+    begins, starts = np.empty_like(ends), np.repeat(at_leaving - first, per_chunk) + st
+    for row, into in zip(left, begins, strict=True):  # row by row: 1-D takes are faster
+        np.take(row, starts, out=into, mode="clip")  # (in range: "clip" is unbuffered)
     sums = ends - begins
-    point_anchor = anchor[chunk]
+    point_anchor = np.repeat(anchor, per_chunk)
     stats = stats_from_sums(n, sums, point_anchor, wanted)
     single = n == 1  # exact without sums: its value
     for name in _CANCEL & wanted:
-        stats[name][single] = X[g][single]
+        stats[name][single] = X[g[single]]
     squares = SQUARE_ROWS[len(rows)]
     scale = ends[squares] + begins[squares]  # the magnitudes subtracted
-    terms = lengths[chunk].astype(np.float64)
-    ill = ill_conditioned(n, sums, scale, point_anchor, terms, wanted - _CANCEL)
+    ill = ill_conditioned(n, sums, scale, point_anchor, 0.0, wanted - _CANCEL)
     if wanted & _CANCEL:  # only where the chunk holds values of both signs
         low, high = np.minimum.reduceat(values, at), np.maximum.reduceat(values, at)
-        mixed = ((low < 0) & (high > 0))[chunk]
-        ill |= ill_conditioned(n, sums, scale, point_anchor, terms, wanted & _CANCEL) & mixed
+        mixed = np.flatnonzero(np.repeat((low < 0) & (high > 0), per_chunk))
+        if len(mixed):
+            terms = np.repeat(lengths, per_chunk)[mixed].astype(np.float64)
+            ill[mixed] |= ill_conditioned(
+                n[mixed],
+                sums[:, mixed],
+                scale[:, mixed],
+                point_anchor[mixed],
+                terms,
+                wanted & _CANCEL,
+            )
     if wanted & {"var", "stddev", "slope"}:  # squares of tiny values underflow
         ill |= tiny_windows(X, st, g + 1) & (n >= 2)
     for j in ill.nonzero()[0].tolist():

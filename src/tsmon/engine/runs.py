@@ -4,7 +4,7 @@ whose windows advance together (:class:`PendingRuns`)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -42,18 +42,32 @@ def regular_runs(ts: np.ndarray, last_ts: int | None) -> Iterator[tuple[int, int
         yield lo, hi, bool(regular[lo])
 
 
-def series_groups(names: np.ndarray) -> Iterable[tuple[object, np.ndarray]]:
-    """Each distinct series name with the indices of its points, in arrival order."""
-    try:
-        codes, uniques = pd.factorize(names, sort=False, use_na_sentinel=False)
+def series_groups(names: np.ndarray) -> tuple[list[object], np.ndarray, list[int]]:
+    """The distinct series names in order of first arrival, the indices of the points grouped
+    by series (each group in arrival order) and where each group starts in them, then the
+    end. Missing names (None, NaN) are one group, named NaN.
+
+    Examples
+    --------
+    >>> names, order, bounds = series_groups(np.array(["a", "b", None, "a"], dtype=object))
+    >>> names, order.tolist(), bounds
+    (['a', 'b', nan], [0, 3, 1, 2], [0, 2, 3, 4])
+    """
+    try:  # missing names get code -1 (no null mask over every name)
+        codes, found = pd.factorize(names, sort=False)
     except TypeError:  # unhashable names (lists, dicts) are no names: rejected as bad_series
         keys = np.array([n if isinstance(n, str) else None for n in names], dtype=object)
-        codes, uniques = pd.factorize(keys, sort=False, use_na_sentinel=False)
+        codes, found = pd.factorize(keys, sort=False)
+    uniques = list(found)
+    missing = np.flatnonzero(codes < 0)
+    if len(missing):  # their group takes its place in arrival order (codes are in that order)
+        at = int(codes[: missing[0]].max(initial=-1)) + 1
+        codes = np.where(codes < 0, at, codes + (codes >= at))
+        uniques.insert(at, np.nan)
     small = np.uint16 if len(uniques) < 2**16 else np.int64  # stable sort of uint16 is radix
     order = np.argsort(codes.astype(small), kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
-    for code, name in enumerate(uniques):
-        yield name, order[bounds[code] : bounds[code + 1]]
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(codes, minlength=len(uniques)))))
+    return uniques, order, bounds.tolist()
 
 
 #: The runs of series that trigger the same queries advance their windows and are evaluated

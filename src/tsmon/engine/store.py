@@ -190,25 +190,22 @@ class SeriesStore:
         self._epoch += 1
         runs = PendingRuns()
         try:
-            for name, take in series_groups(batch.series):
+            names, order, bounds = series_groups(batch.series)
+            seq, ts, values = (a.take(order) for a in (batch.seq, batch.ts_ms, batch.values))
+            for name, lo, hi in zip(names, bounds[:-1], bounds[1:], strict=True):
                 try:
                     problem = self._admit(name)
-                    if problem is not None:
-                        b = batch
+                    if problem is not None:  # kept: copies, not views of the whole batch
+                        b, take = batch, order[lo:hi]
                         self.dead.add(
                             b.seq[take], b.series[take], b.ts_ms[take], b.values[take], *problem
                         )
                     else:
                         self._ingest_series(
-                            name,
-                            batch.seq[take],
-                            batch.ts_ms[take],
-                            batch.values[take],
-                            accepted,
-                            runs,
+                            name, seq[lo:hi], ts[lo:hi], values[lo:hi], accepted, runs
                         )
                 finally:  # counted even if a bug raises, so received = accepted + rejected
-                    self.counts["received"] += len(take)
+                    self.counts["received"] += hi - lo
         finally:  # the points stored so far trigger their queries whatever happens next
             runs.flush(partial(self._advance_runs, runs=runs))
 
