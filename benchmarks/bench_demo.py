@@ -12,7 +12,9 @@ tsmon's host parts in the workers (``pythonCpuMs``); and the CPU seconds of each
 (``/proc``) from one batch's end to the next's: the JVM, the generator's Python process (the
 streaming source runner), the other Python processes Spark started (the host's workers, the
 data source's planning), this driver. Then the totals, the JVM's CPU by thread family
-(:mod:`spark_split`), how long the query took to start, the classes Spark generated per batch,
+(:mod:`spark_split`), how long the query took to start, a timeline (in s from ``start()``:
+when it returned, each trigger's start, the gap since the previous one, its length and when
+its callback ran, when ``stop()`` began and returned), the classes Spark generated per batch,
 and a last ``RESULT`` line. ``--out`` also writes the per-batch rows as JSON lines.
 """
 
