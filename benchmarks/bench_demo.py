@@ -12,7 +12,9 @@ tsmon's host parts in the workers (``pythonCpuMs``); and the CPU seconds of each
 (``/proc``) from one batch's end to the next's: the JVM, the generator's Python process (the
 streaming source runner), the other Python processes Spark started (the host's workers, the
 data source's planning), this driver. Then the totals, the JVM's CPU by thread family
-(:mod:`spark_split`), how long the query took to start, the classes Spark generated per batch,
+(:mod:`spark_split`), how long the query took to start, a timeline (in s from ``start()``:
+when it returned, each trigger's start, the gap since the previous one, its length and when
+its callback ran, when ``stop()`` began and returned), the classes Spark generated per batch,
 and a last ``RESULT`` line. ``--out`` also writes the per-batch rows as JSON lines.
 """
 
@@ -110,6 +112,9 @@ def main() -> None:
             compiled[out.batch_id] = codegen_compiles(spark)
 
         runner = JobRunner(job, spark=spark, callback=callback)
+        marks: dict[str, float] = {}
+        for name in ("start", "stop"):  # when each began and returned
+            setattr(runner, name, _timed(getattr(runner, name), name, marks))
         cpu0, threads0, compiled0 = python_cpu(jvm), sampler.snapshot(), codegen_compiles(spark)
         began, began_utc = time.perf_counter(), time.time()
         stream_to_end(runner, live, s.points)
@@ -120,6 +125,15 @@ def main() -> None:
         spark.stop()
     first_trigger = _utc_s(sparks[0]["timestamp"]) - began_utc
     console.print(f"query start: the first trigger began {first_trigger:.1f} s after start()")
+    console.print(
+        _timeline(
+            sparks,
+            {k: v - began for k, v in marks.items()},
+            began_utc,
+            {b: t - began for b, t in ended.items()},
+            elapsed,
+        )
+    )
     counts = [compiled[b] for b in sorted(compiled)]
     console.print(
         "classes Spark generated per batch: "
@@ -138,6 +152,42 @@ def main() -> None:
         [threads0, *(threads[b] for b in batches)],
         args.out,
     )
+
+
+def _timed(f: Any, name: str, marks: dict[str, float]) -> Any:
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        marks[f"{name} began"] = time.perf_counter()
+        try:
+            return f(*args, **kwargs)
+        finally:
+            marks[f"{name} returned"] = time.perf_counter()
+
+    return timed
+
+
+def _timeline(
+    sparks: dict[int, dict],
+    marks: dict[str, float],
+    began_utc: float,
+    ended: dict[int, float],
+    elapsed: float,
+) -> str:
+    """Where the streaming time went, in s from ``start()``: each trigger's start, its
+    duration, when its callback ran, and the gaps between."""
+    parts = [f"start() returned {marks['start returned']:.2f}"]
+    last_end = marks["start returned"]
+    for b, r in sorted(sparks.items()):
+        t0 = _utc_s(r["timestamp"]) - began_utc
+        d = r["durationMs"]["triggerExecution"] / 1000
+        parts.append(
+            f"b{b} +{t0 - last_end:.2f} @{t0:.2f} ran {d:.2f} cb {ended.get(b, float('nan')):.2f}"
+        )
+        last_end = t0 + d
+    parts.append(
+        f"stop() began {marks['stop began']:.2f} (+{marks['stop began'] - last_end:.2f}) "
+        f"returned {marks['stop returned']:.2f}; streaming {elapsed:.2f}"
+    )
+    return "timeline (s from start()): " + "; ".join(parts)
 
 
 def _utc_s(text: str) -> float:

@@ -47,3 +47,26 @@ def test_statistic_names_are_one_list() -> None:
 def test_every_statistic_spelling_reads_as_its_canonical_name(spelling: str) -> None:
     expr = parse_expr(f"{spelling.upper()}(5m) > 0")
     assert isinstance(expr.left, Stat) and expr.left.name == STAT_ALIASES[spelling]
+
+
+def test_a_query_text_is_parsed_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every source node parses the job's text: the statements are kept by text, shared (they
+    are immutable), each call gets its own list; an error is raised again, not kept."""
+    from tsmon.query import QuerySyntaxError, parse_queries, parser
+
+    calls: list[str] = []
+    real = parser.parse_tree
+    monkeypatch.setattr(
+        parser, "parse_tree", lambda text, start: calls.append(text) or real(text, start)
+    )
+    text = "QUERY memo_once ON a.* WHEN mean(5m) > 1\nQUERY memo_twice AS SUM(a.x, b.x) WITHIN 1"
+    first, second = parse_queries(text), parse_queries(text)
+    assert calls == [text]
+    assert first == second and first is not second
+    assert all(a is b for a, b in zip(first, second, strict=True))
+    first.clear()
+    assert parse_queries(text) == second
+    for _ in range(2):
+        with pytest.raises(QuerySyntaxError):
+            parse_queries("QUERY memo_bad ON")
+    assert calls == [text, "QUERY memo_bad ON", "QUERY memo_bad ON"]

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
+import tsmon
 from tsmon.spark.session import JavaError, check_java
 
 
@@ -82,7 +86,11 @@ def _archive(path, version: str) -> str:
 def test_spark_archives_dropped_only_for_the_installed_version(tmp_path):
     from importlib import metadata
 
+    import pyspark
+
     from tsmon.spark.daemon import spark_archives
+
+    installed = str(Path(pyspark.__file__).parents[1])  # where the rest of the path finds it
 
     lib = tmp_path / "python" / "lib"
     lib.mkdir(parents=True)
@@ -94,7 +102,65 @@ def test_spark_archives_dropped_only_for_the_installed_version(tmp_path):
     other.write_bytes(b"")
     same = _archive(lib / "pyspark.zip", metadata.version("pyspark"))
     path = [str(tmp_path), same, str(lib / "py4j-0.10.9.9-src.zip"), str(jar), str(other)]
-    assert spark_archives(path) == path[1:4]
+    assert spark_archives([*path, installed]) == path[1:4]
+    assert spark_archives(path) == []  # nothing else to import pyspark from: keep the zip
     _archive(lib / "pyspark.zip", "3.5.0")
-    assert spark_archives(path) == []
-    assert spark_archives([str(tmp_path), str(other)]) == []
+    assert spark_archives([*path, installed]) == []
+    assert spark_archives([str(tmp_path), str(other), installed]) == []
+
+
+def _spark_python_path(*extra: str) -> str:
+    """``PYTHONPATH`` as Spark gives it to its Python processes: its own archives first."""
+    import pyspark
+
+    lib = Path(pyspark.__file__).parent / "python" / "lib"
+    archives = [str(lib / "pyspark.zip"), *map(str, sorted(lib.glob("py4j-*.zip")))]
+    tsmon_root = str(Path(tsmon.__file__).parents[1])
+    return os.pathsep.join([*archives, tsmon_root, *extra])
+
+
+def _imported_pyspark(python_path: str) -> str:
+    code = "import pyspark.daemon; print(pyspark.daemon.__file__)"
+    env = {**os.environ, "PYTHONPATH": python_path}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_startup_hook_makes_sparks_processes_import_the_installed_pyspark(tmp_path):
+    """A process started with Spark's path and :data:`STARTUP` at its end imports the
+    installed pyspark (cached bytecode), not the zip; then runs the next sitecustomize."""
+    import pyspark
+
+    from tsmon.spark.session import STARTUP
+
+    installed = str(Path(pyspark.__file__).parent / "daemon.py")
+    assert _imported_pyspark(_spark_python_path()).endswith("pyspark.zip/pyspark/daemon.py")
+    assert _imported_pyspark(_spark_python_path(STARTUP)) == installed
+    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.stderr.write('next ran')\n")
+    env = {**os.environ, "PYTHONPATH": _spark_python_path(STARTUP, str(tmp_path))}
+    done = subprocess.run([sys.executable, "-c", "pass"], env=env, capture_output=True, text=True)
+    assert done.stderr == "next ran"
+
+
+def test_jvm_python_path_appends_then_restores(monkeypatch):
+    from tsmon.spark.session import jvm_python_path
+
+    monkeypatch.setenv("PYTHONPATH", "a")
+    with jvm_python_path("b"):
+        assert os.environ["PYTHONPATH"] == os.pathsep.join(["a", "b"])
+    assert os.environ["PYTHONPATH"] == "a"
+    monkeypatch.delenv("PYTHONPATH")
+    with jvm_python_path("b"):
+        assert os.environ["PYTHONPATH"] == "b"
+    assert "PYTHONPATH" not in os.environ
+
+
+@pytest.mark.spark
+def test_the_driver_jvms_python_path_ends_with_the_startup_hook(spark):
+    """Spark appends the JVM's ``PYTHONPATH`` to every Python process it starts, among them a
+    Python data source's (which ignore ``spark.python.daemon.module``)."""
+    from tsmon.spark.session import STARTUP
+
+    path = str(spark._jvm.java.lang.System.getenv("PYTHONPATH"))
+    assert path.split(os.pathsep)[-1] == STARTUP

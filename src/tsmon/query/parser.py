@@ -22,6 +22,7 @@ A file holds, in any mix (see ``grammar.lark`` for the syntax):
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import NoReturn
 
 from lark import Tree
@@ -136,9 +137,17 @@ def parse_queries(text: str) -> list[Statement]:
     >>> near.span, near.value, near.radius, near.window_points, errs.op, errs.eps, fast.eps
     ((0, 64), 30.0, 2.0, 256, '>', 0.01, 0.1)
     """
+    return list(_parsed(text))
+
+
+@lru_cache(maxsize=256)
+def _parsed(text: str) -> tuple[Statement, ...]:
+    """The statements of ``text``, parsed once per process: every source node a job creates
+    parses the same text, and the statements are immutable (frozen dataclasses of tuples), so
+    its nodes share them. An error is not kept: the same text raises it again."""
     tree = parse_tree(text, "start")
     try:
-        return _statements(tree, text)
+        return tuple(_statements(tree, text))
     except RecursionError:
         raise QuerySyntaxError("expression is nested too deeply", 1, 1, text) from None
 

@@ -30,9 +30,11 @@ __all__ = [
     "MIN_JAVA",
     "ROCKSDB_PROVIDER",
     "SHORT_RUN_JVM_OPTIONS",
+    "STARTUP",
     "JavaError",
     "check_java",
     "jvm_output",
+    "jvm_python_path",
     "spark_session",
 ]
 
@@ -58,6 +60,10 @@ SHORT_RUN_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 (C1) only. C2 compiles for several CPU seconds in a job's first batches and pays off over
 minutes: C1 only cut the demo's streaming time by ~30 % but slows a long job's task threads
 (``benchmarks/README.md``, "Where the JVM's CPU goes")."""
+
+STARTUP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "startup")
+"""The directory of tsmon's ``sitecustomize`` for Spark's Python processes
+(:mod:`tsmon.spark.daemon`), added to the driver JVM's ``PYTHONPATH``."""
 
 _INSTALL_HINT = "install a JDK 17+ (e.g. 'apt-get install openjdk-17-jre-headless') and retry"
 
@@ -175,6 +181,22 @@ def jvm_output(path: str | os.PathLike[str] | None) -> Iterator[None]:
             os.close(fd)
 
 
+@contextmanager
+def jvm_python_path(entry: str) -> Iterator[None]:
+    """A JVM started in this block has ``entry`` at the end of its ``PYTHONPATH``, which Spark
+    appends to the path of every Python process it starts; this process's own environment is
+    put back when the block ends."""
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (before, entry) if p)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
 def spark_session(
     master: str = "local[2]",
     app_name: str = "tsmon",
@@ -201,8 +223,11 @@ def spark_session(
       rewritten whole each batch, so without it every retained version keeps every SST file
       written since the first and the state directory grows without bound) and old versions
       deleted every 15 s (Spark's maintenance interval: 60 s);
-    - Python workers started by :mod:`tsmon.spark.daemon`, which imports the installed
-      pyspark instead of compiling Spark's ``pyspark.zip`` in every worker process;
+    - Spark's Python processes import the installed pyspark instead of compiling Spark's
+      ``pyspark.zip`` in every process (:mod:`tsmon.spark.daemon`): the batch host's
+      workers start through that module (``spark.python.daemon.module``), and the JVM's
+      ``PYTHONPATH`` ends with :data:`STARTUP`, whose ``sitecustomize`` does the same in
+      the processes that ignore the daemon setting (a Python data source's);
     - no web UI, no console progress bar, Spark logging at ERROR from JVM start (a log4j2
       file in the temp dir) and the driver JVM's :data:`JVM_OPTIONS` (the parallel GC), then
       ``jvm_options`` (None: the environment's ``TSMON_JVM_OPTIONS``; the test suite and the
@@ -243,8 +268,8 @@ def spark_session(
         "spark.sql.streaming.stateStore.rocksdb.compactOnCommit": "true",
         "spark.sql.streaming.stateStore.maintenanceInterval": "15s",
         "spark.sql.streaming.stateStore.compression.codec": "zstd",
-        # workers import the installed pyspark, not Spark's zip compiled afresh in each
-        # process (tsmon.spark.daemon)
+        # the host's workers import the installed pyspark, not Spark's zip compiled afresh
+        # in each process (tsmon.spark.daemon; other processes: STARTUP)
         "spark.python.daemon.module": "tsmon.spark.daemon",
     }
     if master.startswith("local"):
@@ -262,7 +287,7 @@ def spark_session(
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    with jvm_output(log):
+    with jvm_output(log), jvm_python_path(STARTUP):
         session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session

@@ -7,9 +7,15 @@ Used by ``tsmon demo``, the tests and the benchmarks; :class:`FleetStream` is th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import pandas as pd
+
+# pandas is imported where a frame is built: Spark's Python processes that load the job's
+# generator (its creation, read planning, streaming reader) import this module but build none
 
 _DAY_MS = 86_400_000
 METRICS = ("cpu", "mem", "latency_ms")
@@ -49,6 +55,8 @@ class Fleet:
         values = np.where(kinds == "cpu", np.clip(base, 0, 1), base)
         values = np.where(kinds == "mem", np.clip(0.5 * base + 0.3, 0, 1), values)
         values = np.where(kinds == "latency_ms", 20 + 80 * np.maximum(base, 0) ** 2, values)
+        import pandas as pd
+
         return pd.DataFrame(
             {
                 "series": np.tile(np.array(names, dtype=object), steps),
@@ -82,6 +90,8 @@ def random_walks(n_series: int, n_points: int, seed: int = 0, step_ms: int = 1_0
     steps = rng.integers(step_ms // 2, step_ms * 3 // 2 + 1, (n_points, n_series))
     ts = 1_700_000_000_000 + np.cumsum(steps, axis=0)
     values = 100.0 + np.cumsum(rng.normal(0.0, 1.0, (n_points, n_series)), axis=0)
+    import pandas as pd
+
     frame = pd.DataFrame(
         {
             "series": np.tile(
@@ -231,6 +241,8 @@ class FleetStream:
     def points(self, a: int, b: int) -> pd.DataFrame:
         """Ticks ``[a, b)`` as rows (source, series, ts, value), by tick then series."""
         n = b - a
+        import pandas as pd
+
         return pd.DataFrame(
             {
                 "source": np.tile(np.array(self.sources(), dtype=object), n),
