@@ -26,7 +26,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import brentq, elementwise
 from scipy.special import ndtr, ndtri
 
 _VECTOR_MIN = 64  # batches at least this large use scipy.optimize.elementwise.find_root
@@ -83,6 +82,8 @@ def _tau_root(c: NDArray, p: NDArray) -> NDArray:
 
     tau = np.where(closed, 1.0 / z0**2, np.nan)
     todo = np.flatnonzero(~closed)
+    from scipy.optimize import brentq, elementwise  # ~0.1 s to import: not in source nodes
+
     if len(todo) >= _VECTOR_MIN:  # one vectorized Chandrupatla run for the whole batch
         res = elementwise.find_root(
             g,

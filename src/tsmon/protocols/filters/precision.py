@@ -17,7 +17,6 @@ from collections import OrderedDict
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import gmres, lsqr
 
 #: Leftover width below this fraction of a constraint's budget counts as none (float residue).
 LEFTOVER_RTOL = 1e-12
@@ -127,6 +126,8 @@ class PrecisionPlan:
         if self._svd is not None:
             v, inv_s, ut = self._svd
             return v @ ((ut @ rhs) * inv_s)  # App. B system, min-norm least squares: A⁺·rhs
+        from scipy.sparse.linalg import gmres, lsqr  # ~0.2 s to import: only when needed
+
         scale = float(np.abs(rhs).max())
         targets, info = gmres(self.system, rhs, x0=x0, rtol=1e-10, atol=1e-12 * scale, maxiter=1000)
         if info != 0 or np.linalg.norm(self.system @ targets - rhs) > 1e-8 * scale:
