@@ -137,6 +137,10 @@ def test_startup_hook_makes_sparks_processes_import_the_installed_pyspark(tmp_pa
     installed = str(Path(pyspark.__file__).parent / "daemon.py")
     assert _imported_pyspark(_spark_python_path()).endswith("pyspark.zip/pyspark/daemon.py")
     assert _imported_pyspark(_spark_python_path(STARTUP)) == installed
+    code = "import sys; print(sorted(m for m in sys.modules if m.startswith('tsmon')))"
+    env = {**os.environ, "PYTHONPATH": _spark_python_path(STARTUP)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert (done.stdout, done.stderr) == ("[]\n", "")  # -m tsmon.spark.daemon: no runpy warning
     (tmp_path / "sitecustomize.py").write_text("import sys\nsys.stderr.write('next ran')\n")
     env = {**os.environ, "PYTHONPATH": _spark_python_path(STARTUP, str(tmp_path))}
     done = subprocess.run([sys.executable, "-c", "pass"], env=env, capture_output=True, text=True)

@@ -22,11 +22,24 @@ def _next_sitecustomize() -> None:
         spec.loader.exec_module(module_from_spec(spec))
 
 
-if any(os.path.basename(p) == "pyspark.zip" for p in sys.path):
+def _drop_spark_archives() -> None:
+    """:func:`tsmon.spark.daemon.drop_spark_archives`, loaded from its file under another name:
+    imported as ``tsmon.spark.daemon``, the module would already be in ``sys.modules`` when
+    Spark's daemon setting runs it with ``-m``, and runpy would warn about it on stderr."""
+    from importlib.util import module_from_spec, spec_from_file_location
+
+    spark = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = spec_from_file_location("_tsmon_startup_daemon", os.path.join(spark, "daemon.py"))
+    if spec is None or spec.loader is None:
+        return
+    module = module_from_spec(spec)
     try:
-        from tsmon.spark.daemon import drop_spark_archives
-    except ImportError:  # tsmon is not importable here: Spark's path as it was
-        pass
-    else:
-        drop_spark_archives()
+        spec.loader.exec_module(module)
+    except OSError:  # no daemon.py beside this directory: Spark's path as it was
+        return
+    module.drop_spark_archives()
+
+
+if any(os.path.basename(p) == "pyspark.zip" for p in sys.path):
+    _drop_spark_archives()
 _next_sitecustomize()
