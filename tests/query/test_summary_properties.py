@@ -9,7 +9,7 @@ from dataclasses import replace
 from decimal import Decimal
 from fractions import Fraction
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from summary_strategies import (
     max_eps,
@@ -101,6 +101,7 @@ def test_any_over_is_a_power_of_two_for_swat_trees_or_fails_at_its_token(word: s
 
 
 @given(_WORDS, st.sampled_from(["min", "max"]))
+@example("200E306", "min")  # between the largest float and 1e309: an OverflowError once
 @settings(max_examples=500)
 def test_any_coefficient_parses_to_its_exact_eps_or_fails_at_its_token(
     word: str, independent: str

@@ -107,7 +107,10 @@ def coefficient_eps(independent: str, coefficient: str) -> float:
     (0.1, 0.1, 0.0)
     """
     c = Fraction(Decimal(coefficient))
-    return float(c - 1 if independent == "min" else 1 - c)
+    try:
+        return float(c - 1 if independent == "min" else 1 - c)
+    except OverflowError:  # beyond the largest float (~1.8e308, below 1e309): inf, refused
+        return math.inf
 
 
 def correlated_def(tree: Tree, source: str, fail: Fail) -> CorrelatedDef:
