@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 
 from tsmon.engine.node import SourceNode
 from tsmon.engine.settings import DAY_MS, HostSettings, RegisterSettings
-from tsmon.spark.buckets import BucketsChanged, freeze_buckets
+from tsmon.spark.buckets import (
+    Buckets,
+    BucketsChanged,
+    bucket_keys,
+    freeze_buckets,
+    spark_partition,
+)
 from tsmon.spark.host import ctrl_row, data_row
 from tsmon.spark.host_tester import HostTester
 from tsmon.spark.toy import RunningSum
@@ -225,35 +231,61 @@ def test_step_columns_rejects_what_step_rejects():
 
 def test_buckets_are_frozen_in_the_checkpoint():
     ckpt = Path(tempfile.mkdtemp())
-    assert freeze_buckets(ckpt, None, 16) == 16
-    assert freeze_buckets(ckpt, None, 32) == 16  # the default moved: the checkpoint's stays
-    assert freeze_buckets(ckpt, 16, 32) == 16
+    first = freeze_buckets(ckpt, None, 16, 2)
+    assert first == Buckets.spread(16, 2)
+    assert first.keys != tuple(range(16))  # bucket numbers would put 7 and 9 in the partitions
+    assert freeze_buckets(ckpt, None, 32, 2) == first  # the default moved: the checkpoint's stays
+    assert freeze_buckets(ckpt, 16, 32, 4) == first  # a restart keeps the checkpoint's keys
     with pytest.raises(BucketsChanged, match=r"^buckets = 8, but the checkpoint .* with 16"):
-        freeze_buckets(ckpt, 8, 16)
+        freeze_buckets(ckpt, 8, 16, 2)
+    before = Path(tempfile.mkdtemp())  # recorded before the keys: bucket numbers stay the keys
+    (before / "host.json").write_text('{"buckets": 16, "state": 6}')
+    assert freeze_buckets(before, None, 16, 2) == Buckets(16, tuple(range(16)))
     older = Path(tempfile.mkdtemp())  # nodes pickled with the registers' arrays (format 1)
     (older / "host.json").write_text('{"buckets": 16}')
     with pytest.raises(BucketsChanged, match="state format 1, this one reads 6"):
-        freeze_buckets(older, None, 16)
+        freeze_buckets(older, None, 16, 2)
     whole = Path(tempfile.mkdtemp())  # registers pickled whole in the state (format 2)
     (whole / "host.json").write_text('{"buckets": 16, "state": 2}')
     with pytest.raises(BucketsChanged, match="state format 2, this one reads 6"):
-        freeze_buckets(whole, None, 16)
+        freeze_buckets(whole, None, 16, 2)
     runs = Path(tempfile.mkdtemp())  # registers, filters and models pickled as dicts (format 3)
     (runs / "host.json").write_text('{"buckets": 16, "state": 3}')
     with pytest.raises(BucketsChanged, match="state format 3, this one reads 6"):
-        freeze_buckets(runs, None, 16)
+        freeze_buckets(runs, None, 16, 2)
     queues = Path(tempfile.mkdtemp())  # runs referenced by persistent ids (format 4)
     (queues / "host.json").write_text('{"buckets": 16, "state": 4}')
     with pytest.raises(BucketsChanged, match="state format 4, this one reads 6"):
-        freeze_buckets(queues, None, 16)
+        freeze_buckets(queues, None, 16, 2)
     in_state = Path(tempfile.mkdtemp())  # windows with monotonic queues (format 5)
     (in_state / "host.json").write_text('{"buckets": 16, "state": 5}')
     with pytest.raises(BucketsChanged, match="state format 5, this one reads 6"):
-        freeze_buckets(in_state, None, 16)
+        freeze_buckets(in_state, None, 16, 2)
     old = Path(tempfile.mkdtemp())
     (old / "nodes" / "offsets").mkdir(parents=True)
     with pytest.raises(BucketsChanged, match="older tsmon"):
-        freeze_buckets(old, None, 16)
+        freeze_buckets(old, None, 16, 2)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("partitions", [2, 3, 16, 200])
+def test_bucket_keys_spread_buckets_evenly_over_spark_partitions(spark, partitions):
+    """Spark's own partitioning (``repartition`` by a BIGINT column hashes it as the grouping
+    of applyInPandasWithState does) puts each bucket key where spark_partition says, and the
+    keys of B buckets give every partition B/P of them (bucket numbers do not)."""
+    from pyspark.sql import functions as F
+
+    buckets = 8 * partitions
+    keys = bucket_keys(buckets, partitions)
+    probe = [*keys, *range(-50, 50), 2**31, -(2**31) - 1, 2**62, -(2**63)]
+    frame = spark.createDataFrame([(k,) for k in probe], "key BIGINT")
+    placed = frame.repartition(partitions, "key").select("key", F.spark_partition_id().alias("p"))
+    assert {r.key: r.p for r in placed.collect()} == {
+        k: spark_partition(k, partitions) for k in probe
+    }
+    counts = np.bincount([spark_partition(k, partitions) for k in keys], minlength=partitions)
+    assert counts.tolist() == [8] * partitions
+    assert sorted(k % buckets for k in keys) == list(range(buckets))
 
 
 def test_the_host_gives_source_nodes_the_batch_clock_for_max_future():

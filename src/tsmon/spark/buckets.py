@@ -1,16 +1,27 @@
-"""How many source buckets a job's node state is split into, frozen in its checkpoint.
+"""How many source buckets a job's node state is split into, and their keys, frozen in its
+checkpoint.
 
 Sources are hashed to buckets in Spark SQL (``pmod(xxhash64(source), B)``,
 :func:`tsmon.spark.host.node_stream`); a changed B would move sources to buckets that do not
 hold their nodes, so the checkpoint keeps B, and the version of the pickled nodes, in
 ``host.json``, and a job that asks for another is refused with one line.
+
+Spark hash-partitions the grouping key (``pmod(murmur3(key, 42), P)`` over P shuffle
+partitions, one task each), so bucket numbers as keys spread unevenly: 16 buckets over 2
+partitions fall 7 and 9, and the task with 9 decides the batch. Each bucket ``b`` is keyed
+instead by :func:`bucket_keys`: the first ``b + B·j`` that Spark puts in partition ``b mod P``,
+so every partition gets B/P buckets. The keys are frozen with B (a restart keeps the
+checkpoint's P, whatever the session says); a checkpoint from before keeps its bucket numbers.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
+
+import mmh3
 
 from tsmon.spark.files import atomic_write
 
@@ -20,14 +31,18 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 __all__ = [
     "BUCKETS_PER_PARTITION",
     "STATE_FORMAT",
+    "Buckets",
     "BucketsChanged",
+    "bucket_keys",
     "default_buckets",
     "freeze_buckets",
+    "shuffle_partitions",
+    "spark_partition",
 ]
 
 BUCKETS_PER_PARTITION = 8
-"""Default buckets per shuffle partition: enough that hashing spreads them evenly over the
-partitions, few enough that the per-bucket pandas overhead (~1 ms) stays small."""
+"""Default buckets per shuffle partition: enough that the sources hashed to a partition's
+buckets even out, few enough that the per-bucket pandas overhead (~1 ms) stays small."""
 
 STATE_FORMAT = 6
 """Version of the pickled nodes, kept in ``host.json``: 2 has compact registers
@@ -40,22 +55,66 @@ Spark state, 6 sliding windows without monotonic queues (their extremes come fro
 the points they hold); a checkpoint of another version cannot be resumed."""
 
 
+class Buckets(NamedTuple):
+    """B, and the grouping key of each bucket (``keys[b]``, :func:`bucket_keys`)."""
+
+    count: int
+    keys: tuple[int, ...]
+
+    @classmethod
+    def spread(cls, count: int, partitions: int) -> Buckets:
+        """``count`` buckets keyed to spread evenly over ``partitions`` (:func:`bucket_keys`)."""
+        return cls(count, bucket_keys(count, partitions))
+
+
+def spark_partition(key: int, partitions: int) -> int:
+    """The shuffle partition of a BIGINT grouping key: Spark's ``HashPartitioning``,
+    ``pmod(murmur3_x86_32(key, seed 42), partitions)`` (SQL ``pmod(hash(key), P)``)."""
+    return mmh3.hash(struct.pack("<q", key), 42) % partitions
+
+
+def bucket_keys(buckets: int, partitions: int) -> tuple[int, ...]:
+    """The key of each bucket ``b``: the least ``b + buckets·j`` (j ≥ 0) in partition
+    ``b mod partitions``, so the partitions get the buckets in turn.
+
+    >>> keys = bucket_keys(16, 2)
+    >>> [k % 16 for k in keys] == list(range(16))
+    True
+    >>> [spark_partition(k, 2) for k in keys] == [b % 2 for b in range(16)]
+    True
+    """
+    keys = []
+    for b in range(buckets):
+        key = b
+        while spark_partition(key, partitions) != b % partitions:
+            key += buckets
+        keys.append(key)
+    return tuple(keys)
+
+
 class BucketsChanged(ValueError):
     """The job asks for another bucket count than its checkpoint was started with."""
 
 
+def shuffle_partitions(spark: SparkSession) -> int:
+    """The session's ``spark.sql.shuffle.partitions``."""
+    return int(spark.conf.get("spark.sql.shuffle.partitions", "2"))
+
+
 def default_buckets(spark: SparkSession) -> int:
     """:data:`BUCKETS_PER_PARTITION` × the session's shuffle partitions."""
-    return BUCKETS_PER_PARTITION * int(spark.conf.get("spark.sql.shuffle.partitions", "2"))
+    return BUCKETS_PER_PARTITION * shuffle_partitions(spark)
 
 
-def freeze_buckets(checkpoint: Path, wanted: int | None, default: int) -> int:
-    """The bucket count of the checkpoint in directory ``checkpoint`` (``host.json``).
+def freeze_buckets(checkpoint: Path, wanted: int | None, default: int, partitions: int) -> Buckets:
+    """The buckets of the checkpoint in directory ``checkpoint`` (``host.json``).
 
-    A new checkpoint takes ``wanted`` (or ``default``) and records it; a checkpoint that has
-    one keeps it, and raises :class:`BucketsChanged` if ``wanted`` differs, or if its nodes
-    were pickled in another :data:`STATE_FORMAT`. A checkpoint of a node query without
-    ``host.json`` was written by the older host and cannot be resumed.
+    A new checkpoint takes ``wanted`` (or ``default``) buckets keyed for ``partitions``
+    shuffle partitions (:func:`bucket_keys`) and records them; a checkpoint that has them
+    keeps them (one recorded before the keys, its bucket numbers as keys), and raises
+    :class:`BucketsChanged` if ``wanted`` differs, or if its nodes were pickled in another
+    :data:`STATE_FORMAT`. A checkpoint of a node query without ``host.json`` was written by
+    the older host and cannot be resumed.
     """
     meta = checkpoint / "host.json"
     if meta.exists():
@@ -73,17 +132,20 @@ def freeze_buckets(checkpoint: Path, wanted: int | None, default: int) -> int:
                 f"{frozen} (sources are hashed to buckets): set buckets = {frozen} or use a "
                 "new checkpoint directory"
             )
-        return frozen
+        return Buckets(frozen, tuple(found.get("keys", range(frozen))))
     if (checkpoint / "nodes" / "offsets").exists():
         raise BucketsChanged(
             f"the checkpoint {checkpoint} was written by an older tsmon (transformWithState "
             "host) and cannot be resumed: use a new checkpoint directory"
         )
-    buckets = default if wanted is None else wanted
+    count = default if wanted is None else wanted
+    buckets = Buckets.spread(count, partitions)
     checkpoint.mkdir(parents=True, exist_ok=True)
     record = {
-        "buckets": buckets,
+        "buckets": count,
         "bucket": "pmod(xxhash64(source), buckets)",
+        "keys": list(buckets.keys),
+        "partitions": partitions,
         "state": STATE_FORMAT,
     }
     atomic_write(meta, json.dumps(record, sort_keys=True) + "\n")

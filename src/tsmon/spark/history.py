@@ -21,7 +21,8 @@ batch count): a state value crosses between the JVM and Python twice a batch (Sp
 Pyrolite pickles bytes character by character) and goes through RocksDB's changelog
 (``benchmarks/README.md``, "What pyspark's workers and the JVM spent around the host").
 
-Files: ``<checkpoint>/history/b<bucket>/<n>.runs``, the runs' binary records one after the
+Files (``b<key>``: the bucket's key, :func:`~tsmon.spark.buckets.bucket_keys`):
+``<checkpoint>/history/b<key>/<n>.runs``, the runs' binary records one after the
 other (:meth:`~tsmon.core.sealed.Sealed.record`: no pickle per run, so loading one costs no
 class lookup), and ``<n>.nodes``, the pickled ``{source: pickled node}`` of the bucket after
 batch ``n``; ``n`` the bucket's count of committed batches, kept in its state: a replayed

@@ -9,7 +9,8 @@ This module is the only glue:
 
 - :func:`node_stream` unions the data and control streams into one schema, adds the bucket
   of each row's source, ``pmod(xxhash64(source), B)`` (Spark SQL: stable across processes and
-  restarts), groups by it and applies :class:`BucketHost`;
+  restarts), groups by the bucket's key (:func:`~tsmon.spark.buckets.bucket_keys`: the
+  shuffle partitions get equally many buckets) and applies :class:`BucketHost`;
 - :class:`BucketHost` runs once per bucket and micro-batch on the bucket's rows as pandas
   frames: the bucket keeps each source's pickled node, so a source without rows is neither
   unpickled nor re-pickled; the pickled nodes and the older points of their registers are
@@ -17,8 +18,8 @@ This module is the only glue:
   crosses between the JVM and Python for it; per source with rows it calls the node once
   with the control rows (sorted by ``seq``) and the data (sorted by ``(ts, seq)``,
   vectorized);
-- :func:`~tsmon.spark.buckets.freeze_buckets` keeps B in the checkpoint (``host.json``): a
-  changed B would move sources to buckets that do not hold their nodes;
+- :func:`~tsmon.spark.buckets.freeze_buckets` keeps B and the keys in the checkpoint
+  (``host.json``): a changed B would move sources to buckets that do not hold their nodes;
 - :class:`~tsmon.spark.host_tester.HostTester` runs the same :class:`BucketHost` with
   pyspark's own ``GroupState``, without Spark, so the glue is unit-tested in milliseconds.
 
@@ -53,7 +54,7 @@ import pandas as pd
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from tsmon.engine.guard import node_step
-from tsmon.spark.buckets import default_buckets
+from tsmon.spark.buckets import Buckets, default_buckets, shuffle_partitions
 from tsmon.spark.cpu import Clock, settle_worker
 from tsmon.spark.history import Blobs, BucketState, History
 
@@ -132,7 +133,8 @@ class BucketHost:
 
     def open(self, bucket: int, value: bytes | None) -> tuple[Blobs, BucketState]:
         """The codec of ``bucket``'s nodes (with their history and the pickled nodes in files,
-        or whole in the state) and its state, stored in Spark as ``value`` (None: new)."""
+        or whole in the state) and its state, stored in Spark as ``value`` (None: new);
+        ``bucket`` is the bucket's key (its history directory is named after it)."""
         if self.history is None:
             return Blobs.open(value)
         return History.open(Path(self.history), bucket, value)
@@ -305,7 +307,7 @@ def node_stream(
     data_df: DataFrame,
     control_df: DataFrame,
     new_node: NodeFactory,
-    buckets: int | None = None,
+    buckets: Buckets | None = None,
     cpu: Any = None,
     history: str | None = None,
 ) -> DataFrame:
@@ -314,10 +316,10 @@ def node_stream(
     ``data_df`` needs columns ``source, series, ts, value, seq`` (a data row with a null ``ts``
     or ``seq`` fails the query); with a ``kind`` column, rows of kind :data:`PASS` (with a JSON
     ``payload``) pass through to the output. ``control_df`` needs ``source, seq, payload``
-    (see :mod:`tsmon.spark.control`). ``buckets`` is B (default
-    :data:`~tsmon.spark.buckets.BUCKETS_PER_PARTITION` × the shuffle partitions); keep it
-    fixed for a checkpoint (:func:`~tsmon.spark.buckets.freeze_buckets`). ``cpu``: an
-    accumulator the host adds its CPU time to
+    (see :mod:`tsmon.spark.control`). ``buckets``: B and the buckets' keys (default
+    :data:`~tsmon.spark.buckets.BUCKETS_PER_PARTITION` × the shuffle partitions, keyed for
+    them); keep them fixed for a checkpoint (:func:`~tsmon.spark.buckets.freeze_buckets`).
+    ``cpu``: an accumulator the host adds its CPU time to
     (:class:`tsmon.spark.cpu.CpuTimes`). ``history``: where the nodes' register history is
     stored (:mod:`tsmon.spark.history`; None: in the state). The result has
     :data:`OUTPUT_DDL` and is an append-mode stream.
@@ -328,7 +330,7 @@ def node_stream(
     _require(data_df, ("source", "series", "ts", "value", "seq"), "data_df")
     _require(control_df, ("source", "seq", "payload"), "control_df")
     if buckets is None:
-        buckets = default_buckets(spark)
+        buckets = Buckets.spread(default_buckets(spark), shuffle_partitions(spark))
     types = dict(
         source="string", series="string", ts="bigint", value="double", seq="bigint",
         payload="string",
@@ -357,7 +359,12 @@ def node_stream(
     for name in ("ts", "seq"):
         fill = F.when(F.col("kind") == "data", missing).otherwise(F.lit(0))
         union = union.withColumn(name, F.coalesce(F.col(name), fill.cast("bigint")))
-    bucketed = union.withColumn("bucket", F.pmod(F.xxhash64("source"), F.lit(buckets)))
+    bucket = F.pmod(F.xxhash64("source"), F.lit(buckets.count))
+    keys = F.array(*(F.lit(k) for k in buckets.keys)).cast("array<bigint>")
+    # Spark hashes the key's BIGINT to partition it (tsmon.spark.buckets.spark_partition)
+    bucketed = union.withColumn(
+        "bucket", F.element_at(keys, (bucket + 1).cast("int")).cast("bigint")
+    )
     return bucketed.groupBy("bucket").applyInPandasWithState(
         BucketHost(new_node, cpu, history),
         outputStructType=OUTPUT_DDL,

@@ -52,7 +52,12 @@ from tsmon.engine.guard import Quarantine, row_counts
 from tsmon.engine.hub import CoordinatorNode
 from tsmon.engine.node import new_node
 from tsmon.kinds import answers_part
-from tsmon.spark.buckets import BucketsChanged, default_buckets, freeze_buckets
+from tsmon.spark.buckets import (
+    BucketsChanged,
+    default_buckets,
+    freeze_buckets,
+    shuffle_partitions,
+)
 from tsmon.spark.commands import CommandLog, apply
 from tsmon.spark.control import ControlChannel
 from tsmon.spark.cpu import CpuTimes
@@ -159,7 +164,10 @@ class JobRunner:
         )
         try:
             buckets = freeze_buckets(
-                self.job.checkpoint, self.job.buckets, default_buckets(self.spark)
+                self.job.checkpoint,
+                self.job.buckets,
+                default_buckets(self.spark),
+                shuffle_partitions(self.spark),
             )
         except BucketsChanged as e:
             raise JobError(str(e)) from None
