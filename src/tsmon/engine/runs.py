@@ -12,16 +12,14 @@ import pandas as pd
 from tsmon.engine.series import SeriesNode
 
 
-def regular_runs(
-    ts: np.ndarray, last_ts: int | None, increasing: bool = False
-) -> Iterator[tuple[int, int, bool]]:
-    """Yield ``(lo, hi, regular)`` runs covering ``ts`` in order (``increasing``: ``ts`` is
-    known to be strictly increasing, :func:`increasing_groups`).
+def regular_runs(ts: np.ndarray, last_ts: int | None) -> Iterator[tuple[int, int, bool]]:
+    """Yield ``(lo, hi, regular)`` runs covering ``ts`` in order.
 
     A point is regular when it is newer than every point before it (stored or earlier in the
     batch); runs of regular points are appended at once, the others (late points, duplicates)
     are handled one by one. Irregular points never raise the newest timestamp, so one pass
-    over the running maximum classifies them all.
+    over the running maximum classifies them all. (The usual batch, every series' points
+    increasing and newer than its stored ones, is told apart before: :func:`increasing_groups`.)
 
     Examples
     --------
@@ -31,9 +29,6 @@ def regular_runs(
     if len(ts) == 0:
         return
     floor = np.iinfo(np.int64).min if last_ts is None else last_ts
-    if ts[0] > floor and (increasing or (ts[1:] > ts[:-1]).all()):  # the usual run: one append
-        yield 0, len(ts), True
-        return
     newest_before = np.maximum.accumulate(np.concatenate(([floor], ts[:-1])))
     regular = ts > newest_before
     if regular.all():

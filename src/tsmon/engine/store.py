@@ -229,8 +229,13 @@ class SeriesStore:
         increasing: bool,
     ) -> None:
         node = self.nodes[name]
-        triggered = tuple(k for k in self.queries if name in self._attached[k])
-        parts = list(regular_runs(ts, node.register.last_ts, increasing))
+        attached = self._attached
+        triggered = tuple(k for k in self.queries if name in attached[k]) if attached else ()
+        last = node.register.last_ts
+        if increasing and (last is None or int(ts[0]) > last):  # the usual run: one append
+            parts = [(0, len(ts), True)]
+        else:
+            parts = list(regular_runs(ts, last))
         for lo, hi, regular in parts:
             if not regular:
                 for i in range(lo, hi):
