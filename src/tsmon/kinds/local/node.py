@@ -177,8 +177,9 @@ class LocalNode(NodePart):
 
     def observe(self, points: Points) -> list[Row]:
         self.local.ingest(points.series, points.ts, points.value, (points.names, points.codes))
-        series, _, values, _ = points.in_order
-        self.local.summarize(series, values)
+        if self.local.summaries.statements:  # else the points as lists are not needed
+            series, _, values, _ = points.in_order
+            self.local.summarize(series, values)
         return []
 
     def outputs(self) -> list[Row]:
