@@ -194,10 +194,15 @@ class Register:
         return pos if pos < self.end and self.ts(pos, pos + 1)[0] == ts_ms else None
 
     # -- writes --------------------------------------------------------------------------------
-    def append(self, ts_ms: np.ndarray, values: np.ndarray) -> tuple[int, int]:
-        """Store points newer than every stored one; return their positions ``[p0, p1)``."""
+    def append(
+        self, ts_ms: np.ndarray, values: np.ndarray, checked: bool = False
+    ) -> tuple[int, int]:
+        """Store points newer than every stored one; return their positions ``[p0, p1)``.
+        ``checked``: the caller's reader already refused values beyond ``MAX_ABS_VALUE``
+        (:func:`~tsmon.engine.points.read_batch`), which are otherwise refused here."""
         count = len(ts_ms)
-        _check_values(values)
+        if not checked:
+            _check_values(values)
         if count and self.first_ts is None:
             self.first_ts = int(ts_ms[0])
         self._make_room(count)

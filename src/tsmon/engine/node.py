@@ -298,8 +298,10 @@ class SourceNode:
         applied = np.zeros(len(ts), dtype=bool)
         at_ms = np.zeros(len(ts), dtype=np.int64)
         new: list[str] = []
+        codes, names = np.zeros(0, dtype=np.intp), []
         if len(ts):
-            codes, names = pd.factorize(np.asarray(series, dtype=object), sort=False)
+            codes, found = pd.factorize(np.asarray(series, dtype=object), sort=False)
+            names = found.tolist()
             stored = [self.newest_ts.get(name) for name in names]
             new = sorted(name for name, t in zip(names, stored, strict=True) if t is None)
             newest = np.array([_BEFORE_ALL if t is None else t for t in stored], dtype=np.int64)
@@ -321,7 +323,7 @@ class SourceNode:
                 self.now_ms = max(start, int(ts[applied].max()))
             np.maximum.at(newest, codes, ts)  # non-applied points are not newer than it
             self.newest_ts.update(zip(names, newest.tolist(), strict=True))
-        return Points(series, ts, value, applied, at_ms), new
+        return Points(series, ts, value, applied, at_ms, names, codes), new
 
     def _outputs(self) -> list[Row]:
         return [row for part in self.parts.values() for row in part.outputs()]

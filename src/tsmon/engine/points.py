@@ -28,7 +28,7 @@ class Batch:
     seq: np.ndarray  # int64 arrival number, unique over the monitor's life
     series: np.ndarray  # object (str)
     ts_ms: np.ndarray  # int64
-    values: np.ndarray  # float64, finite
+    values: np.ndarray  # float64, within +-MAX_ABS_VALUE
     received: int  # points in the call, the rejected ones included
 
 

@@ -18,7 +18,8 @@ def regular_runs(ts: np.ndarray, last_ts: int | None) -> Iterator[tuple[int, int
     A point is regular when it is newer than every point before it (stored or earlier in the
     batch); runs of regular points are appended at once, the others (late points, duplicates)
     are handled one by one. Irregular points never raise the newest timestamp, so one pass
-    over the running maximum classifies them all.
+    over the running maximum classifies them all. (The usual batch, every series' points
+    increasing and newer than its stored ones, is told apart before: :func:`increasing_groups`.)
 
     Examples
     --------
@@ -28,9 +29,6 @@ def regular_runs(ts: np.ndarray, last_ts: int | None) -> Iterator[tuple[int, int
     if len(ts) == 0:
         return
     floor = np.iinfo(np.int64).min if last_ts is None else last_ts
-    if ts[0] > floor and (ts[1:] > ts[:-1]).all():  # the usual run: one append
-        yield 0, len(ts), True
-        return
     newest_before = np.maximum.accumulate(np.concatenate(([floor], ts[:-1])))
     regular = ts > newest_before
     if regular.all():
@@ -42,10 +40,14 @@ def regular_runs(ts: np.ndarray, last_ts: int | None) -> Iterator[tuple[int, int
         yield lo, hi, bool(regular[lo])
 
 
-def series_groups(names: np.ndarray) -> tuple[list[object], np.ndarray, list[int]]:
+def series_groups(
+    names: np.ndarray, factorized: tuple[list[str], np.ndarray] | None = None
+) -> tuple[list[object], np.ndarray, list[int]]:
     """The distinct series names in order of first arrival, the indices of the points grouped
     by series (each group in arrival order) and where each group starts in them, then the
-    end. Missing names (None, NaN) are one group, named NaN.
+    end. Missing names (None, NaN) are one group, named NaN. ``factorized``: the names
+    already factorized as pandas does, ``(distinct names, each point's index in them)``
+    (a source node's, :class:`~tsmon.kinds.base.Points`).
 
     Examples
     --------
@@ -53,6 +55,32 @@ def series_groups(names: np.ndarray) -> tuple[list[object], np.ndarray, list[int
     >>> names, order.tolist(), bounds
     (['a', 'b', nan], [0, 3, 1, 2], [0, 2, 3, 4])
     """
+    if factorized is not None:
+        uniques, codes = list(factorized[0]), factorized[1]
+    else:
+        uniques, codes = _factorize(names)
+    small = np.uint16 if len(uniques) < 2**16 else np.int64  # stable sort of uint16 is radix
+    order = np.argsort(codes.astype(small), kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(codes, minlength=len(uniques)))))
+    return uniques, order, bounds.tolist()
+
+
+def increasing_groups(ts: np.ndarray, bounds: list[int]) -> list[bool]:
+    """Whether the timestamps of each group (``ts[bounds[g]:bounds[g + 1]]``, groups not
+    empty) strictly increase: one pass over the batch instead of one per series.
+
+    Examples
+    --------
+    >>> increasing_groups(np.array([1, 2, 0, 5, 5, 7]), [0, 2, 3, 6])
+    [True, True, False]
+    """
+    falls = np.concatenate(([0], np.cumsum(ts[1:] <= ts[:-1])))  # non-increases up to each point
+    edges = np.asarray(bounds)
+    return (falls[edges[1:] - 1] == falls[edges[:-1]]).tolist()
+
+
+def _factorize(names: np.ndarray) -> tuple[list[object], np.ndarray]:
+    """:func:`series_groups`' distinct names and each point's index in them."""
     try:  # missing names get code -1 (no null mask over every name)
         codes, found = pd.factorize(names, sort=False)
     except TypeError:  # unhashable names (lists, dicts) are no names: rejected as bad_series
@@ -64,10 +92,7 @@ def series_groups(names: np.ndarray) -> tuple[list[object], np.ndarray, list[int
         at = int(codes[: missing[0]].max(initial=-1)) + 1
         codes = np.where(codes < 0, at, codes + (codes >= at))
         uniques.insert(at, np.nan)
-    small = np.uint16 if len(uniques) < 2**16 else np.int64  # stable sort of uint16 is radix
-    order = np.argsort(codes.astype(small), kind="stable")
-    bounds = np.concatenate(([0], np.cumsum(np.bincount(codes, minlength=len(uniques)))))
-    return uniques, order, bounds.tolist()
+    return uniques, codes
 
 
 #: The runs of series that trigger the same queries advance their windows and are evaluated

@@ -31,7 +31,7 @@ from tsmon.engine.deadletters import DeadLetters, Reason
 from tsmon.engine.evaluation import ViewBindings, fire
 from tsmon.engine.events import EventLog
 from tsmon.engine.points import Batch, read_batch
-from tsmon.engine.runs import PendingRuns, regular_runs, series_groups
+from tsmon.engine.runs import PendingRuns, increasing_groups, regular_runs, series_groups
 from tsmon.engine.series import Plan, SeriesNode, advance_together
 from tsmon.query import CompiledQuery, Stat, parse_expr, query_key
 from tsmon.query.patterns import is_glob, no_match, series_matches
@@ -183,16 +183,25 @@ class SeriesStore:
         self.counts["received"] += batch.received - len(batch.seq)  # rejected while reading
         return batch
 
-    def ingest(self, batch: Batch, accepted: Accepted | None = None) -> None:
+    def ingest(
+        self,
+        batch: Batch,
+        accepted: Accepted | None = None,
+        factorized: tuple[list[str], np.ndarray] | None = None,
+    ) -> None:
         """Store a read batch, each series' points in the order given; each point triggers
         its queries as of that point. Rejected points go to :attr:`dead`; ``accepted`` hears
-        of the others."""
+        of the others. ``factorized``: the series of the points read, factorized
+        (:func:`~tsmon.engine.runs.series_groups`), used when reading rejected none."""
         self._epoch += 1
         runs = PendingRuns()
         try:
-            names, order, bounds = series_groups(batch.series)
+            if factorized is not None and len(factorized[1]) != len(batch.seq):
+                factorized = None  # points were rejected: the codes are not the batch's
+            names, order, bounds = series_groups(batch.series, factorized)
             seq, ts, values = (a.take(order) for a in (batch.seq, batch.ts_ms, batch.values))
-            for name, lo, hi in zip(names, bounds[:-1], bounds[1:], strict=True):
+            increasing = increasing_groups(ts, bounds)
+            for name, lo, hi, up in zip(names, bounds[:-1], bounds[1:], increasing, strict=True):
                 try:
                     problem = self._admit(name)
                     if problem is not None:  # kept: copies, not views of the whole batch
@@ -202,7 +211,7 @@ class SeriesStore:
                         )
                     else:
                         self._ingest_series(
-                            name, seq[lo:hi], ts[lo:hi], values[lo:hi], accepted, runs
+                            name, seq[lo:hi], ts[lo:hi], values[lo:hi], accepted, runs, up
                         )
                 finally:  # counted even if a bug raises, so received = accepted + rejected
                     self.counts["received"] += hi - lo
@@ -217,10 +226,16 @@ class SeriesStore:
         vals: np.ndarray,
         accepted: Accepted | None,
         runs: PendingRuns,
+        increasing: bool,
     ) -> None:
         node = self.nodes[name]
-        triggered = tuple(k for k in self.queries if name in self._attached[k])
-        parts = list(regular_runs(ts, node.register.last_ts))
+        attached = self._attached
+        triggered = tuple(k for k in self.queries if name in attached[k]) if attached else ()
+        last = node.register.last_ts
+        if increasing and (last is None or int(ts[0]) > last):  # the usual run: one append
+            parts = [(0, len(ts), True)]
+        else:
+            parts = list(regular_runs(ts, last))
         for lo, hi, regular in parts:
             if not regular:
                 for i in range(lo, hi):
@@ -228,7 +243,7 @@ class SeriesStore:
                 continue
             if accepted is not None:
                 accepted(name, seq[lo:hi], ts[lo:hi], vals[lo:hi], True)
-            span = node.register.append(ts[lo:hi], vals[lo:hi])
+            span = node.register.append(ts[lo:hi], vals[lo:hi], checked=True)  # read_batch
             full = runs.add(triggered, (node, seq[lo:hi], ts[lo:hi], vals[lo:hi], span))
             if full or len(parts) > 1:  # a late point needs the windows as of the points before
                 self._advance_runs(triggered, runs)

@@ -36,6 +36,8 @@ class Points:
     ``applied`` marks the points the node applied (not older than their series' newest point,
     not a kept-out duplicate); ``at_ms`` is the node's time when each was applied (the running
     maximum of the timestamps: a point late across batches is applied at the node's time).
+    ``names`` are the batch's series, first seen first, and ``codes`` each point's index in
+    them (factorized once by the node, for every part).
     """
 
     series: list[str]
@@ -43,6 +45,8 @@ class Points:
     value: np.ndarray  # float64
     applied: np.ndarray  # bool
     at_ms: np.ndarray  # int64 ms
+    names: list[str]
+    codes: np.ndarray  # intp, index in names
 
     @cached_property
     def in_order(self) -> Applied:

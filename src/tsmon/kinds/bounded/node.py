@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from tsmon.kinds.base import NodePart, Points, Row
 from tsmon.protocols.filters.codec import from_dict, to_dict
@@ -95,22 +94,31 @@ class BoundedNode(NodePart):
         newest before the batch unless that was at this instant too); the filtered series'
         points to their filters. Vectorized over series: the applied points grouped by
         series (in order), each group's instants non-decreasing."""
-        series = points.in_order.series
-        if not series:
+        keep = points.applied
+        if not keep.any():
             return []
-        codes, names = pd.factorize(np.asarray(series, dtype=object), sort=False)
+        codes = points.codes if keep.all() else points.codes[keep]
         order = np.argsort(codes, kind="stable")  # by series (first seen first), in order
         grouped = codes[order]
-        at = points.at_ms[points.applied][order]
-        values = points.value[points.applied][order]
-        ends = np.searchsorted(grouped, np.arange(len(names)), side="right")
+        at = points.at_ms[keep][order]
+        values = points.value[keep][order]
+        ends = np.append(np.flatnonzero(grouped[1:] != grouped[:-1]) + 1, len(grouped))
         starts = np.concatenate(([0], ends[:-1]))
+        group = np.zeros(len(grouped), dtype=np.intp)
+        group[ends[:-1]] = 1
+        group = np.cumsum(group)  # each point's group
         newest_at = at[ends - 1]
-        tails = ends - np.bincount(grouped, weights=at == newest_at[grouped], minlength=len(names))
+        same = np.bincount(group, weights=at == newest_at[group], minlength=len(ends))
+        tails = ends - same.astype(np.intp)  # where each group's points at its newest start
+        seen = np.argsort(order[starts])  # the groups in the order their series first applied
+        names = [points.names[c] for c in grouped[starts][seen].tolist()]
+        starts, ends, tails, newest_at = (a[seen] for a in (starts, ends, tails, newest_at))
+        newest = values[ends - 1].tolist()
+        before = values[np.maximum(tails - 1, 0)].tolist()  # used where t > a
         sent: list[tuple[int, StreamedUpdate]] = []
-        for name, a, b, t, now in zip(
-            names.tolist(), starts.tolist(), ends.tolist(), tails.astype(int).tolist(),
-            newest_at.tolist(), strict=True,
+        for name, a, b, t, now, value, earlier in zip(
+            names, starts.tolist(), ends.tolist(), tails.tolist(),
+            newest_at.tolist(), newest, before, strict=True,
         ):  # fmt: skip
             f = self.filters.get(name)
             if f is not None:
@@ -118,10 +126,10 @@ class BoundedNode(NodePart):
                 bulk = f.observe_many(at[a:b].tolist(), values[a:b].tolist())
                 sent += [(index[i], update) for i, update in bulk]
             elif t > a:  # a point at an earlier instant in the batch
-                self.since[name] = (now, values[t - 1].item())
+                self.since[name] = (now, earlier)
             elif self.since.get(name, (None,))[0] != now:
                 self.since[name] = (now, self.last.get(name))
-            self.last[name] = values[b - 1].item()
+            self.last[name] = value
         sent.sort(key=lambda x: x[0])  # stable: in the order the points sent them
         return _rows([update for _, update in sent])
 
