@@ -91,9 +91,9 @@ class GeneratorReader(DataSourceStreamReader):
     the speed-up. The cap holds whatever read limit Spark passes (it is the pacing, not a
     limit of what is available). Rows depend only on the ticks: the driver's reader plans a
     batch as :data:`PARTITIONS` tick ranges (:class:`TickRange`), each carrying the fleet's
-    position, and executors :meth:`read` them as Arrow batches (no row passes through the
-    driver), so a batch replayed in any process gets the same rows. ``clock`` (seconds) is
-    for tests.
+    position, and executor tasks :meth:`read` them as Arrow batches (no row passes through
+    the planning reader or Spark's block manager), so a batch replayed in any process gets
+    the same rows. ``clock`` (seconds) is for tests.
     """
 
     def __init__(
