@@ -10,8 +10,9 @@ changes and sinks; its console's lines come first) and prints, per batch: the po
 (the Python host with its row and state transfer, summed over tasks) and ``commitTimeMs``;
 tsmon's host parts in the workers (``pythonCpuMs``); and the CPU seconds of each process
 (``/proc``) from one batch's end to the next's: the JVM, the generator's Python process (the
-streaming source runner), the other Python processes Spark started (the host's workers, the
-data source's planning), this driver. Then the totals, the JVM's CPU by thread family
+streaming source runner: it paces and plans), the other Python processes Spark started (the
+host's workers, which also compute the generator's tick ranges, and the data source's
+planning), this driver. Then the totals, the JVM's CPU by thread family
 (:mod:`spark_split`), how long the query took to start, a timeline (in s from ``start()``:
 when it returned, each trigger's start, the gap since the previous one, its length and when
 its callback ran, when ``stop()`` began and returned), the classes Spark generated per batch,
@@ -44,7 +45,8 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 def python_cpu(jvm: int) -> dict[str, float]:
     """CPU seconds (own + reaped children) of the JVM's Python descendants, by role: the
-    streaming source runner (the generator's ``read``) and the rest (the host's workers)."""
+    streaming source runner (the generator's pacing and planning) and the rest (the host's
+    workers, which also read the generator's tick ranges)."""
     stats: dict[int, tuple[int, float, str]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():

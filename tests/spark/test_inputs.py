@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import pickle
 import re
 import socket
 import threading
@@ -22,14 +23,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from tests.spark.test_runtime import batch_reference
 from tsmon import Monitor
 from tsmon.spark.job import Job, JobError, load_job
-from tsmon.spark.pysources import GeneratorReader, ReplayReader, read_recording
+from tsmon.spark.pysources import PARTITIONS, GeneratorReader, ReplayReader, read_recording
 from tsmon.spark.runtime import REASONS, JobRunner
 from tsmon.streams.fleet import FleetStream
 
@@ -60,6 +63,10 @@ def test_any_split_of_a_tick_range_gives_bit_identical_values(
     assert np.array_equal(stream.values(later // 2, later), whole[later // 2 : later])
     fresh = FleetStream(hosts=3, metrics=4, seed=seed)
     assert np.array_equal(fresh.values(later, 40), whole[later:])
+    # resumed in another process from the position a stream reached (a planned partition)
+    resumed = FleetStream(hosts=3, metrics=4, seed=seed)
+    resumed.resume(later, *pickle.loads(pickle.dumps(stream.position(later))))
+    assert np.array_equal(resumed.values(later, 40), whole[later:])
 
 
 def test_fleet_stream_values_look_like_metrics() -> None:
@@ -107,16 +114,21 @@ def generator_options(**changes: Any) -> dict[str, str]:
 
 
 class Driver:
-    """Calls ``read`` as Spark does: from the initial offset, then from each batch's end."""
+    """Calls a simple reader's ``read`` as Spark does: from the initial offset, then from each
+    batch's end."""
 
     def __init__(self, reader: Any, key: str) -> None:
         self.reader, self.key = reader, key
         self.offset = reader.initialOffset()
 
+    def read(self, start: dict) -> tuple[list[tuple], dict]:
+        """One trigger's rows and end offset."""
+        rows, end = self.reader.read(start)
+        return list(rows), end
+
     def read_once(self) -> list[tuple[int, int, list[tuple]]]:
         """One trigger: ``[(start, end, rows)]``, or ``[]`` when nothing is due."""
-        rows, end = self.reader.read(self.offset)
-        rows = list(rows)
+        rows, end = self.read(self.offset)
         if end == self.offset:
             assert rows == []
             return []
@@ -131,11 +143,34 @@ class Driver:
         return out
 
 
+class GeneratorDriver(Driver):
+    """Drives the generator as Spark drives a stream reader: ``latestOffset`` in the driver's
+    reader, ``partitions`` there too, then each partition read by a reader of its own, both
+    pickled as Spark ships them to an executor's Python worker."""
+
+    def read(self, start: dict) -> tuple[list[tuple], dict]:
+        end = self.reader.latestOffset(start, ReadAllAvailable())
+        return generated_rows(self.reader, start, end), end
+
+
+def generated_rows(planner: GeneratorReader, start: dict, end: dict) -> list[tuple]:
+    """The rows of ``[start, end)`` as Spark gets them: planned by ``planner``, each
+    partition read by a new reader (unpickled, as in an executor) as Arrow record batches."""
+    rows = []
+    for partition in planner.partitions(start, end):
+        executor = pickle.loads(pickle.dumps(GeneratorReader(planner.options)))
+        for batch in executor.read(pickle.loads(pickle.dumps(partition))):
+            assert isinstance(batch, pa.RecordBatch)
+            assert batch.schema.names == ["source", "series", "ts", "value"]
+            rows += [tuple(r.values()) for r in batch.to_pylist()]
+    return rows
+
+
 def test_the_generator_offers_due_ticks_capped_and_ends_after_ticks() -> None:
     clock = FakeClock()
     reader = GeneratorReader(generator_options(), clock=clock)
-    spark = Driver(reader, "tick")
-    first = list(reader.readBetweenOffsets({"tick": 0}, {"tick": 1}))
+    spark = GeneratorDriver(reader, "tick")
+    first = generated_rows(GeneratorReader(generator_options()), {"tick": 0}, {"tick": 1})
     assert spark.batches() == [(0, 1, first)]  # the first tick is due at once
     clock.now += 0.25  # two more ticks are due
     assert [(a, b) for a, b, _ in spark.batches()] == [(1, 3)]
@@ -151,7 +186,7 @@ def test_generated_rows_do_not_depend_on_the_clock(steps: list[float]) -> None:
     """However the wall clock moves, the rows are the fleet's, and a batch read again (in a
     new reader, as after a crash) is the same."""
     clock = FakeClock()
-    spark = Driver(GeneratorReader(generator_options(), clock=clock), "tick")
+    spark = GeneratorDriver(GeneratorReader(generator_options(), clock=clock), "tick")
     batches: list[tuple[int, int, list[tuple]]] = []
     for step in steps:
         clock.now += step
@@ -164,7 +199,22 @@ def test_generated_rows_do_not_depend_on_the_clock(steps: list[float]) -> None:
     assert [r for _, _, rows in batches for r in rows] == list(expected)
     other = GeneratorReader(generator_options())
     for a, b, rows in reversed(batches):
-        assert list(other.readBetweenOffsets({"tick": a}, {"tick": b})) == rows
+        assert generated_rows(other, {"tick": a}, {"tick": b}) == rows
+
+
+@settings(max_examples=25, deadline=None)
+@given(a=st.integers(0, 30), n=st.integers(0, 9))
+def test_a_generated_batch_is_planned_as_tick_ranges_that_cover_it(a: int, n: int) -> None:
+    """At most PARTITIONS ranges, in order, none empty, covering the batch's ticks exactly,
+    each starting from the fleet's position before its first tick."""
+    reader = GeneratorReader(generator_options(ticks=-1))
+    parts = reader.partitions({"tick": a}, {"tick": a + n})
+    assert len(parts) == min(n, PARTITIONS) and all(p.a < p.b for p in parts)
+    assert [t for p in parts for t in range(p.a, p.b)] == list(range(a, a + n))
+    fleet = FleetStream(hosts=2, metrics=3, step_ms=10_000, start_ms=0, seed=4)
+    for p in parts:
+        walk, burst = fleet.position(p.a)
+        assert np.array_equal(p.walk, walk) and np.array_equal(p.burst, burst)
 
 
 # -- recordings: read as text, sorted by time, bad timestamps kept in place ----------------

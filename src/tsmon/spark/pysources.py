@@ -8,22 +8,33 @@ clock only decides how far the offset moves at each trigger (pacing).
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceStreamReader,
+    InputPartition,
+    SimpleDataSourceStreamReader,
+)
 
 # light imports only: Spark's Python processes that load these sources (the data source's
 # lookup, its read planning, the streaming source runner) import this module each
 from tsmon.spark.toml_checks import JobError
 
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from tsmon.streams.fleet import FleetStream
+
 __all__ = [
     "COLUMN_ORDER",
     "GENERATOR_COLUMNS",
+    "PARTITIONS",
     "GeneratorReader",
     "GeneratorSource",
     "ReplayReader",
@@ -36,6 +47,8 @@ __all__ = [
 COLUMN_ORDER = ("series", "source", "ts", "value")
 #: Schema of the generator's rows: typed already, with the host as the source.
 GENERATOR_COLUMNS = "source STRING, series STRING, ts BIGINT, value DOUBLE"
+#: Tick ranges per generated batch: one per core of a ``local[2]`` session, read in parallel.
+PARTITIONS = 2
 
 
 class GeneratorSource(DataSource):
@@ -56,49 +69,67 @@ class GeneratorSource(DataSource):
         """Typed rows with the host as the source."""
         return GENERATOR_COLUMNS
 
-    def simpleStreamReader(self, schema: Any) -> GeneratorReader:
+    def streamReader(self, schema: Any) -> GeneratorReader:
         """A reader offering ticks as wall time passes; offsets are ``{"tick": n}``."""
         return GeneratorReader(self.options)
 
 
-class GeneratorReader(SimpleDataSourceStreamReader):
+class TickRange(InputPartition):
+    """Ticks ``[a, b)`` of a batch with the fleet's :meth:`~FleetStream.position` before
+    ``a``: an executor computes their rows without walking from tick 0."""
+
+    def __init__(self, a: int, b: int, walk: np.ndarray, burst: np.ndarray) -> None:
+        self.a, self.b, self.walk, self.burst = a, b, walk, burst
+
+
+class GeneratorReader(DataSourceStreamReader):
     """Offers ticks ``[a, b)`` per batch: ``b`` grows with wall time × speedup, capped.
 
     The clock starts with the reader (when the query starts), at the tick of the first
-    :meth:`read` (tick 0 of a new job, the checkpointed tick after a restart): that tick is
-    due at once, and each further one when another step of event time has passed at the
-    speed-up. Rows depend only on the ticks, so :meth:`readBetweenOffsets` replays a batch
-    exactly, in whatever process Spark runs it. ``clock`` (seconds) is for tests.
+    :meth:`latestOffset` (tick 0 of a new job, the checkpointed tick after a restart): that
+    tick is due at once, and each further one when another step of event time has passed at
+    the speed-up. The cap holds whatever read limit Spark passes (it is the pacing, not a
+    limit of what is available). Rows depend only on the ticks: the driver's reader plans a
+    batch as :data:`PARTITIONS` tick ranges (:class:`TickRange`), each carrying the fleet's
+    position, and executor tasks :meth:`read` them as Arrow batches (no row passes through
+    the planning reader or Spark's block manager), so a batch replayed in any process gets
+    the same rows. ``clock`` (seconds) is for tests.
     """
 
     def __init__(
         self, options: Mapping[str, str], clock: Callable[[], float] = time.monotonic
     ) -> None:
-        from tsmon.streams.fleet import FleetStream
-
+        self.options = dict(options)
         self.step_ms = int(options["step_ms"])
         self.speedup = float(options["speedup"])
         self.cap = int(options["max_ticks_per_batch"])
         ticks = int(options["ticks"])
         self.ticks = None if ticks < 0 else ticks
-        self.fleet = FleetStream(
-            hosts=int(options["hosts"]),
-            metrics=int(options["metrics"]),
-            step_ms=self.step_ms,
-            start_ms=int(options["start_ms"]),
-            seed=int(options["seed"]),
-        )
-        self._names = list(zip(self.fleet.sources(), self.fleet.series(), strict=True))
         self._clock = clock
         self._began = clock()
-        self._first: int | None = None  # the tick of the first read
+        self._first: int | None = None  # the tick of the first latestOffset
+
+    @cached_property
+    def fleet(self) -> FleetStream:
+        """The fleet, built where it is first used: Spark pickles the reader into every read
+        task before it has one."""
+        from tsmon.streams.fleet import FleetStream
+
+        o = self.options
+        return FleetStream(
+            hosts=int(o["hosts"]),
+            metrics=int(o["metrics"]),
+            step_ms=self.step_ms,
+            start_ms=int(o["start_ms"]),
+            seed=int(o["seed"]),
+        )
 
     def initialOffset(self) -> dict:
         """A new job starts at tick 0."""
         return {"tick": 0}
 
-    def read(self, start: dict) -> tuple[Iterator[tuple], dict]:
-        """The ticks due now from ``start``, at most ``max_ticks_per_batch`` of them."""
+    def latestOffset(self, start: dict, limit: Any) -> dict:
+        """The end of the ticks due now from ``start``, at most ``max_ticks_per_batch``."""
         a = int(start["tick"])
         if self._first is None:
             self._first = a
@@ -107,21 +138,44 @@ class GeneratorReader(SimpleDataSourceStreamReader):
         b = min(due, a + self.cap)
         if self.ticks is not None:
             b = min(b, self.ticks)
-        if b <= a:
-            return iter(()), start
-        return iter(self._rows(a, b)), {"tick": b}
+        return {"tick": max(a, b)}
 
-    def readBetweenOffsets(self, start: dict, end: dict) -> Iterator[tuple]:
-        """The rows of ticks ``[start, end)`` again (a batch replayed after a failure)."""
-        return iter(self._rows(int(start["tick"]), int(end["tick"])))
+    def partitions(self, start: dict, end: dict) -> list[TickRange]:
+        """Ticks ``[start, end)`` cut into at most :data:`PARTITIONS` ranges."""
+        a, b = int(start["tick"]), int(end["tick"])
+        n = min(PARTITIONS, b - a)
+        edges = [a + (b - a) * i // n for i in range(n + 1)] if n > 0 else []
+        return [TickRange(x, y, *self.fleet.position(x)) for x, y in itertools.pairwise(edges)]
 
-    def _rows(self, a: int, b: int) -> list[tuple]:
-        values = self.fleet.values(a, b).tolist()
-        return [
-            (source, series, ts, v)
-            for ts, row in zip(self.fleet.ts(a, b).tolist(), values, strict=True)
-            for (source, series), v in zip(self._names, row, strict=True)
+    def read(self, partition: TickRange) -> Iterator[Any]:  # type: ignore[override]
+        """The range's rows as one Arrow record batch of :data:`GENERATOR_COLUMNS`."""
+        import pyarrow as pa
+
+        a, b = partition.a, partition.b
+        self.fleet.resume(a, partition.walk, partition.burst)
+        k = len(self.fleet.series())
+        which = pa.array(np.tile(np.arange(k, dtype=np.int32), b - a))
+        columns = [
+            pa.array(self.fleet.sources(), pa.string()).take(which),
+            pa.array(self.fleet.series(), pa.string()).take(which),
+            pa.array(np.repeat(self.fleet.ts(a, b), k)),
+            pa.array(self.fleet.values(a, b).reshape(-1)),
         ]
+        yield pa.RecordBatch.from_arrays(columns, schema=_arrow_schema())
+
+
+def _arrow_schema() -> Any:
+    """The Arrow schema Spark expects for :data:`GENERATOR_COLUMNS` (nullable fields)."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("source", pa.string()),
+            ("series", pa.string()),
+            ("ts", pa.int64()),
+            ("value", pa.float64()),
+        ]
+    )
 
 
 # -- replay of a recorded file ---------------------------------------------------------------

@@ -204,18 +204,31 @@ class FleetStream:
         """Event time (epoch ms) of ticks ``[a, b)``."""
         return self.start_ms + np.arange(a, b, dtype=np.int64) * self.step_ms
 
+    def position(self, tick: int) -> tuple[np.ndarray, np.ndarray]:
+        """The walk positions and burst heights before ``tick`` (one per series): what
+        :meth:`resume` takes to compute ticks from ``tick`` on in another process."""
+        if tick < 0:
+            raise ValueError(f"need tick >= 0, got {tick}")
+        at, walk, burst = self._state
+        if tick < at:
+            at, walk, burst = self._origin()
+        while at < tick:  # catch up in chunks (memory stays bounded)
+            end = min(tick, at + _ADVANCE_TICKS)
+            walks, bursts = self._run(at, end, walk, burst)
+            at, walk, burst = end, walks[-1], bursts[-1]
+        self._state = (at, walk, burst)
+        return walk, burst
+
+    def resume(self, tick: int, walk: np.ndarray, burst: np.ndarray) -> None:
+        """Continue from :meth:`position` ``(tick)`` of a stream with the same parameters:
+        ``values(tick, b)`` then needs no catching up from tick 0."""
+        self._state = (tick, walk, burst)
+
     def values(self, a: int, b: int) -> np.ndarray:
         """Values of ticks ``[a, b)``: an array of shape ``(b - a, len(series()))``."""
         if not 0 <= a <= b:
             raise ValueError(f"need 0 <= a <= b, got a={a}, b={b}")
-        tick, walk, burst = self._state
-        if a < tick:
-            tick, walk, burst = self._origin()
-        while tick < a:  # catch up in chunks (memory stays bounded)
-            end = min(a, tick + _ADVANCE_TICKS)
-            walks, bursts = self._run(tick, end, walk, burst)
-            tick, walk, burst = end, walks[-1], bursts[-1]
-        walks, bursts = self._run(a, b, walk, burst)
+        walks, bursts = self._run(a, b, *self.position(a))
         if b > a:
             self._state = (b, walks[-1], bursts[-1])
         phase = 2 * np.pi * (self.ts(a, b) % _DAY_MS) / _DAY_MS
