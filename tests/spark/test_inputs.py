@@ -217,6 +217,38 @@ def test_a_generated_batch_is_planned_as_tick_ranges_that_cover_it(a: int, n: in
         assert np.array_equal(p.walk, walk) and np.array_equal(p.burst, burst)
 
 
+def test_before_pyspark_4_2_the_generator_falls_back_to_the_simple_reader(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pyspark whose stream readers get no start offset takes the simple reader (pyspark's
+    own fallback when streamReader is not implemented)."""
+    from pyspark.sql.datasource_internal import _streamReader
+
+    from tsmon.spark import pysources
+
+    source = pysources.GeneratorSource(generator_options())
+    assert isinstance(_streamReader(source, None), GeneratorReader)
+    monkeypatch.setattr(pysources, "_ADMISSION_CONTROL", False)
+    assert isinstance(_streamReader(source, None).simple_reader, pysources.SimpleGeneratorReader)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(st.floats(0, 0.8), min_size=1, max_size=20))
+def test_the_simple_generator_reader_gives_the_same_batches(steps: list[float]) -> None:
+    """The fallback paces the same ticks and gives the same rows, under any clock."""
+    from tsmon.spark.pysources import SimpleGeneratorReader
+
+    clock, old_clock = FakeClock(), FakeClock()
+    new = GeneratorDriver(GeneratorReader(generator_options(), clock=clock), "tick")
+    old = Driver(
+        SimpleGeneratorReader(GeneratorReader(generator_options(), clock=old_clock)), "tick"
+    )
+    for step in [*steps, 100.0]:
+        clock.now += step
+        old_clock.now += step
+        assert old.batches() == new.batches()
+
+
 # -- recordings: read as text, sorted by time, bad timestamps kept in place ----------------
 
 RECORDED = [  # in file order: out of order in time, with unreadable rows

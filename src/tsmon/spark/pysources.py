@@ -8,6 +8,7 @@ clock only decides how far the offset moves at each trigger (pacing).
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import json
 import time
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from pyspark.errors import PySparkNotImplementedError
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceStreamReader,
@@ -39,6 +41,7 @@ __all__ = [
     "GeneratorSource",
     "ReplayReader",
     "ReplaySource",
+    "SimpleGeneratorReader",
     "read_recording",
     "replay_roles",
 ]
@@ -49,6 +52,9 @@ COLUMN_ORDER = ("series", "source", "ts", "value")
 GENERATOR_COLUMNS = "source STRING, series STRING, ts BIGINT, value DOUBLE"
 #: Tick ranges per generated batch: one per core of a ``local[2]`` session, read in parallel.
 PARTITIONS = 2
+#: Whether Spark gives stream readers their start offset (``latestOffset(start, limit)``,
+#: pyspark 4.2); before, :class:`GeneratorSource` falls back to :class:`SimpleGeneratorReader`.
+_ADMISSION_CONTROL = "start" in inspect.signature(DataSourceStreamReader.latestOffset).parameters
 
 
 class GeneratorSource(DataSource):
@@ -70,8 +76,18 @@ class GeneratorSource(DataSource):
         return GENERATOR_COLUMNS
 
     def streamReader(self, schema: Any) -> GeneratorReader:
-        """A reader offering ticks as wall time passes; offsets are ``{"tick": n}``."""
+        """A reader offering ticks as wall time passes; offsets are ``{"tick": n}``. A pyspark
+        whose stream readers get no start offset (before 4.2) falls back to
+        :meth:`simpleStreamReader` on this error."""
+        if not _ADMISSION_CONTROL:
+            raise PySparkNotImplementedError(
+                errorClass="NOT_IMPLEMENTED", messageParameters={"feature": "streamReader"}
+            )
         return GeneratorReader(self.options)
+
+    def simpleStreamReader(self, schema: Any) -> SimpleGeneratorReader:
+        """The same ticks through the driver, for a pyspark before 4.2."""
+        return SimpleGeneratorReader(GeneratorReader(self.options))
 
 
 class TickRange(InputPartition):
@@ -162,6 +178,28 @@ class GeneratorReader(DataSourceStreamReader):
             pa.array(self.fleet.values(a, b).reshape(-1)),
         ]
         yield pa.RecordBatch.from_arrays(columns, schema=_arrow_schema())
+
+
+class SimpleGeneratorReader(SimpleDataSourceStreamReader):
+    """:class:`GeneratorReader`'s ticks, paced alike, as rows through the driver: for a
+    pyspark whose stream readers are not told where a batch starts (before 4.2), since a
+    restarted job's reader must pace from the checkpointed tick."""
+
+    def __init__(self, paced: GeneratorReader) -> None:
+        self.paced = paced
+
+    def initialOffset(self) -> dict:
+        return self.paced.initialOffset()
+
+    def read(self, start: dict) -> tuple[Iterator[tuple], dict]:
+        """The ticks due now from ``start``, at most ``max_ticks_per_batch`` of them."""
+        end = self.paced.latestOffset(start, None)
+        return self.readBetweenOffsets(start, end), end
+
+    def readBetweenOffsets(self, start: dict, end: dict) -> Iterator[tuple]:
+        """The rows of ticks ``[start, end)`` (again, for a batch replayed after a failure)."""
+        rows = self.paced.fleet.points(int(start["tick"]), int(end["tick"]))
+        return rows.itertuples(index=False, name=None)
 
 
 def _arrow_schema() -> Any:
