@@ -34,6 +34,9 @@ def _copied(control: dict[str, list[Row]]) -> dict[str, list[Row]]:
     return pickle.loads(pickle.dumps(control, protocol=pickle.HIGHEST_PROTOCOL))
 
 
+_ROW_KEYS = frozenset(("source", "kind", "payload"))
+
+
 def _is_int(x: object) -> bool:
     return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
@@ -302,7 +305,7 @@ class CoordinatorNode:
         heartbeats: list[tuple[str, Mapping]] = []
         for n, row in enumerate(outputs):
             where = f"output row {n}"
-            if not isinstance(row, Mapping) or not {"source", "kind", "payload"} <= set(row):
+            if not (type(row) is dict or isinstance(row, Mapping)) or not row.keys() >= _ROW_KEYS:
                 raise ValueError(f"{where}: expected source, kind and payload, got {row!r}")
             source, kind, payload = row["source"], row["kind"], row["payload"]
             if not isinstance(source, str):

@@ -46,6 +46,9 @@ _OPTIONAL = {
     "growth": ("period_ms", "uniform"),
     "shrink": ("period_ms", "uniform"),
 }
+#: Per type, the keys a message must carry and those it may carry (the check of each row).
+_REQUIRED = {kind: frozenset(("type", *keys)) for kind, keys in _KEYS.items()}
+_ALLOWED = {kind: _REQUIRED[kind] | frozenset(_OPTIONAL[kind]) for kind in _KEYS}
 
 
 def _float_out(x: float) -> float | str:
@@ -109,14 +112,14 @@ def from_dict(d: Mapping[str, Any]) -> Message:
     ...
     ValueError: message type must be one of ['growth', 'shrink', 'update'], got 'grow'
     """
-    if not isinstance(d, Mapping):
+    if type(d) is not dict and not isinstance(d, Mapping):  # a dict without the ABC check
         raise ValueError(f"a message must be a dict, got {type(d).__name__}")
     kind = d.get("type")
     if kind not in _KEYS:
         raise ValueError(f"message type must be one of {sorted(_KEYS)}, got {kind!r}")
-    missing = [k for k in _KEYS[kind] if k not in d]
-    extra = sorted(set(d) - {"type", *_KEYS[kind], *_OPTIONAL[kind]})
-    if missing or extra:
+    if not _REQUIRED[kind] <= d.keys() <= _ALLOWED[kind]:
+        missing = [k for k in _KEYS[kind] if k not in d]
+        extra = sorted(set(d) - _ALLOWED[kind])
         raise ValueError(
             f"{kind} message: missing keys {missing}, unexpected keys {extra}; "
             f"expected exactly {['type', *_KEYS[kind]]}"
@@ -152,6 +155,8 @@ def from_dict(d: Mapping[str, Any]) -> Message:
 
 def _int_in(d: Mapping[str, Any], key: str, kind: str) -> int:
     x = d[key]
+    if type(x) is int:  # the common case, without the ABC check
+        return x
     if isinstance(x, bool) or not isinstance(x, numbers.Integral):
         raise ValueError(f"{kind} message: {key} must be an int, got {x!r}")
     return int(x)
@@ -159,6 +164,8 @@ def _int_in(d: Mapping[str, Any], key: str, kind: str) -> int:
 
 def _float_in(d: Mapping[str, Any], key: str, kind: str) -> float:
     x = d[key]
+    if type(x) is float:  # the common case, without the ABC check
+        return x
     if isinstance(x, str) and x in _NON_FINITE:
         return _NON_FINITE[x]
     if isinstance(x, bool) or not isinstance(x, numbers.Real):

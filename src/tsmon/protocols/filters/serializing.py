@@ -23,6 +23,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+import operator
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -65,8 +66,9 @@ class Queued:
     @classmethod
     def of(cls, u: StreamedUpdate, arrival: int) -> Queued:
         """The record of one update."""
-        fields_ = (u.ts_ms, u.seq, arrival, u.width_seq, u.forced, u.value, u.shadow)
-        return cls.one(u.object_id, *fields_)
+        return cls.one(
+            u.object_id, u.ts_ms, u.seq, arrival, u.width_seq, u.forced, u.value, u.shadow
+        )
 
     @classmethod
     def one(
@@ -95,11 +97,6 @@ class Queued:
         return Queued, tuple(getattr(self, f.name) for f in fields(self))
 
     @property
-    def key(self) -> tuple[int, int, int]:
-        """Release order: timestamp, the source's ``seq``, arrival."""
-        return self.ts_ms, self.seq, self.arrival
-
-    @property
     def value(self) -> float:
         """The centre the coordinator takes: the value, or the middle of a hull's span."""
         return self.lo if self.lo == self.hi else (self.lo + self.hi) / 2
@@ -126,6 +123,10 @@ class Queued:
         self.streamed += later.streamed
         if later.shadow is not None and (self.shadow is None or later.shadow >= self.shadow):
             self.shadow, self.shadow_ts = later.shadow, later.shadow_ts
+
+
+#: Release order of a :class:`Queued` record: timestamp, the source's ``seq``, arrival.
+release_order = operator.attrgetter("ts_ms", "seq", "arrival")
 
 
 class SerializingQueue:
@@ -180,9 +181,9 @@ class SerializingQueue:
         # §4: timestamp order; the source's seq orders its updates with the same timestamp
         self._arrivals += 1
         record = Queued.of(update, self._arrivals)
-        heapq.heappush(self._heap, (*record.key, record))
+        heapq.heappush(self._heap, (*release_order(record), record))
         if self.backlog is not None:
-            bisect.insort(self._of.setdefault(record.object_id, []), record, key=lambda r: r.key)
+            bisect.insort(self._of.setdefault(record.object_id, []), record, key=release_order)
 
     def trim(self) -> None:
         """Fold the records of every object holding more than ``backlog`` (see the module
