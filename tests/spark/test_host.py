@@ -241,30 +241,57 @@ def test_buckets_are_frozen_in_the_checkpoint():
     before = Path(tempfile.mkdtemp())  # recorded before the keys: bucket numbers stay the keys
     (before / "host.json").write_text('{"buckets": 16, "state": 6}')
     assert freeze_buckets(before, None, 16, 2) == Buckets(16, tuple(range(16)))
+    recorded = json.loads((ckpt / "host.json").read_text())
+    assert recorded["state"] == 7 and recorded["keys"] == list(first.keys)
+    for keys in (first.keys[:-1], (*first.keys[:-1], 16), (*first.keys[:-1], -1)):
+        damaged = Path(tempfile.mkdtemp())
+        (damaged / "host.json").write_text(json.dumps({**recorded, "keys": list(keys)}))
+        with pytest.raises(BucketsChanged, match="is damaged: its keys"):
+            freeze_buckets(damaged, None, 16, 2)
     older = Path(tempfile.mkdtemp())  # nodes pickled with the registers' arrays (format 1)
     (older / "host.json").write_text('{"buckets": 16}')
-    with pytest.raises(BucketsChanged, match="state format 1, this one reads 6"):
+    with pytest.raises(BucketsChanged, match="state format 1, this one reads 6 and 7"):
         freeze_buckets(older, None, 16, 2)
     whole = Path(tempfile.mkdtemp())  # registers pickled whole in the state (format 2)
     (whole / "host.json").write_text('{"buckets": 16, "state": 2}')
-    with pytest.raises(BucketsChanged, match="state format 2, this one reads 6"):
+    with pytest.raises(BucketsChanged, match="state format 2, this one reads 6 and 7"):
         freeze_buckets(whole, None, 16, 2)
     runs = Path(tempfile.mkdtemp())  # registers, filters and models pickled as dicts (format 3)
     (runs / "host.json").write_text('{"buckets": 16, "state": 3}')
-    with pytest.raises(BucketsChanged, match="state format 3, this one reads 6"):
+    with pytest.raises(BucketsChanged, match="state format 3, this one reads 6 and 7"):
         freeze_buckets(runs, None, 16, 2)
     queues = Path(tempfile.mkdtemp())  # runs referenced by persistent ids (format 4)
     (queues / "host.json").write_text('{"buckets": 16, "state": 4}')
-    with pytest.raises(BucketsChanged, match="state format 4, this one reads 6"):
+    with pytest.raises(BucketsChanged, match="state format 4, this one reads 6 and 7"):
         freeze_buckets(queues, None, 16, 2)
     in_state = Path(tempfile.mkdtemp())  # windows with monotonic queues (format 5)
     (in_state / "host.json").write_text('{"buckets": 16, "state": 5}')
-    with pytest.raises(BucketsChanged, match="state format 5, this one reads 6"):
+    with pytest.raises(BucketsChanged, match="state format 5, this one reads 6 and 7"):
         freeze_buckets(in_state, None, 16, 2)
     old = Path(tempfile.mkdtemp())
     (old / "nodes" / "offsets").mkdir(parents=True)
     with pytest.raises(BucketsChanged, match="older tsmon"):
         freeze_buckets(old, None, 16, 2)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("spread", [False, True])
+def test_a_rows_grouping_key_is_its_sources_buckets_key(spark, spread):
+    """bucket_key is keys[pmod(xxhash64(source), B)] as a BIGINT, for keys that are the
+    bucket numbers (a checkpoint from before the keys) and for spread keys."""
+    from pyspark.sql import functions as F
+
+    from tsmon.spark.host import bucket_key
+
+    buckets = Buckets.spread(16, 2) if spread else Buckets(16, tuple(range(16)))
+    frame = spark.createDataFrame([(f"s{i}",) for i in range(200)], "source STRING")
+    rows = frame.select(
+        bucket_key(buckets).alias("key"), F.pmod(F.xxhash64("source"), F.lit(16)).alias("b")
+    )
+    assert dict(rows.dtypes)["key"] == "bigint"
+    got = rows.collect()
+    assert [r.key for r in got] == [buckets.keys[r.b] for r in got]
+    assert len({r.b for r in got}) == 16
 
 
 @pytest.mark.spark

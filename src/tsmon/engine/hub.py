@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numbers
 import pickle
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,9 +126,10 @@ class CoordinatorNode:
         late = newest - self.idle_timeout_ms
         return sorted(s for s, t in self.source_now.items() if t < late and s not in self.advanced)
 
-    def idle_of(self, series: Sequence[str]) -> list[str]:
-        """The idle sources among those of ``series``, sorted."""
-        idle = self.idle_sources()
+    def idle_of(self, series: Sequence[str], idle: Collection[str] | None = None) -> list[str]:
+        """The idle sources among those of ``series``, sorted; ``idle``: the
+        :meth:`idle_sources`, when the caller has them already."""
+        idle = self.idle_sources() if idle is None else idle
         return sorted(set(idle).intersection(map(self.source_of, series))) if idle else []
 
     def watermark(self) -> int | None:

@@ -21,8 +21,6 @@ import struct
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-import mmh3
-
 from tsmon.spark.files import atomic_write
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -30,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 __all__ = [
     "BUCKETS_PER_PARTITION",
+    "KEYLESS_FORMAT",
     "STATE_FORMAT",
     "Buckets",
     "BucketsChanged",
@@ -44,7 +43,7 @@ BUCKETS_PER_PARTITION = 8
 """Default buckets per shuffle partition: enough that the sources hashed to a partition's
 buckets even out, few enough that the per-bucket pandas overhead (~1 ms) stays small."""
 
-STATE_FORMAT = 6
+STATE_FORMAT = 7
 """Version of the pickled nodes, kept in ``host.json``: 2 has compact registers
 (:mod:`tsmon.core.register`), 3 their sealed runs in history files
 (:mod:`tsmon.spark.history`), 4 registers, filters and stream models pickled as tuples of
@@ -52,7 +51,13 @@ their fields and the runs stored as binary records, not pickles (faster and smal
 references to runs pickled as calls of :func:`tsmon.spark.history.run_at`, not persistent
 ids (faster to pickle) and each bucket's pickled nodes in a file of the batch, not in the
 Spark state, 6 sliding windows without monotonic queues (their extremes come from
-the points they hold); a checkpoint of another version cannot be resumed."""
+the points they hold), 7 the same pickles with the buckets' keys in ``host.json``
+(:func:`bucket_keys`; a checkpoint of format 6 keeps its bucket numbers as keys, and an older
+tsmon refuses a 7, whose keys it would not use); a checkpoint of another version cannot be
+resumed."""
+
+KEYLESS_FORMAT = 6
+"""The format before the keys, still resumed: its buckets are keyed by their numbers."""
 
 
 class Buckets(NamedTuple):
@@ -70,6 +75,8 @@ class Buckets(NamedTuple):
 def spark_partition(key: int, partitions: int) -> int:
     """The shuffle partition of a BIGINT grouping key: Spark's ``HashPartitioning``,
     ``pmod(murmur3_x86_32(key, seed 42), partitions)`` (SQL ``pmod(hash(key), P)``)."""
+    import mmh3  # the driver's only: host workers import this module too
+
     return mmh3.hash(struct.pack("<q", key), 42) % partitions
 
 
@@ -119,10 +126,11 @@ def freeze_buckets(checkpoint: Path, wanted: int | None, default: int, partition
     meta = checkpoint / "host.json"
     if meta.exists():
         found = json.loads(meta.read_text(encoding="utf-8"))
-        if found.get("state", 1) != STATE_FORMAT:
+        state = found.get("state", 1)
+        if state not in (KEYLESS_FORMAT, STATE_FORMAT):
             raise BucketsChanged(
-                f"the checkpoint {checkpoint} holds node state of an older tsmon (state format "
-                f"{found.get('state', 1)}, this one reads {STATE_FORMAT}) and cannot be "
+                f"the checkpoint {checkpoint} holds node state of another tsmon (state format "
+                f"{state}, this one reads {KEYLESS_FORMAT} and {STATE_FORMAT}) and cannot be "
                 "resumed: use a new checkpoint directory"
             )
         frozen = int(found["buckets"])
@@ -132,7 +140,13 @@ def freeze_buckets(checkpoint: Path, wanted: int | None, default: int, partition
                 f"{frozen} (sources are hashed to buckets): set buckets = {frozen} or use a "
                 "new checkpoint directory"
             )
-        return Buckets(frozen, tuple(found.get("keys", range(frozen))))
+        keys = tuple(found["keys"]) if state == STATE_FORMAT else tuple(range(frozen))
+        if len(keys) != frozen or any(k < 0 or k % frozen != b for b, k in enumerate(keys)):
+            raise BucketsChanged(
+                f"{meta} is damaged: its keys are not one per bucket with key mod {frozen} = "
+                "bucket; restore it or use a new checkpoint directory"
+            )
+        return Buckets(frozen, keys)
     if (checkpoint / "nodes" / "offsets").exists():
         raise BucketsChanged(
             f"the checkpoint {checkpoint} was written by an older tsmon (transformWithState "
@@ -145,7 +159,6 @@ def freeze_buckets(checkpoint: Path, wanted: int | None, default: int, partition
         "buckets": count,
         "bucket": "pmod(xxhash64(source), buckets)",
         "keys": list(buckets.keys),
-        "partitions": partitions,
         "state": STATE_FORMAT,
     }
     atomic_write(meta, json.dumps(record, sort_keys=True) + "\n")

@@ -93,8 +93,8 @@ class History(Blobs):
     pickled nodes in a file of their own: the Spark state keeps the rest, a few bytes per
     source."""
 
-    def __init__(self, root: Path, bucket: int, state: BucketState) -> None:
-        self.directory = root / f"b{bucket}"
+    def __init__(self, root: Path, key: int, state: BucketState) -> None:
+        self.directory = root / f"b{key}"
         self.number = state.batches  # this batch's files
         self.known: dict[int, tuple[Sealed, int]] = {}  # id(run) -> (run, its reference)
         self.files: dict[int, bytes] = {}
@@ -103,14 +103,14 @@ class History(Blobs):
 
     @classmethod
     def open(  # type: ignore[override]
-        cls, root: Path, bucket: int, value: bytes | None
+        cls, root: Path, key: int, value: bytes | None
     ) -> tuple[History, BucketState]:
-        """The codec and the state of ``bucket`` stored as ``value`` (None: a new bucket),
-        its nodes read from the file the last committed batch wrote."""
+        """The codec and the state of the bucket of ``key`` stored as ``value`` (None: a new
+        bucket), its nodes read from the file the last committed batch wrote."""
         state = BucketState()
         if value is not None:
             state.refs, state.garbage, state.batches = pickle.loads(value)
-        history = cls(root, bucket, state)
+        history = cls(root, key, state)
         if state.batches:
             state.nodes = pickle.loads(history._read(f"{state.batches - 1}.nodes"))
         return history, state

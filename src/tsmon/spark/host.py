@@ -59,7 +59,7 @@ from tsmon.spark.cpu import Clock, settle_worker
 from tsmon.spark.history import Blobs, BucketState, History
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming.state import GroupState
 
 __all__ = [
@@ -69,6 +69,7 @@ __all__ = [
     "BucketHost",
     "Node",
     "NodeFactory",
+    "bucket_key",
     "ctrl_row",
     "data_row",
     "node_stream",
@@ -131,13 +132,13 @@ class BucketHost:
         self.cpu = cpu  # an accumulator of CPU time by part (tsmon.spark.cpu), or None
         self.history = history
 
-    def open(self, bucket: int, value: bytes | None) -> tuple[Blobs, BucketState]:
-        """The codec of ``bucket``'s nodes (with their history and the pickled nodes in files,
-        or whole in the state) and its state, stored in Spark as ``value`` (None: new);
-        ``bucket`` is the bucket's key (its history directory is named after it)."""
+    def open(self, key: int, value: bytes | None) -> tuple[Blobs, BucketState]:
+        """The codec of the nodes of the bucket of ``key`` (with their history and the pickled
+        nodes in files, or whole in the state) and its state, stored in Spark as ``value``
+        (None: new)."""
         if self.history is None:
             return Blobs.open(value)
-        return History.open(Path(self.history), bucket, value)
+        return History.open(Path(self.history), key, value)
 
     def __call__(
         self, key: tuple, frames: Iterable[pd.DataFrame], state: GroupState
@@ -359,12 +360,7 @@ def node_stream(
     for name in ("ts", "seq"):
         fill = F.when(F.col("kind") == "data", missing).otherwise(F.lit(0))
         union = union.withColumn(name, F.coalesce(F.col(name), fill.cast("bigint")))
-    bucket = F.pmod(F.xxhash64("source"), F.lit(buckets.count))
-    keys = F.array(*(F.lit(k) for k in buckets.keys)).cast("array<bigint>")
-    # Spark hashes the key's BIGINT to partition it (tsmon.spark.buckets.spark_partition)
-    bucketed = union.withColumn(
-        "bucket", F.element_at(keys, (bucket + 1).cast("int")).cast("bigint")
-    )
+    bucketed = union.withColumn("bucket", bucket_key(buckets))
     return bucketed.groupBy("bucket").applyInPandasWithState(
         BucketHost(new_node, cpu, history),
         outputStructType=OUTPUT_DDL,
@@ -372,6 +368,16 @@ def node_stream(
         outputMode="append",
         timeoutConf=GroupStateTimeout.NoTimeout,
     )
+
+
+def bucket_key(buckets: Buckets) -> Column:
+    """The grouping key of a row: its source's bucket ``pmod(xxhash64(source), B)``'s key, a
+    BIGINT (what Spark hashes to place it: :func:`~tsmon.spark.buckets.spark_partition`)."""
+    from pyspark.sql import functions as F
+
+    bucket = F.pmod(F.xxhash64("source"), F.lit(buckets.count))
+    keys = F.array(*(F.lit(k) for k in buckets.keys)).cast("array<bigint>")
+    return F.element_at(keys, (bucket + 1).cast("int"))
 
 
 def _require(df: DataFrame, columns: tuple[str, ...], name: str) -> None:

@@ -2,8 +2,9 @@
 (:class:`GeneratorSource`) and a recorded file replayed in time order (:class:`ReplaySource`).
 
 Both are deterministic: a batch's rows depend only on its offsets, never on the wall clock, so
-Spark can replay a batch after a crash (``readBetweenOffsets``) and get the same rows. The wall
-clock only decides how far the offset moves at each trigger (pacing).
+Spark can replay a batch after a crash (the generator's ``partitions`` and ``read``, the
+replay's ``readBetweenOffsets``) and get the same rows. The wall clock only decides how far the
+offset moves at each trigger (pacing).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 # pandas is imported where a frame is built: Spark's Python processes that load the job's
 # generator (its creation, read planning, streaming reader) import this module but build none
+# (only the fallback reader for a pyspark before 4.2 does, tsmon.spark.pysources)
 
 _DAY_MS = 86_400_000
 METRICS = ("cpu", "mem", "latency_ms")

@@ -177,8 +177,9 @@ class BoundedCoordinator(CoordinatorPart):
             out += self._run_deferred()
             out += self._expand_globs(hub)
         self.waiting = {}
-        if hub.idle_sources():  # once, not per query: none idle (the usual case), none waits
-            waiting = {name: hub.idle_of(q.objects) for name, q in coord.queries.items()}
+        idle = set(hub.idle_sources())  # once, not per query: none idle (the usual case)
+        if idle:
+            waiting = {name: hub.idle_of(q.objects, idle) for name, q in coord.queries.items()}
             self.waiting = {name: sources for name, sources in waiting.items() if sources}
         decided = sorted(out, key=lambda m: m.seq)
         for m in decided:
