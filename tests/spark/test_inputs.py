@@ -205,15 +205,17 @@ def test_generated_rows_do_not_depend_on_the_clock(steps: list[float]) -> None:
 @given(a=st.integers(0, 30), n=st.integers(0, 9))
 def test_a_generated_batch_is_planned_as_tick_ranges_that_cover_it(a: int, n: int) -> None:
     """At most PARTITIONS ranges, in order, none empty, covering the batch's ticks exactly,
-    each starting from the fleet's position before its first tick."""
+    each carrying the fleet's position before its first tick: resumed there, a fleet gives the
+    values of one walk from tick 0."""
     reader = GeneratorReader(generator_options(ticks=-1))
     parts = reader.partitions({"tick": a}, {"tick": a + n})
     assert len(parts) == min(n, PARTITIONS) and all(p.a < p.b for p in parts)
     assert [t for p in parts for t in range(p.a, p.b)] == list(range(a, a + n))
-    fleet = FleetStream(hosts=2, metrics=3, step_ms=10_000, start_ms=0, seed=4)
     for p in parts:
-        walk, burst = fleet.position(p.a)
-        assert np.array_equal(p.walk, walk) and np.array_equal(p.burst, burst)
+        resumed = GeneratorReader(generator_options(ticks=-1)).fleet
+        resumed.resume(p.a, p.walk, p.burst)
+        whole = GeneratorReader(generator_options(ticks=-1)).fleet.values(0, p.b)
+        assert np.array_equal(resumed.values(p.a, p.b), whole[p.a :])
 
 
 def test_before_pyspark_4_2_the_generator_falls_back_to_the_simple_reader(

@@ -112,9 +112,8 @@ class LocalQueries:
             self.store.ingest(self.store.read(series, ts, values), factorized=factorized)
 
     def summarize(self, series: Sequence[str], values: Sequence[float]) -> None:
-        """Feed in-order points (in arrival order) to the summaries of their series."""
-        if not self.summaries.statements:
-            return
+        """Feed in-order points (in arrival order) to the summaries of their series (the node
+        calls it only when there are summary queries: :meth:`LocalNode.observe`)."""
         tracked = {name for name in set(series) if self.summaries.tracks(name)}
         by_series: dict[str, list[float]] = {}
         for name, value in zip(series, values, strict=True):

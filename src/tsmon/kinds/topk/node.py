@@ -166,10 +166,8 @@ class TopKSource:
     ) -> list[Row]:
         """Points in order, each at the node's time ``now_ms[i]`` (``ts[i] ≤ now_ms[i]``), to
         the queries that read their series: a point of a series no query reads costs one
-        lookup, and a batch with no query none."""
+        lookup (the node calls it only when there are queries: :meth:`TopKNode.observe`)."""
         out: list[Row] = []
-        if not self.queries:
-            return out
         readers: dict[str, list[tuple[_LocalQuery, str]]] = {}  # series -> (query, object)
         for i, name in enumerate(series):
             pairs = readers.get(name)
@@ -231,7 +229,7 @@ class TopKNode(NodePart):
         return rows
 
     def observe(self, points: Points) -> list[Row]:
-        if not self.topk.queries:  # no query: the points as lists are not needed
+        if not self.topk.queries:  # no query: no lookup, and the points as lists not needed
             return []
         return self.topk.observe(*points.in_order)
 
