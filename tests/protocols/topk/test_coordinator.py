@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tsmon.protocols.topk.allocation import Policy, _seat_prefix, apportion, reallocate
+from tsmon.protocols.topk.allocation import Policy, _seats, apportion, reallocate
 
 weights = st.lists(st.integers(0, 6), min_size=1, max_size=6).filter(lambda w: sum(w) > 0)
 
@@ -19,7 +21,30 @@ def test_apportion_exact_and_monotone(w: list[int], lam: int, step: int) -> None
     assert all(a == 0 for a, wj in zip(low, w, strict=True) if wj == 0)
     total = sum(w)
     assert all(abs(a - wj * lam / total) <= total for a, wj in zip(low, w, strict=True))
-    assert _seat_prefix(tuple(w))[-1] == tuple(w)
+    assert _seats(tuple(w), sum(w)) == w
+
+
+def _dhondt(weights: list[int], rho: int) -> list[int]:
+    """The oracle: ``rho`` D'Hondt seats handed out one by one (largest ``w_j/(s_j+1)``, ties
+    to the lower ``j``)."""
+    seats = [0] * len(weights)
+    for _ in range(rho):
+        _, j = min(
+            (-Fraction(w, s + 1), j)
+            for j, (w, s) in enumerate(zip(weights, seats, strict=True))
+            if w
+        )
+        seats[j] += 1
+    return seats
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 40), min_size=1, max_size=12).filter(lambda w: sum(w) > 0), st.data()
+)
+def test_seats_are_the_first_dhondt_seats(w: list[int], data: st.DataObject) -> None:
+    rho = data.draw(st.integers(0, sum(w)))
+    assert _seats(tuple(w), rho) == _dhondt(w, rho)
 
 
 @st.composite

@@ -12,7 +12,6 @@ Exact arithmetic, all integers
 
 from __future__ import annotations
 
-import functools
 import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -21,19 +20,32 @@ from fractions import Fraction
 from tsmon.protocols.topk.messages import Obj
 
 
-@functools.lru_cache(maxsize=512)
-def _seat_prefix(weights: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
-    """Seats of each party among the first ρ D'Hondt seats, ρ = 0..Σ weights."""
-    seats = [0] * len(weights)
-    prefix = [tuple(seats)]
-    heap = [(-Fraction(w), j) for j, w in enumerate(weights) if w > 0]
+def _seats(weights: tuple[int, ...], rho: int) -> list[int]:
+    """Seats of each party among the first ``rho`` D'Hondt seats of a house of ``M = Σ weights``
+    (``0 ≤ rho ≤ M``; quotients ``w_j/s`` taken largest first, ties to the lower ``j``).
+
+    Every quotient ``≥ M/rho`` is among the first ``rho`` (there are ``Σ ⌊w_j·rho/M⌋ ≤ rho`` of
+    them), so party ``j`` holds at least ``⌊w_j·rho/M⌋`` seats; the fewer than ``len(weights)``
+    seats left go by the largest next quotients, O(n log n) for n parties however large ``M``.
+    A quotient ``w/d`` is ranked by the integer ``⌊w·K/d⌋``, ``K`` at least the square of every
+    divisor ``d`` used: distinct quotients differ by ``≥ 1/d²``, so the ranks keep their order
+    exactly, and equal quotients get equal ranks.
+    """
+    house = sum(weights)
+    seats = [w * rho // house for w in weights]
+    left = rho - sum(seats)
+    scale = (max(seats) + left + 1) ** 2  # K
+    heap = [
+        (-(w * scale // (s + 1)), j)
+        for j, (w, s) in enumerate(zip(weights, seats, strict=True))
+        if w
+    ]
     heapq.heapify(heap)
-    for _ in range(sum(weights)):
+    for _ in range(left):
         _, j = heapq.heappop(heap)
         seats[j] += 1
-        prefix.append(tuple(seats))
-        heapq.heappush(heap, (-Fraction(weights[j], seats[j] + 1), j))
-    return tuple(prefix)
+        heapq.heappush(heap, (-(weights[j] * scale // (seats[j] + 1)), j))
+    return seats
 
 
 def apportion(lam: int, weights: Iterable[int]) -> list[int]:
@@ -52,7 +64,7 @@ def apportion(lam: int, weights: Iterable[int]) -> list[int]:
     if any(x < 0 for x in w) or sum(w) == 0:
         raise ValueError(f"weights must be non-negative with a positive sum, got {w}")
     q, rho = divmod(lam, sum(w))
-    return [q * wj + bj for wj, bj in zip(w, _seat_prefix(w)[rho], strict=True)]
+    return [q * wj + bj for wj, bj in zip(w, _seats(w, rho), strict=True)]
 
 
 def reallocate(
