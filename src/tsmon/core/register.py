@@ -337,9 +337,12 @@ class Register:
         points, the same objects from one pickle to the next until evicted, then the newer
         points, values as bytes and timestamps encoded (:func:`~tsmon.core.sealed.encode_ts`);
         a tuple, not a dict of attributes (a Spark host pickles every register each batch)."""
-        runs = [run for run in self._sealed if run.end > self.start]  # drop evicted runs
-        sealed_end = runs[-1].end if runs else self.start
-        while self.end - sealed_end >= SEAL_POINTS:
+        start, end = self._base + self._lo, self._base + self._hi
+        runs = self._sealed
+        if runs and runs[0].end <= start:  # drop evicted runs, the oldest
+            runs = [run for run in runs if run.end > start]
+        sealed_end = runs[-1].end if runs else start
+        while end - sealed_end >= SEAL_POINTS:
             a, b = sealed_end - self._base, sealed_end - self._base + SEAL_POINTS
             runs.append(Sealed(sealed_end, self._ts[a:b], self._values[a:b]))
             sealed_end += SEAL_POINTS
@@ -347,7 +350,7 @@ class Register:
         a = sealed_end - self._base
         return (  # list(runs): a copy.copy of the register must not share (and pop) its list
             self.name, self.config, list(runs), encode_ts(self._ts[a : self._hi]),
-            self._values[a : self._hi].tobytes(), self.start, self._pins or None,
+            self._values[a : self._hi].tobytes(), start, self._pins or None,
             self._watchers or None, self.complete_from_ts, self.first_ts,
         )  # fmt: skip
 
