@@ -306,7 +306,7 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
             if i < len(base.batch_ids) else [""] * 7
         )  # fmt: skip
         per_batch.add_row(str(i), *a, *b)
-    width, console.width = console.width, 170  # the table's 19 columns
+    width, console.width = console.width, 190  # the table's 19 columns
     console.print(per_batch)
     console.width = width
     for run, cpu, label in ((ours, stream_cpu[0], "tsmon"), (base, stream_cpu[1], "plain job")):
