@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,13 @@ from tsmon.spark.sinks import BatchOutput
 
 INPUT_DDL = "series STRING, source STRING, ts BIGINT, value DOUBLE"
 KINDS = ("bounded", "topk", "standing")  # the answers cross-checked (watch queries: events)
+#: A trigger's parts outside ``addBatch`` (ms, from ``durationMs``): the sources' new offsets,
+#: planning the batch, and writing the offset log before it and the commit log after it.
+OUTSIDE = {
+    "latestOffset": ("latestOffset",),
+    "queryPlanning": ("queryPlanning",),
+    "commits": ("walCommit", "commitOffsets"),
+}
 
 
 @dataclass
@@ -36,6 +44,7 @@ class Run:
     to_driver: list[int] = field(default_factory=list)  # rows reaching the driver
     driver_s: list[float] = field(default_factory=list)  # tsmon: foreachBatch (collect + step)
     coordinator_s: list[float] = field(default_factory=list)  # tsmon: CoordinatorNode step
+    outside_ms: list[dict[str, int]] = field(default_factory=list)  # OUTSIDE's parts, by batch
     run_id: str = ""  # the query run's id (the group of its Spark jobs)
     records: list[Any] = field(default_factory=list)  # StreamingQueryProgress, by batch
     threads: dict[int, Any] = field(default_factory=dict)  # the JVM's threads after each batch
@@ -53,6 +62,22 @@ class Run:
     def durations(self) -> list[float]:
         """Durations of the data batches after the warm-up one."""
         return [self.duration_s[i] for i in self.data()[1:]]
+
+    def add(self, progress: Any) -> None:
+        """Record Spark's figures of one batch (its id and durations)."""
+        ms = progress.durationMs
+        self.batch_ids.append(progress.batchId)
+        self.duration_s.append(ms.get("triggerExecution", 0) / 1000)
+        self.add_batch_s.append(ms.get("addBatch", 0) / 1000)
+        self.outside_ms.append({k: sum(ms.get(n, 0) for n in v) for k, v in OUTSIDE.items()})
+
+    def outside(self) -> dict[str, float]:
+        """Median ms of each part of :data:`OUTSIDE` over the data batches after the first."""
+        idx = self.data()[1:]
+        return {
+            k: statistics.median(self.outside_ms[i][k] for i in idx) if idx else float("nan")
+            for k in OUTSIDE
+        }
 
 
 @dataclass
@@ -119,9 +144,7 @@ def run_tsmon(spark: Any, job: Job, w: Workload, sampler: Any = None) -> tuple[R
     ours = {p["batchId"]: p for p in map(json.loads, lines)}
     run = Run("tsmon", wall, run_id=run_id, records=records, threads=outputs.snapshots)
     for p in records:
-        run.batch_ids.append(p.batchId)
-        run.duration_s.append(p.durationMs.get("triggerExecution", 0) / 1000)
-        run.add_batch_s.append(p.durationMs.get("addBatch", 0) / 1000)
+        run.add(p)
         mine = ours.get(p.batchId, {})
         # tsmon's own count: Spark's numInputRows counts files (they are read as bytes)
         run.points.append(mine.get("inputRows", 0))
@@ -177,9 +200,7 @@ def run_baseline(spark: Any, w: Workload, root: Path, window: str, sampler: Any 
     query.stop()
     run = Run("baseline", wall, run_id=run_id, records=records, threads=threads)
     for p in records:
-        run.batch_ids.append(p.batchId)
-        run.duration_s.append(p.durationMs.get("triggerExecution", 0) / 1000)
-        run.add_batch_s.append(p.durationMs.get("addBatch", 0) / 1000)
+        run.add(p)
         run.points.append(_input_rows(p, w.directory))
         run.to_driver.append(out_rows.get(p.batchId, 0))
     if sum(run.points) != w.total:

@@ -85,6 +85,8 @@ def _stat(pid: int) -> tuple[int, float, float]:
     return int(fields[1]), (utime + stime) / TICKS, (cutime + cstime) / TICKS
 
 
+STREAM_THREAD = "stream execution thread (micro-batch driver)"
+"""The family of the thread that runs a query's triggers (offsets, planning, commits)."""
 FAMILIES = (  # (prefix of a thread's name, family); Linux keeps 15 characters of a name
     ("C2 CompilerThre", "JIT: C2 compiler"),
     ("C1 CompilerThre", "JIT: C1 compiler"),
@@ -92,7 +94,7 @@ FAMILIES = (  # (prefix of a thread's name, family); Linux keeps 15 characters o
     ("G1 ", "GC: G1 concurrent, refine"),
     ("VM Thread", "VM Thread (safepoints)"),
     ("Executor task ", "tasks: Executor task threads"),
-    ("stream executio", "stream execution thread (micro-batch driver)"),
+    ("stream executio", STREAM_THREAD),
     ("Thread-", "Thread-N (py4j calls from Python)"),
     ("spark-listener-", "spark-listener-group (listener bus)"),
     ("SparkUI", "SparkUI (web UI, REST API)"),

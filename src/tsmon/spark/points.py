@@ -123,6 +123,17 @@ def point_rows(
     ts, raw_ts = _timestamp(col("ts"), types[mapping["ts"]], typed[TYPED_TS])
     value, raw_value, missing = _value(col("value"), types[mapping["value"]], typed[TYPED_VALUE])
     unparsed, detail = file_origin(raw.columns)
+    # Three projections, each naming what the next one reads: as one, the reason (which reads
+    # source, ts and value 10 times) would be written out whole in every column that tests
+    # it, and the optimizer and planner walk every copy again in every micro-batch
+    # (queryPlanning, benchmarks/README.md "Outside addBatch"). Spark keeps them apart
+    # (CollapseProject does not copy an expression that is read more than once) and runs
+    # them in one generated stage, each value computed once.
+    name = _free_names(raw.columns, ("source", "ts", "value", "missing", "reason"))
+    parsed = raw.withColumns(
+        {name["source"]: source, name["ts"]: ts, name["value"]: value, name["missing"]: missing}
+    )
+    source, ts, value = (F.col(name[c]) for c in ("source", "ts", "value"))
     reserved = F.lit(False)
     for prefix in RESERVED_PREFIXES:
         reserved = reserved | source.startswith(prefix)
@@ -132,17 +143,18 @@ def point_rows(
         .when(series.isNull() | (series == ""), Reason.BAD_SERIES.value)
         .when(ts.isNull(), Reason.BAD_TIMESTAMP.value)
         .when(~ts.between(MIN_INSTANT_MS, MAX_INSTANT_MS), Reason.BAD_TIMESTAMP.value)
-        .when(missing, Reason.MISSING.value)
+        .when(F.col(name["missing"]), Reason.MISSING.value)
         .when(value.isNull(), Reason.NOT_NUMERIC.value)
         .when(F.isnan(value), Reason.NAN.value)
         .when(F.abs(value) == float("inf"), Reason.INFINITE.value)
         .when(F.abs(value) > MAX_ABS_VALUE, Reason.VALUE_OUT_OF_RANGE.value)
     )
-    good = reason.isNull()  # computed once: Spark shares a subexpression of a projection
+    checked = parsed.withColumn(name["reason"], reason)
+    good = F.col(name["reason"]).isNull()
     # max_future is checked at the source node, against the batch's clock its host gets
     # (spark/host.py): here current_timestamp() would be a literal in the generated code,
     # new every batch, so Spark would compile the stage again each batch
-    return raw.select(
+    return checked.select(
         source.alias("source"),
         series.alias("series"),
         ts.alias("ts"),
@@ -154,9 +166,25 @@ def point_rows(
         F.xxhash64(series, ts, value).alias("seq"),
         F.when(~good, raw_ts).alias("raw_ts"),
         F.when(~good, raw_value).alias("raw_value"),
-        reason.alias("reason"),
+        F.col(name["reason"]).alias("reason"),
         F.when(good, F.lit("")).otherwise(detail).alias("detail"),
     )
+
+
+def _free_names(taken: list[str], names: tuple[str, ...]) -> dict[str, str]:
+    """A column name for each of ``names`` that is not in ``taken`` (``__tsmon_<name>``, with
+    more leading underscores if a column has that name).
+
+    >>> _free_names(["x", "__tsmon_ts"], ("ts", "value"))
+    {'ts': '___tsmon_ts', 'value': '__tsmon_value'}
+    """
+    out = {}
+    for n in names:
+        free = f"__tsmon_{n}"
+        while free in taken:
+            free = "_" + free
+        out[n] = free
+    return out
 
 
 def _timestamp(column: Column, kind: str, typed: Column | None) -> tuple[Column, Column]:
