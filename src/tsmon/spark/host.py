@@ -93,6 +93,7 @@ and ``seq`` are 0 where a row has none (pandas has no null int64), ``value`` nul
 column and a byte code instead of a series, a kind and a payload column: a data row crosses
 to Python with two strings, not four (:func:`node_stream`)."""
 KIND_ERROR = f"row kind must be 'data', 'ctrl' or {PASS!r}"
+NO_TS_ERROR = "a data row of the node stream has no ts or seq"
 
 OUTPUT_DDL = "source STRING, kind STRING, payload STRING"
 """Schema of node output rows; ``payload`` is JSON."""
@@ -344,7 +345,7 @@ def node_stream(
     if buckets is None:
         buckets = Buckets.spread(default_buckets(spark), shuffle_partitions(spark))
     # pandas has no null int64: ts and seq are 0 where a row has none (control, pass rows)
-    missing = F.raise_error(F.lit("a data row of the node stream has no ts or seq")).cast("bigint")
+    missing = F.raise_error(F.lit(NO_TS_ERROR)).cast("bigint")
     kind, text, fill = F.lit(DATA), F.col("series").cast("string"), missing
     if "kind" in data_df.columns:  # text: the series of data rows, else the payload
         given = F.col("kind")

@@ -17,6 +17,7 @@ from tsmon.spark.host import (
     INPUT_COLUMNS,
     KIND_ERROR,
     KINDS,
+    NO_TS_ERROR,
     STATE_SCHEMA,
     BucketHost,
     Node,
@@ -135,6 +136,6 @@ def _input_row(row: Mapping[str, Any]) -> tuple:
     data = kind == "data"
     ts, seq = row.get("ts"), row.get("seq")
     if data and (ts is None or seq is None):
-        raise ValueError("a data row of the node stream has no ts or seq")
+        raise ValueError(NO_TS_ERROR)
     text = row.get("series") if data else row.get("payload")
     return (row["source"], KINDS[kind], text, ts or 0, row.get("value"), seq or 0)
