@@ -330,3 +330,53 @@ def test_the_host_gives_source_nodes_the_batch_clock_for_max_future():
     assert [(d["ts_ms"], d["reason"]) for d in dead] == [(limit + 1, "future_timestamp")]
     (beat,) = [p for kind, p in got if kind == "heartbeat"]
     assert (beat["received"], beat["accepted"]) == (2, 1)
+
+
+@pytest.mark.spark
+def test_node_stream_gives_the_host_the_rows_the_tester_does(spark, tmp_path):
+    """node_stream's rows (a kind code, the series or the payload as text, 0 for no ts or seq)
+    make the outputs HostTester's make, for data, control and pass rows; a data row without
+    ts or seq, or of an unknown kind, fails the query."""
+    from tsmon.spark.host import node_stream
+
+    ddl = "source STRING, kind STRING, series STRING, ts BIGINT, value DOUBLE, seq BIGINT, "
+    ddl += "payload STRING"
+    control_ddl = "source STRING, seq BIGINT, payload STRING"
+    data = [
+        ("a", "data", "a.x", 3, 1.0, 1, None),
+        ("a", "data", "a.y", 2, 2.0, 4, None),
+        ("a", "data", "a.x", 2, 5.0, 0, None),
+        ("b", "data", "b.x", 5, 4.0, 2, None),
+        ("c", "pass", None, None, None, None, '{"reason": "nan"}'),
+        ("a", "pass", "a.z", 9, None, 3, '{"reason": "late"}'),
+    ]
+    control = [("a", 7, '{"add": 1.0}'), ("b", None, '{"add": 2.0}'), ("d", 1, '{"add": 3.0}')]
+
+    def run(name: str, rows: list[tuple]) -> list[tuple]:
+        """One streaming batch of ``rows`` and ``control`` through node_stream."""
+        spark.createDataFrame(rows, ddl).write.parquet(str(tmp_path / name / "data"))
+        spark.createDataFrame(control, control_ddl).write.parquet(str(tmp_path / name / "ctrl"))
+        streams = [
+            spark.readStream.schema(schema).parquet(str(tmp_path / name / part))
+            for schema, part in ((ddl, "data"), (control_ddl, "ctrl"))
+        ]
+        got: list[tuple] = []
+        query = (
+            node_stream(spark, *streams, RunningSum, Buckets(4, (0, 1, 2, 3)))
+            .writeStream.foreachBatch(lambda df, _: got.extend(tuple(r) for r in df.collect()))
+            .option("checkpointLocation", str(tmp_path / name / "ckpt"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+        return sorted(got)
+
+    columns = ("source", "kind", "series", "ts", "value", "seq", "payload")
+    rows = [dict(zip(columns, r, strict=True)) for r in data]
+    rows += [{"source": s, "kind": "ctrl", "seq": q, "payload": p} for s, q, p in control]
+    want = sorted(tuple(r.values()) for r in HostTester(RunningSum).test(rows))
+    assert len(want) == 5 and run("good", data) == want
+    with pytest.raises(Exception, match="no ts or seq"):
+        run("no_ts", [("a", "data", "a.x", None, 1.0, 0, None)])
+    with pytest.raises(Exception, match="kind must be 'data', 'ctrl' or 'pass', got oops"):
+        run("oops", [("a", "oops", "a.x", 1, 1.0, 0, None)])

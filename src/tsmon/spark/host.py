@@ -82,14 +82,21 @@ warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark\.")
 PASS = "pass"
 """Kind of rows the host passes through to the output unchanged."""
 
-INPUT_COLUMNS = ("source", "kind", "series", "ts", "value", "seq", "payload")
+KINDS = {"data": 0, "ctrl": 1, PASS: 2}
+"""The input row kinds and their codes in the host's ``kind`` column (a TINYINT)."""
+DATA, CTRL, PASSED = KINDS["data"], KINDS["ctrl"], KINDS[PASS]
+
+INPUT_COLUMNS = ("source", "kind", "text", "ts", "value", "seq")
+"""The host's input columns (then :func:`node_stream`'s bucket key): ``kind`` is a code of
+:data:`KINDS`; ``text`` is a data row's series, a control or pass row's JSON payload; ``ts``
+and ``seq`` are 0 where a row has none (pandas has no null int64), ``value`` null. One text
+column and a byte code instead of a series, a kind and a payload column: a data row crosses
+to Python with two strings, not four (:func:`node_stream`)."""
+KIND_ERROR = f"row kind must be 'data', 'ctrl' or {PASS!r}"
+NO_TS_ERROR = "a data row of the node stream has no ts or seq"
+
 OUTPUT_DDL = "source STRING, kind STRING, payload STRING"
 """Schema of node output rows; ``payload`` is JSON."""
-
-_NO_PAYLOAD = ""
-"""The payload of a data row: text, not null. A bucket's rows come in chunks of Spark's
-``maxRecordsPerBatch``, and ``pd.concat`` of frames tests every value of an all-null object
-column (0.74 µs per row in-process, 0.05 µs with ""; found with the UDF profiler)."""
 
 STATE_SCHEMA = StructType([StructField("nodes", BinaryType(), True)])
 """A bucket's state (:class:`~tsmon.spark.history.BucketState`), as its codec commits it:
@@ -176,20 +183,18 @@ class BucketHost:
         clock = Clock(None) if clock is None else clock
         codec = Blobs() if codec is None else codec
         kind = rows["kind"].to_numpy()
-        is_data, is_ctrl, is_pass = kind == "data", kind == "ctrl", kind == PASS
-        if not (is_data | is_ctrl | is_pass).all():
-            bad = sorted({str(k) for k in kind[~(is_data | is_ctrl | is_pass)]})
-            raise ValueError(f"row kind must be 'data', 'ctrl' or {PASS!r}, got {bad}")
+        is_data = kind == DATA
         sources: list[str] = []
         kinds: list[str] = []
         payloads: list[str] = []
-        if is_pass.any():
-            passed = rows[is_pass]
+        control: dict[str, list[dict]] = {}
+        if not is_data.all():  # control rows and pass rows are few: pick them out
+            passed = rows[kind == PASSED]
             sources += passed["source"].tolist()
             kinds += [PASS] * len(passed)
-            payloads += passed["payload"].tolist()
-        control = _control(rows[is_ctrl])
-        data = _data(rows[is_data])
+            payloads += passed["text"].tolist()
+            control = _control(rows[kind == CTRL])
+        data = _data(rows, is_data)
         clock.lap("hostConvert")
         for source in sorted(control.keys() | data.keys()):
             blob = nodes.get(source)
@@ -222,7 +227,7 @@ class BucketHost:
 def _control(rows: pd.DataFrame) -> dict[str, list[dict]]:
     """Control rows by source, each sorted by ``seq``, payloads decoded."""
     control: dict[str, list[dict]] = {}
-    for source, seq, payload in zip(rows["source"], rows["seq"], rows["payload"], strict=True):
+    for source, seq, payload in zip(rows["source"], rows["seq"], rows["text"], strict=True):
         decoded = None if payload is None else json.loads(payload)
         control.setdefault(source, []).append({"seq": int(seq), "payload": decoded})
     for items in control.values():
@@ -248,18 +253,24 @@ class Columns(NamedTuple):
         ]
 
 
-def _data(rows: pd.DataFrame) -> dict[str, Columns]:
-    """Data columns by source, each in ``(ts, seq)`` order (one vectorized sort)."""
-    if rows.empty:
+def _data(rows: pd.DataFrame, is_data: np.ndarray) -> dict[str, Columns]:
+    """The columns of the data rows (``is_data``) by source, each in ``(ts, seq)`` order (one
+    vectorized sort; each column gathered once)."""
+    if not is_data.any():
         return {}
-    codes, names = pd.factorize(rows["source"], sort=True)
-    ts = rows["ts"].to_numpy(np.int64)
-    seq = rows["seq"].to_numpy(np.int64)
+    pick = None if is_data.all() else np.flatnonzero(is_data)
+
+    def column(name: str, dtype: Any) -> np.ndarray:
+        values = rows[name].to_numpy(dtype)
+        return values if pick is None else values[pick]
+
+    codes, names = pd.factorize(column("source", object), sort=True)
+    ts, seq = column("ts", np.int64), column("seq", np.int64)
     order = np.lexsort((seq, ts, codes))
-    codes = codes[order]
-    series = rows["series"].to_numpy(object)[order]
-    ts, seq = ts[order], seq[order]
-    value = rows["value"].to_numpy(np.float64)[order]
+    codes, ts, seq = codes[order], ts[order], seq[order]
+    take = order if pick is None else pick[order]
+    series = rows["text"].to_numpy(object)[take]
+    value = rows["value"].to_numpy(np.float64)[take]
     cuts = np.flatnonzero(np.diff(codes)) + 1
     starts = np.concatenate(([0], cuts))
     ends = np.concatenate((cuts, [len(codes)]))
@@ -316,7 +327,8 @@ def node_stream(
 
     ``data_df`` needs columns ``source, series, ts, value, seq`` (a data row with a null ``ts``
     or ``seq`` fails the query); with a ``kind`` column, rows of kind :data:`PASS` (with a JSON
-    ``payload``) pass through to the output. ``control_df`` needs ``source, seq, payload``
+    ``payload``) pass through to the output (a kind not in :data:`KINDS` fails the query).
+    The host gets :data:`INPUT_COLUMNS`. ``control_df`` needs ``source, seq, payload``
     (see :mod:`tsmon.spark.control`). ``buckets``: B and the buckets' keys (default
     :data:`~tsmon.spark.buckets.BUCKETS_PER_PARTITION` × the shuffle partitions, keyed for
     them); keep them fixed for a checkpoint (:func:`~tsmon.spark.buckets.freeze_buckets`).
@@ -332,34 +344,34 @@ def node_stream(
     _require(control_df, ("source", "seq", "payload"), "control_df")
     if buckets is None:
         buckets = Buckets.spread(default_buckets(spark), shuffle_partitions(spark))
-    types = dict(
-        source="string", series="string", ts="bigint", value="double", seq="bigint",
-        payload="string",
-    )  # fmt: skip
-
-    def shape(df: DataFrame, kind: str) -> DataFrame:
-        cols = []
-        for name in INPUT_COLUMNS:
-            if name == "kind":
-                given = kind == "data" and "kind" in df.columns
-                cols.append((F.col("kind") if given else F.lit(kind)).alias("kind"))
-            elif name in df.columns:
-                col = F.col(name).cast(types[name])
-                if name == "payload" and kind == "data":  # see _NO_PAYLOAD
-                    col = F.coalesce(col, F.lit(_NO_PAYLOAD))
-                cols.append(col.alias(name))
-            elif name == "payload" and kind == "data":
-                cols.append(F.lit(_NO_PAYLOAD).alias(name))
-            else:
-                cols.append(F.lit(None).cast(types[name]).alias(name))
-        return df.select(*cols)
-
-    union = shape(data_df, "data").unionByName(shape(control_df, "ctrl"))
     # pandas has no null int64: ts and seq are 0 where a row has none (control, pass rows)
-    missing = F.raise_error(F.lit("a data row of the node stream has no ts or seq"))
-    for name in ("ts", "seq"):
-        fill = F.when(F.col("kind") == "data", missing).otherwise(F.lit(0))
-        union = union.withColumn(name, F.coalesce(F.col(name), fill.cast("bigint")))
+    missing = F.raise_error(F.lit(NO_TS_ERROR)).cast("bigint")
+    kind, text, fill = F.lit(DATA), F.col("series").cast("string"), missing
+    if "kind" in data_df.columns:  # text: the series of data rows, else the payload
+        given = F.col("kind")
+        named = F.coalesce(given, F.lit("null"))
+        kind = F.when(given == "data", DATA).when(given == "ctrl", CTRL).when(given == PASS, PASSED)
+        kind = kind.otherwise(F.raise_error(F.concat(F.lit(f"{KIND_ERROR}, got "), named)))
+        payload = F.col("payload") if "payload" in data_df.columns else F.lit(None)
+        text = F.when(given == "data", text).otherwise(payload.cast("string"))
+        fill = F.when(given == "data", missing).otherwise(F.lit(0).cast("bigint"))
+    data = data_df.select(
+        F.col("source").cast("string").alias("source"),
+        kind.cast("tinyint").alias("kind"),
+        text.alias("text"),
+        F.coalesce(F.col("ts").cast("bigint"), fill).alias("ts"),
+        F.col("value").cast("double").alias("value"),
+        F.coalesce(F.col("seq").cast("bigint"), fill).alias("seq"),
+    )
+    control = control_df.select(
+        F.col("source").cast("string").alias("source"),
+        F.lit(CTRL).cast("tinyint").alias("kind"),
+        F.col("payload").cast("string").alias("text"),
+        F.lit(0).cast("bigint").alias("ts"),
+        F.lit(None).cast("double").alias("value"),
+        F.coalesce(F.col("seq").cast("bigint"), F.lit(0).cast("bigint")).alias("seq"),
+    )
+    union = data.unionByName(control)
     bucketed = union.withColumn("bucket", bucket_key(buckets))
     return bucketed.groupBy("bucket").applyInPandasWithState(
         BucketHost(new_node, cpu, history),

@@ -13,7 +13,16 @@ import numpy as np
 import pandas as pd
 
 from tsmon.spark.history import Blobs, BucketState
-from tsmon.spark.host import INPUT_COLUMNS, STATE_SCHEMA, BucketHost, Node, NodeFactory
+from tsmon.spark.host import (
+    INPUT_COLUMNS,
+    KIND_ERROR,
+    KINDS,
+    NO_TS_ERROR,
+    STATE_SCHEMA,
+    BucketHost,
+    Node,
+    NodeFactory,
+)
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql.streaming.state import GroupState
@@ -26,10 +35,11 @@ class HostTester:
 
     Each call groups the rows by bucket (``crc32(source) % buckets``: stable, but not Spark's
     xxhash64, which only decides which sources share a state value), builds the frames
-    ``node_stream`` would (null ts/seq as 0), and calls the host with pyspark's own
-    ``GroupState``, the state round-tripped through pickle as on Spark. ``peek`` and ``seed``
-    read and write one source's node. ``history``: the directory of register history files
-    (:mod:`tsmon.spark.history`), as the Spark runtime gives it; None keeps nodes whole.
+    ``node_stream`` would (:data:`~tsmon.spark.host.INPUT_COLUMNS`), and calls the host with
+    pyspark's own ``GroupState``, the state round-tripped through pickle as on Spark. ``peek``
+    and ``seed`` read and write one source's node. ``history``: the directory of register
+    history files (:mod:`tsmon.spark.history`), as the Spark runtime gives it; None keeps nodes
+    whole.
 
     Examples
     --------
@@ -57,19 +67,13 @@ class HostTester:
         ``clock_ms``: the batch's timestamp (the wall clock by default), as Spark's
         ``GroupState`` gives it."""
         clock = int(time.time() * 1000) if clock_ms is None else clock_ms
-        by_bucket: dict[int, list[dict]] = {}
+        by_bucket: dict[int, list[tuple]] = {}
         for row in rows:
-            full = {c: row.get(c) for c in INPUT_COLUMNS}
-            for name in ("ts", "seq"):
-                if full[name] is None:
-                    if full["kind"] == "data":
-                        raise ValueError("a data row of the node stream has no ts or seq")
-                    full[name] = 0
-            by_bucket.setdefault(self.bucket(full["source"]), []).append(full)
+            by_bucket.setdefault(self.bucket(row["source"]), []).append(_input_row(row))
         out: list[dict[str, Any]] = []
         for b in sorted(by_bucket):
             frame = pd.DataFrame(by_bucket[b], columns=list(INPUT_COLUMNS))
-            frame = frame.astype({"ts": np.int64, "seq": np.int64, "value": np.float64})
+            frame = frame.astype(_DTYPES)
             state = self._state(b, clock)
             for result in self.host((b,), iter([frame]), state):
                 out += result.to_dict("records")
@@ -118,3 +122,20 @@ class HostTester:
         codec, stored = self._open(source)
         stored.nodes[source] = codec.dumps(source, node)
         self.states[self.bucket(source)] = pickle.dumps((codec.commit(stored),))
+
+
+_DTYPES = {"kind": np.int8, "ts": np.int64, "value": np.float64, "seq": np.int64}
+
+
+def _input_row(row: Mapping[str, Any]) -> tuple:
+    """A row of :func:`~tsmon.spark.host.data_row`'s, :func:`~tsmon.spark.host.ctrl_row`'s or
+    a pass row's shape as ``node_stream`` gives it to the host (its errors as ValueError)."""
+    kind = row.get("kind")
+    if kind not in KINDS:
+        raise ValueError(f"{KIND_ERROR}, got {[str(kind)]}")
+    data = kind == "data"
+    ts, seq = row.get("ts"), row.get("seq")
+    if data and (ts is None or seq is None):
+        raise ValueError(NO_TS_ERROR)
+    text = row.get("series") if data else row.get("payload")
+    return (row["source"], KINDS[kind], text, ts or 0, row.get("value"), seq or 0)
