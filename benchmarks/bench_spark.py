@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import shutil
@@ -306,15 +307,16 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
             if i < len(base.batch_ids) else [""] * 7
         )  # fmt: skip
         per_batch.add_row(str(i), *a, *b)
-    width, console.width = console.width, 190  # the table's 19 columns
+    width, console.width = console.width, 190  # the table's 18 columns
     console.print(per_batch)
     console.width = width
     for run, cpu, label in ((ours, stream_cpu[0], "tsmon"), (base, stream_cpu[1], "plain job")):
         parts = ", ".join(f"{k} {v:.0f}" for k, v in run.outside().items())
         idx = [i for i in run.data()[1:] if i < len(cpu)]
+        thread = statistics.median(cpu[i] for i in idx) if idx else math.nan
         console.print(
             f"{label}, median ms of the data batches after the first: outside addBatch {parts}; "
-            f"stream execution thread CPU {statistics.median(cpu[i] for i in idx):.0f}"
+            f"stream execution thread CPU {thread:.0f}"
         )
 
     idx = ours.data()[1:]

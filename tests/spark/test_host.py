@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,7 +21,7 @@ from tsmon.spark.buckets import (
     freeze_buckets,
     spark_partition,
 )
-from tsmon.spark.host import ctrl_row, data_row
+from tsmon.spark.host import BucketHost, ctrl_row, data_row
 from tsmon.spark.host_tester import HostTester
 from tsmon.spark.toy import RunningSum
 
@@ -92,10 +93,16 @@ def test_node_errors_name_the_source():
 
     with pytest.raises(TypeError, match=r"source 's'.*not JSON-able"):
         HostTester(Bad).test([data_row("s", "x", 1, 1.0, 0)])
-    with pytest.raises(ValueError, match=r"kind must be 'data', 'ctrl' or 'pass', got \['oops'\]"):
+    with pytest.raises(ValueError, match=r"kind must be 'data', 'ctrl' or 'pass', got oops"):
         HostTester(RunningSum).test([{"source": "s", "kind": "oops"}])
     with pytest.raises(ValueError, match="no ts or seq"):
         HostTester(RunningSum).test([data_row("s", "x", None, 1.0, 0)])  # type: ignore[arg-type]
+    rows = pd.DataFrame(
+        {"source": ["s", "s"], "kind": np.array([0, 7], np.int8), "text": ["x", "{}"],
+         "ts": [1, 0], "value": [1.0, np.nan], "seq": [0, 0]}
+    )  # fmt: skip
+    with pytest.raises(ValueError, match=r"got codes \[7\]"):  # a caller of step past Spark's check
+        BucketHost(RunningSum).step(rows, {})
 
 
 def test_pass_rows_go_out_unchanged_without_touching_the_node():

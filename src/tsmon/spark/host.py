@@ -84,7 +84,7 @@ PASS = "pass"
 
 KINDS = {"data": 0, "ctrl": 1, PASS: 2}
 """The input row kinds and their codes in the host's ``kind`` column (a TINYINT)."""
-DATA, CTRL, PASSED = KINDS["data"], KINDS["ctrl"], KINDS[PASS]
+DATA, CTRL, PASS_CODE = KINDS["data"], KINDS["ctrl"], KINDS[PASS]
 
 INPUT_COLUMNS = ("source", "kind", "text", "ts", "value", "seq")
 """The host's input columns (then :func:`node_stream`'s bucket key): ``kind`` is a code of
@@ -184,12 +184,12 @@ class BucketHost:
         codec = Blobs() if codec is None else codec
         kind = rows["kind"].to_numpy()
         is_data = kind == DATA
-        sources: list[str] = []
-        kinds: list[str] = []
-        payloads: list[str] = []
+        sources, kinds, payloads = [], [], []
         control: dict[str, list[dict]] = {}
         if not is_data.all():  # control rows and pass rows are few: pick them out
-            passed = rows[kind == PASSED]
+            if bad := sorted(set(kind.tolist()) - set(KINDS.values())):
+                raise ValueError(f"{KIND_ERROR} (codes {KINDS}), got codes {bad}")
+            passed = rows[kind == PASS_CODE]
             sources += passed["source"].tolist()
             kinds += [PASS] * len(passed)
             payloads += passed["text"].tolist()
@@ -350,7 +350,9 @@ def node_stream(
     if "kind" in data_df.columns:  # text: the series of data rows, else the payload
         given = F.col("kind")
         named = F.coalesce(given, F.lit("null"))
-        kind = F.when(given == "data", DATA).when(given == "ctrl", CTRL).when(given == PASS, PASSED)
+        kind = (
+            F.when(given == "data", DATA).when(given == "ctrl", CTRL).when(given == PASS, PASS_CODE)
+        )
         kind = kind.otherwise(F.raise_error(F.concat(F.lit(f"{KIND_ERROR}, got "), named)))
         payload = F.col("payload") if "payload" in data_df.columns else F.lit(None)
         text = F.when(given == "data", text).otherwise(payload.cast("string"))

@@ -132,7 +132,7 @@ def _input_row(row: Mapping[str, Any]) -> tuple:
     a pass row's shape as ``node_stream`` gives it to the host (its errors as ValueError)."""
     kind = row.get("kind")
     if kind not in KINDS:
-        raise ValueError(f"{KIND_ERROR}, got {[str(kind)]}")
+        raise ValueError(f"{KIND_ERROR}, got {kind}")
     data = kind == "data"
     ts, seq = row.get("ts"), row.get("seq")
     if data and (ts is None or seq is None):

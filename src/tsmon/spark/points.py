@@ -179,9 +179,10 @@ def _free_names(taken: list[str], names: tuple[str, ...]) -> dict[str, str]:
     {'ts': '___tsmon_ts', 'value': '__tsmon_value'}
     """
     out = {}
+    lowered = {c.lower() for c in taken}
     for n in names:
         free = f"__tsmon_{n}"
-        while free in taken:
+        while free.lower() in lowered:  # Spark's names ignore case by default
             free = "_" + free
         out[n] = free
     return out

@@ -47,6 +47,30 @@ def test_seats_are_the_first_dhondt_seats(w: list[int], data: st.DataObject) -> 
     assert _seats(tuple(w), rho) == _dhondt(w, rho)
 
 
+def _fraction_seats(weights: list[int], rho: int) -> list[int]:
+    """The oracle for large houses: the lower quota, then the seats left one by one over
+    ``Fraction`` quotients (what ``_seats`` ranks by integers instead)."""
+    house = sum(weights)
+    seats = [w * rho // house for w in weights]
+    for _ in range(rho - sum(seats)):
+        ranked = [
+            (-Fraction(w, s + 1), j)
+            for j, (w, s) in enumerate(zip(weights, seats, strict=True))
+            if w
+        ]
+        seats[min(ranked)[1]] += 1
+    return seats
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 10**9), min_size=1, max_size=8).filter(lambda w: sum(w) > 0), st.data()
+)
+def test_seats_rank_large_quotients_exactly(w: list[int], data: st.DataObject) -> None:
+    rho = data.draw(st.integers(0, sum(w)))
+    assert _seats(tuple(w), rho) == _fraction_seats(w, rho)
+
+
 @st.composite
 def resolutions(draw: st.DrawFn) -> dict:
     """A state meeting both invariants, a resolution set R ⊇ T and all nodes participating."""

@@ -24,9 +24,10 @@ def _seats(weights: tuple[int, ...], rho: int) -> list[int]:
     """Seats of each party among the first ``rho`` D'Hondt seats of a house of ``M = Σ weights``
     (``0 ≤ rho ≤ M``; quotients ``w_j/s`` taken largest first, ties to the lower ``j``).
 
-    Every quotient ``≥ M/rho`` is among the first ``rho`` (there are ``Σ ⌊w_j·rho/M⌋ ≤ rho`` of
-    them), so party ``j`` holds at least ``⌊w_j·rho/M⌋`` seats; the fewer than ``len(weights)``
-    seats left go by the largest next quotients, O(n log n) for n parties however large ``M``.
+    For ``rho > 0``, every quotient ``≥ M/rho`` is among the first ``rho`` (there are
+    ``Σ ⌊w_j·rho/M⌋ ≤ rho`` of them), so party ``j`` holds at least ``⌊w_j·rho/M⌋`` seats; the
+    fewer than ``len(weights)`` seats left go by the largest next quotients, O(n log n) for n
+    parties however large ``M``.
     A quotient ``w/d`` is ranked by the integer ``⌊w·K/d⌋``, ``K`` at least the square of every
     divisor ``d`` used: distinct quotients differ by ``≥ 1/d²``, so the ranks keep their order
     exactly, and equal quotients get equal ranks.
