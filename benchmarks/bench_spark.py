@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import shutil
@@ -43,7 +42,15 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from spark_disk import report as report_disk
-from spark_runs import Outputs, Run, cross_check, run_baseline, run_reference, run_tsmon
+from spark_runs import (
+    Outputs,
+    Run,
+    cross_check,
+    print_per_batch,
+    run_baseline,
+    run_reference,
+    run_tsmon,
+)
 from spark_split import (
     STREAM_THREAD,
     ThreadSampler,
@@ -161,11 +168,6 @@ def tree_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def _ms(values: list[float], i: int) -> str:
-    """``values[i]`` as whole ms, '' past its end."""
-    return f"{values[i]:.0f}" if i < len(values) else ""
-
-
 def _pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
@@ -279,45 +281,11 @@ def _bench(args: argparse.Namespace, root: Path, console: Console) -> None:
         )
     console.print(table)
 
-    per_batch = Table(
-        title="per batch (s; points and rows; outside addBatch, ms: offsets = latestOffset, "
-        "plan = queryPlanning, commits = walCommit + commitOffsets, stream CPU = the CPU of the "
-        "stream execution thread from one batch's end to the next's)"
-    )
     stream_cpu = [
         [b.get(STREAM_THREAD, 0.0) * 1e3 for b in batches]
         for batches in (jvm_batches, by_batch(threads_tsmon, base.threads))
     ]
-    for column in (
-        "batch", "tsmon points", "trigger", "addBatch", "foreachBatch", "coordinator",
-        "rows to coord.", "offsets", "plan", "commits", "stream CPU", "baseline points",
-        "trigger ", "output rows", "offsets ", "plan ", "commits ", "stream CPU ",
-    ):  # fmt: skip
-        per_batch.add_column(column, justify="right")
-    for i in range(max(len(ours.batch_ids), len(base.batch_ids))):
-        a = (
-            [f"{ours.points[i]:,}", f"{ours.duration_s[i]:.2f}", f"{ours.add_batch_s[i]:.2f}",
-             f"{ours.driver_s[i]:.2f}", f"{ours.coordinator_s[i]:.3f}", f"{ours.to_driver[i]:,}",
-             *(str(v) for v in ours.outside_ms[i].values()), _ms(stream_cpu[0], i)]
-            if i < len(ours.batch_ids) else [""] * 10
-        )  # fmt: skip
-        b = (
-            [f"{base.points[i]:,}", f"{base.duration_s[i]:.2f}", f"{base.to_driver[i]:,}",
-             *(str(v) for v in base.outside_ms[i].values()), _ms(stream_cpu[1], i)]
-            if i < len(base.batch_ids) else [""] * 7
-        )  # fmt: skip
-        per_batch.add_row(str(i), *a, *b)
-    width, console.width = console.width, 190  # the table's 18 columns
-    console.print(per_batch)
-    console.width = width
-    for run, cpu, label in ((ours, stream_cpu[0], "tsmon"), (base, stream_cpu[1], "plain job")):
-        parts = ", ".join(f"{k} {v:.0f}" for k, v in run.outside().items())
-        idx = [i for i in run.data()[1:] if i < len(cpu)]
-        thread = statistics.median(cpu[i] for i in idx) if idx else math.nan
-        console.print(
-            f"{label}, median ms of the data batches after the first: outside addBatch {parts}; "
-            f"stream execution thread CPU {thread:.0f}"
-        )
+    print_per_batch(console, ours, base, stream_cpu)
 
     idx = ours.data()[1:]
     if idx:

@@ -5,12 +5,16 @@
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
 from typing import Any
+
+from rich.console import Console
+from rich.table import Table
 
 from spark_disk import DiskCurve
 from spark_workload import Workload
@@ -238,3 +242,49 @@ def cross_check(ours: Outputs, ref: Outputs) -> tuple[bool, str]:
     ok = ours.answers == ref.answers and ours.events == ref.events
     what = f"answers ({', '.join(counts)}) after the last batch and {len(ref.events):,} events"
     return ok, what
+
+
+def _ms(values: list[float], i: int) -> str:
+    """``values[i]`` as whole ms, '' past its end."""
+    return f"{values[i]:.0f}" if i < len(values) else ""
+
+
+def print_per_batch(console: Console, ours: Run, base: Run, stream_cpu: list[list[float]]) -> None:
+    """Both jobs batch by batch, with the trigger's parts outside ``addBatch`` and the stream
+    execution thread's CPU (ms per batch, ``stream_cpu``: tsmon's, the plain job's), then
+    their medians over the data batches after the first."""
+    per_batch = Table(
+        title="per batch (s; points and rows; outside addBatch, ms: offsets = latestOffset, "
+        "plan = queryPlanning, commits = walCommit + commitOffsets, stream CPU = the CPU of the "
+        "stream execution thread from one batch's end to the next's)"
+    )
+    for column in (
+        "batch", "tsmon points", "trigger", "addBatch", "foreachBatch", "coordinator",
+        "rows to coord.", "offsets", "plan", "commits", "stream CPU", "baseline points",
+        "trigger ", "output rows", "offsets ", "plan ", "commits ", "stream CPU ",
+    ):  # fmt: skip
+        per_batch.add_column(column, justify="right")
+    for i in range(max(len(ours.batch_ids), len(base.batch_ids))):
+        a = (
+            [f"{ours.points[i]:,}", f"{ours.duration_s[i]:.2f}", f"{ours.add_batch_s[i]:.2f}",
+             f"{ours.driver_s[i]:.2f}", f"{ours.coordinator_s[i]:.3f}", f"{ours.to_driver[i]:,}",
+             *(str(v) for v in ours.outside_ms[i].values()), _ms(stream_cpu[0], i)]
+            if i < len(ours.batch_ids) else [""] * 10
+        )  # fmt: skip
+        b = (
+            [f"{base.points[i]:,}", f"{base.duration_s[i]:.2f}", f"{base.to_driver[i]:,}",
+             *(str(v) for v in base.outside_ms[i].values()), _ms(stream_cpu[1], i)]
+            if i < len(base.batch_ids) else [""] * 7
+        )  # fmt: skip
+        per_batch.add_row(str(i), *a, *b)
+    width, console.width = console.width, 190  # the table's 18 columns
+    console.print(per_batch)
+    console.width = width
+    for run, cpu, label in ((ours, stream_cpu[0], "tsmon"), (base, stream_cpu[1], "plain job")):
+        parts = ", ".join(f"{k} {v:.0f}" for k, v in run.outside().items())
+        idx = [i for i in run.data()[1:] if i < len(cpu)]
+        thread = statistics.median(cpu[i] for i in idx) if idx else math.nan
+        console.print(
+            f"{label}, median ms of the data batches after the first: outside addBatch {parts}; "
+            f"stream execution thread CPU {thread:.0f}"
+        )
