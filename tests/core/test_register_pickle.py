@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import pickle
 
@@ -11,7 +12,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from tsmon.core.register import Register, RegisterConfig
-from tsmon.core.sealed import SEAL_POINTS, Sealed, decode_ts, encode_ts, read_record
+from tsmon.core.sealed import SEAL_POINTS, Runs, Sealed, decode_ts, encode_ts, read_record
 from tsmon.core.window_spec import WindowSpec
 from tsmon.core.windows import STATS, open_window
 
@@ -170,7 +171,7 @@ def test_sealed_runs_always_hold_the_register_points(actions: list, capacity: in
         for r in (plain, reg):
             r.evict()
         assert _points(reg) == _points(plain)
-        for run in reg._sealed:  # as last pickled, minus runs that changed since
+        for run in reg._runs:  # as last pickled, minus runs that changed since
             if run.end > reg.start:
                 lo = max(run.start, reg.start)
                 assert run.ts[lo - run.start :].tolist() == reg.ts(lo, run.end).tolist()
@@ -178,22 +179,30 @@ def test_sealed_runs_always_hold_the_register_points(actions: list, capacity: in
 
 
 def _through_records(reg: Register) -> Register:
-    """``reg`` pickled as the Spark host does (runs apart, as binary records) and read back:
-    its runs' points are read only when first needed."""
+    """``reg`` pickled as the Spark host does (runs apart, as binary records, a register's
+    references packed) and read back: its runs' points are read only when first needed."""
     out, records = io.BytesIO(), bytearray()
 
-    def persistent_id(obj: object) -> int | None:
-        if type(obj) is not Sealed:
+    def persistent_id(obj: object) -> tuple | None:
+        if type(obj) is not Runs:
             return None
-        records.extend(obj.record())
-        return len(records) - len(obj.record())
+        offsets = []
+        for run in obj:  # every run read and written again (the host writes only new ones)
+            offsets.append(len(records))
+            records.extend(run.record())
+        return obj.origin, obj.size, offsets
 
     pickler = pickle.Pickler(out, protocol=5)
     pickler.persistent_id = persistent_id  # type: ignore[method-assign]
     pickler.dump(reg)
-    data = bytes(records)
+    read = functools.partial(read_record, bytes(records))
+
+    def persistent_load(pid: tuple) -> Runs:
+        origin, size, offsets = pid
+        return Runs(origin, size, tuple(offsets), read)
+
     unpickler = pickle.Unpickler(io.BytesIO(out.getvalue()))
-    unpickler.persistent_load = lambda offset: read_record(data, offset)  # type: ignore[method-assign]
+    unpickler.persistent_load = persistent_load  # type: ignore[method-assign]
     return unpickler.load()
 
 

@@ -148,8 +148,9 @@ def test_a_replayed_batch_writes_the_same_files_and_rows(tmp_path):
 
 
 def test_a_node_with_runs_apart_loads_only_through_its_history(tmp_path):
-    """A node's runs are references into the bucket's files (calls of ``run_at``): a codec
-    of that bucket reads them back, bit for bit; a plain unpickling refuses them."""
+    """A node's runs are references into the bucket's files (a call of ``runs_at`` per
+    register): a codec of that bucket reads them back, bit for bit; a plain unpickling refuses
+    them."""
     node = _node("1h")("a")
     for rows in _batches(3, 200, seed=1):
         cols = [r for r in rows if r["source"] == "a"]
@@ -162,7 +163,7 @@ def test_a_node_with_runs_apart_loads_only_through_its_history(tmp_path):
     back = History(tmp_path, 0, state).loads(blob)
     for series, kept in node.part("local").local.store.nodes.items():
         reg, got = kept.register, back.part("local").local.store.nodes[series].register
-        assert len(reg._sealed) == len(got._sealed) == 600 // SEAL_POINTS
+        assert len(reg._runs) == len(got._runs) == 600 // SEAL_POINTS
         assert got.ts(got.start, got.end).tolist() == reg.ts(reg.start, reg.end).tolist()
         assert got.values(got.start, got.end).tobytes() == reg.values(reg.start, reg.end).tobytes()
     with pytest.raises(pickle.UnpicklingError, match="history file"):

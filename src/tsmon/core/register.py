@@ -33,10 +33,9 @@ from numbers import Integral
 import numpy as np
 
 from tsmon.core.moments import MAX_ABS_VALUE, value_in_range
-from tsmon.core.sealed import SEAL_POINTS, Sealed, decode_ts, encode_ts
+from tsmon.core.sealed import SEAL_POINTS, Runs, Sealed, decode_ts, encode_ts
 
 _INITIAL_CAPACITY = 8
-_START, _END = operator.attrgetter("start"), operator.attrgetter("end")
 
 
 class DuplicatePolicy(str, Enum):
@@ -115,9 +114,10 @@ class Register:
         self.complete_from_ts: int | None = None  # None: nothing was ever evicted
         self.first_ts: int | None = None  # the series' first point, evicted or not
         # runs of older points as last pickled, contiguous (see __getstate__)
-        self._sealed: list[Sealed] = []
-        # unpickled runs whose points are not yet copied into the ring (see _fill)
-        self._pending: list[Sealed] = []
+        self._runs = Runs(0, SEAL_POINTS)
+        # the first positions of the unpickled runs whose points are not yet copied into the
+        # ring (see _fill), in order
+        self._pending: list[int] = []
 
     # -- positions and reads -------------------------------------------------------------------
     @property
@@ -175,17 +175,18 @@ class Register:
         first timestamp does not precede ``high`` on."""
         before = operator.lt if side == "left" else operator.le  # a point at f precedes x
         a, b = self.start, self.end
-        last = self._pending[-1]
-        if before(last.first, low):  # past every run not yet read: the usual search
-            after = last.end  # a position in the ring
+        runs, last = self._runs, self._pending[-1]
+        if before(runs.at(last).first, low):  # past every run not yet read: the usual search
+            after = last + runs.size  # a position in the ring
             if after < b and before(self._ts[after - self._base], low):
                 return max(after, a), b
-            return max(last.start, a), b
-        for run in self._pending:
-            if before(run.first, low):
-                a = max(a, run.start)
-            elif not before(run.first, high):
-                return a, max(run.start, self.start)
+            return max(last, a), b
+        for start in self._pending:
+            first = runs.at(start).first
+            if before(first, low):
+                a = max(a, start)
+            elif not before(first, high):
+                return a, max(start, self.start)
         return a, b
 
     def position_of(self, ts_ms: int) -> int | None:
@@ -237,8 +238,8 @@ class Register:
         """Forget the sealed runs that hold ``pos`` or later positions (they change)."""
         if self._pending:
             self._fill(pos, self.end)
-        while self._sealed and self._sealed[-1].end > pos:
-            self._sealed.pop()
+        if self._runs.end > pos:
+            self._runs = self._runs.until(pos)
 
     # -- retention -----------------------------------------------------------------------------
     def pin(self, owner: object, pos: int) -> None:
@@ -299,17 +300,18 @@ class Register:
         """Copy into the ring the points of the unpickled runs that hold positions in
         ``[p0, p1)``, reading them only now (a host's file of runs, :mod:`tsmon.spark.history`):
         a batch that reads no older point reads no run, and eviction reads only the oldest."""
-        pending = self._pending
-        if not pending or p0 >= pending[-1].end or p1 <= pending[0].start:
+        pending, size = self._pending, self._runs.size
+        if not pending or p0 >= pending[-1] + size or p1 <= pending[0]:
             return
         p0 = max(p0, self.start)  # runs wholly evicted need no copy (nor are pickled again)
-        i = bisect.bisect_right(pending, p0, key=_END)  # runs sorted, one after the other
-        j = bisect.bisect_left(pending, p1, key=_START)
-        for run in pending[i:j]:
-            lo = max(run.start, self.start)
-            a, b = lo - self._base, run.end - self._base
-            self._ts[a:b] = run.ts[lo - run.start :]
-            self._values[a:b] = run.values[lo - run.start :]
+        i = bisect.bisect_right(pending, p0 - size)  # the runs that end after p0
+        j = bisect.bisect_left(pending, p1)  # and start before p1
+        for start in pending[i:j]:
+            run = self._runs.at(start)
+            lo = max(start, self.start)
+            a, b = lo - self._base, start + size - self._base
+            self._ts[a:b] = run.ts[lo - start :]
+            self._values[a:b] = run.values[lo - start :]
         del pending[i:j]
 
     def _make_room(self, count: int) -> None:
@@ -338,18 +340,24 @@ class Register:
         points, values as bytes and timestamps encoded (:func:`~tsmon.core.sealed.encode_ts`);
         a tuple, not a dict of attributes (a Spark host pickles every register each batch)."""
         start, end = self._base + self._lo, self._base + self._hi
-        runs = self._sealed
-        if runs and runs[0].end <= start:  # drop evicted runs, the oldest
-            runs = [run for run in runs if run.end > start]
-        sealed_end = runs[-1].end if runs else start
-        while end - sealed_end >= SEAL_POINTS:
-            a, b = sealed_end - self._base, sealed_end - self._base + SEAL_POINTS
-            runs.append(Sealed(sealed_end, self._ts[a:b], self._values[a:b]))
-            sealed_end += SEAL_POINTS
-        self._sealed = runs
+        runs = self._runs
+        if runs.end <= start:  # none, or every one evicted
+            runs = Runs(start, SEAL_POINTS)
+        elif runs.origin + runs.size <= start:  # drop evicted runs, the oldest
+            runs = runs.after(start)
+        if runs is not self._runs:
+            del self._pending[: bisect.bisect_left(self._pending, runs.origin)]
+        sealed_end, size, made = runs.end, runs.size, []
+        while end - sealed_end >= size:
+            a = sealed_end - self._base
+            made.append(Sealed(sealed_end, self._ts[a : a + size], self._values[a : a + size]))
+            sealed_end += size
+        if made:
+            runs = runs.sealing(made)
+        self._runs = runs
         a = sealed_end - self._base
-        return (  # list(runs): a copy.copy of the register must not share (and pop) its list
-            self.name, self.config, list(runs), encode_ts(self._ts[a : self._hi]),
+        return (
+            self.name, self.config, runs, encode_ts(self._ts[a : self._hi]),
             self._values[a : self._hi].tobytes(), start, self._pins or None,
             self._watchers or None, self.complete_from_ts, self.first_ts,
         )  # fmt: skip
@@ -358,8 +366,8 @@ class Register:
         (self.name, self.config, runs, ts_code, values, start, pins, watchers,
          self.complete_from_ts, self.first_ts) = state  # fmt: skip
         newer_ts = decode_ts(ts_code)
-        origin = runs[0].start if runs else start
-        sealed = runs[-1].end - origin if runs else 0
+        origin = runs.origin
+        sealed = runs.end - origin
         held = sealed + len(newer_ts)
         capacity = max(_INITIAL_CAPACITY, 2 * held)  # room to grow
         self._ts = np.empty(capacity, dtype=np.int64)
@@ -369,8 +377,8 @@ class Register:
         self._base, self._lo, self._hi = origin, start - origin, held
         self._pins = {} if pins is None else pins
         self._watchers = {} if watchers is None else watchers
-        self._sealed = runs
-        self._pending = list(runs)  # copied into the ring when first read (_fill)
+        self._runs = runs
+        self._pending = list(range(origin, runs.end, runs.size))  # copied when first read
 
 
 def _check_values(values: np.ndarray) -> None:

@@ -5,7 +5,8 @@ points after them (:meth:`tsmon.core.register.Register.__getstate__`). A run sta
 object from one pickle to the next, so a host that pickles every node each batch (the Spark
 host) can store each run once, apart from the node, and pickle only a reference to it
 (:mod:`tsmon.spark.history`): what a batch writes then grows with the new points, not with
-the retained history. Pickled plainly, a run carries its points, as before.
+the retained history. A register holds its runs as one :class:`Runs`, which keeps the runs a
+host loaded as references until one is read. Pickled plainly, a run carries its points.
 
 Timestamps are encoded compactly: as their first value and a constant step, or as deltas in
 the narrowest unsigned type that holds them (:func:`encode_ts`).
@@ -14,10 +15,11 @@ the narrowest unsigned type that holds them (:func:`encode_ts`).
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["SEAL_POINTS", "Sealed", "decode_ts", "encode_ts", "read_record"]
+__all__ = ["SEAL_POINTS", "Runs", "Sealed", "decode_ts", "encode_ts", "read_record"]
 
 SEAL_POINTS = 64
 """Points per sealed run. Per series, a batch rewrites the unsealed points (fewer than this)
@@ -106,6 +108,74 @@ class Sealed:
             size, step, deltas = np.dtype(how).itemsize, 0, rest
         header = _HEADER.pack(self.start, self._n, size, first, step)
         return header + deltas + self.values.tobytes()  # type: ignore[operator]
+
+
+class Runs:
+    """A register's sealed runs: ``len(self)`` runs of ``size`` points each, one after the
+    other from position ``origin``. Runs a host stored apart stay references (``refs``, ints)
+    until one is asked for (:meth:`at`, through ``read``: :func:`read_record` on a host's
+    file), so loading a register makes no object per run; the runs sealed since (``made``)
+    follow them. Never changed: a register replaces its runs. Pickled plainly, each run
+    carries its points; a host pickles the references instead (:mod:`tsmon.spark.history`,
+    :meth:`refs_with`)."""
+
+    __slots__ = ("made", "origin", "read", "refs", "size")
+
+    def __init__(
+        self,
+        origin: int,
+        size: int,
+        refs: tuple[int, ...] = (),
+        read: Callable[[int], Sealed] | None = None,
+        made: Sequence[Sealed] = (),
+    ) -> None:
+        self.origin, self.size, self.refs, self.read, self.made = origin, size, refs, read, made
+
+    def __len__(self) -> int:
+        return len(self.refs) + len(self.made)
+
+    @property
+    def end(self) -> int:
+        """One past the last position held."""
+        return self.origin + len(self) * self.size
+
+    def at(self, start: int) -> Sealed:
+        """The run that starts at position ``start``."""
+        k = (start - self.origin) // self.size
+        stored = len(self.refs)
+        return self.read(self.refs[k]) if k < stored else self.made[k - stored]  # type: ignore[misc]
+
+    def __iter__(self) -> Iterator[Sealed]:
+        return map(self.at, range(self.origin, self.end, self.size))
+
+    def until(self, pos: int) -> Runs:
+        """The runs that end at or before ``pos``."""
+        return self._slice(0, min(max(pos - self.origin, 0) // self.size, len(self)))
+
+    def after(self, pos: int) -> Runs:
+        """The runs that hold a position at or after ``pos`` (``pos`` >= ``origin``)."""
+        return self._slice(min((pos - self.origin) // self.size, len(self)), len(self))
+
+    def _slice(self, i: int, j: int) -> Runs:
+        stored = len(self.refs)
+        made = self.made[max(i - stored, 0) : max(j - stored, 0)]
+        return Runs(self.origin + i * self.size, self.size, self.refs[i:j], self.read, made)
+
+    def sealing(self, made: Sequence[Sealed]) -> Runs:
+        """These runs and ``made`` after them."""
+        return Runs(self.origin, self.size, self.refs, self.read, (*self.made, *made))
+
+    def refs_with(self, ref: Callable[[Sealed], int]) -> tuple[int, ...]:
+        """Every run's reference: a stored run's own, ``ref(run)`` for a run made since."""
+        return (*self.refs, *map(ref, self.made)) if self.made else self.refs
+
+    def __reduce__(self) -> tuple[object, tuple[int, int, tuple[Sealed, ...]]]:
+        return _made, (self.origin, self.size, tuple(self))
+
+
+def _made(origin: int, size: int, made: tuple[Sealed, ...]) -> Runs:
+    """Runs pickled plainly, each with its points."""
+    return Runs(origin, size, made=made)
 
 
 def read_record(data: bytes, offset: int) -> Sealed:

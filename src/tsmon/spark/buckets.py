@@ -28,7 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 __all__ = [
     "BUCKETS_PER_PARTITION",
-    "KEYLESS_FORMAT",
     "STATE_FORMAT",
     "Buckets",
     "BucketsChanged",
@@ -43,21 +42,18 @@ BUCKETS_PER_PARTITION = 8
 """Default buckets per shuffle partition: enough that the sources hashed to a partition's
 buckets even out, few enough that the per-bucket pandas overhead (~1 ms) stays small."""
 
-STATE_FORMAT = 7
+STATE_FORMAT = 8
 """Version of the pickled nodes, kept in ``host.json``: 2 has compact registers
 (:mod:`tsmon.core.register`), 3 their sealed runs in history files
 (:mod:`tsmon.spark.history`), 4 registers, filters and stream models pickled as tuples of
 their fields and the runs stored as binary records, not pickles (faster and smaller), 5 the
-references to runs pickled as calls of :func:`tsmon.spark.history.run_at`, not persistent
-ids (faster to pickle) and each bucket's pickled nodes in a file of the batch, not in the
-Spark state, 6 sliding windows without monotonic queues (their extremes come from
-the points they hold), 7 the same pickles with the buckets' keys in ``host.json``
-(:func:`bucket_keys`; a checkpoint of format 6 keeps its bucket numbers as keys, and an older
-tsmon refuses a 7, whose keys it would not use); a checkpoint of another version cannot be
-resumed."""
-
-KEYLESS_FORMAT = 6
-"""The format before the keys, still resumed: its buckets are keyed by their numbers."""
+references to runs pickled as calls of ``run_at``, not persistent ids (faster to pickle) and
+each bucket's pickled nodes in a file of the batch, not in the Spark state, 6 sliding windows
+without monotonic queues (their extremes come from the points they hold), 7 the same pickles
+with the buckets' keys in ``host.json`` (:func:`bucket_keys`), 8 a register's runs pickled as
+one :class:`~tsmon.core.sealed.Runs`, in history files one call of
+:func:`tsmon.spark.history.runs_at` on all their references, read only when needed (no
+object per run when loaded); a checkpoint of another version cannot be resumed."""
 
 
 class Buckets(NamedTuple):
@@ -118,7 +114,7 @@ def freeze_buckets(checkpoint: Path, wanted: int | None, default: int, partition
 
     A new checkpoint takes ``wanted`` (or ``default``) buckets keyed for ``partitions``
     shuffle partitions (:func:`bucket_keys`) and records them; a checkpoint that has them
-    keeps them (one recorded before the keys, its bucket numbers as keys), and raises
+    keeps them, and raises
     :class:`BucketsChanged` if ``wanted`` differs, or if its nodes were pickled in another
     :data:`STATE_FORMAT`. A checkpoint of a node query without ``host.json`` was written by
     the older host and cannot be resumed.
@@ -127,11 +123,11 @@ def freeze_buckets(checkpoint: Path, wanted: int | None, default: int, partition
     if meta.exists():
         found = json.loads(meta.read_text(encoding="utf-8"))
         state = found.get("state", 1)
-        if state not in (KEYLESS_FORMAT, STATE_FORMAT):
+        if state != STATE_FORMAT:
             raise BucketsChanged(
                 f"the checkpoint {checkpoint} holds node state of another tsmon (state format "
-                f"{state}, this one reads {KEYLESS_FORMAT} and {STATE_FORMAT}) and cannot be "
-                "resumed: use a new checkpoint directory"
+                f"{state}, this one reads {STATE_FORMAT}) and cannot be resumed: use a new "
+                "checkpoint directory"
             )
         frozen = int(found["buckets"])
         if wanted is not None and wanted != frozen:
@@ -140,7 +136,7 @@ def freeze_buckets(checkpoint: Path, wanted: int | None, default: int, partition
                 f"{frozen} (sources are hashed to buckets): set buckets = {frozen} or use a "
                 "new checkpoint directory"
             )
-        keys = tuple(found["keys"]) if state == STATE_FORMAT else tuple(range(frozen))
+        keys = tuple(found["keys"])
         if len(keys) != frozen or any(k < 0 or k % frozen != b for b, k in enumerate(keys)):
             raise BucketsChanged(
                 f"{meta} is damaged: its keys are not one per bucket with key mod {frozen} = "

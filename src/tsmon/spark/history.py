@@ -4,17 +4,21 @@
 ``applyInPandasWithState`` keeps one state value per key (a bucket of sources) and the host
 rewrites it whole every batch. Registers retain history (``[registers] retention``, 1 h by
 default), so a node pickled whole would write all of it every batch. Registers pickle their
-older points as :class:`~tsmon.core.sealed.Sealed` runs that stay the same objects until
-evicted; this module stores each run once, in a file per bucket and batch, and the node's
-pickle keeps a reference to it, one integer: file number × 2³² + byte offset, pickled as a
-call of :func:`run_at` that only a :class:`History` resolves. What a batch writes is then its
-new runs, each node's newer points and the references.
+older points as :class:`~tsmon.core.sealed.Sealed` runs that stay the same until evicted,
+held in one :class:`~tsmon.core.sealed.Runs` per register; this module stores each run once,
+in a file per bucket and batch, and the node's pickle keeps a reference to it, one integer:
+file number × 2³² + byte offset, a register's references pickled together as one call of
+:func:`runs_at` that only a :class:`History` resolves. What a batch writes is then its new
+runs, each node's newer points and the references. Loaded, a register's runs stay references
+(a tuple of ints, no object per run) until the register reads one (``STATE_FORMAT`` 8; a
+reference per run, each made a ``Sealed`` on load, cost ~1.3 µs per run and per batch:
+``benchmarks/README.md``, "A register's runs as one object").
 
 The pickler finds the runs through its ``dispatch_table``, a dict that pickle looks up (in C)
 for objects other than plain ints, floats, strings, bytes, tuples, lists and dicts, so it
-calls Python for the runs only. Pickle's persistent ids (format 4) called Python for every
-one of a node's ~2,100 objects (228 → 154 µs per node pickled on ``bench_spark.py``'s nodes),
-``reducer_override`` for each of its ~90 objects of other types (~10 µs more per node).
+calls Python for a register's runs only. Pickle's persistent ids (format 4) called Python for
+every one of a node's ~2,100 objects (228 → 154 µs per node pickled on ``bench_spark.py``'s
+nodes), ``reducer_override`` for each of its ~90 objects of other types (~10 µs more per node).
 
 The pickled nodes themselves go to a file of the batch too, and the Spark state value keeps
 the rest of :class:`BucketState` (the run files each node refers to, the files to delete, the
@@ -48,9 +52,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from tsmon.core.sealed import Sealed, read_record
+from tsmon.core.sealed import Runs, Sealed, read_record
 
-__all__ = ["Blobs", "BucketState", "History", "run_at"]
+__all__ = ["Blobs", "BucketState", "History", "runs_at"]
 
 PROTOCOL = pickle.HIGHEST_PROTOCOL
 
@@ -99,7 +103,8 @@ class History(Blobs):
     def __init__(self, root: Path, key: int, state: BucketState) -> None:
         self.directory = root / f"b{key}"
         self.number = state.batches  # this batch's files
-        self.known: dict[int, tuple[Sealed, int]] = {}  # id(run) -> (run, its reference)
+        # id(run) -> (run, its reference), for runs sealed since their register was loaded
+        self.known: dict[int, tuple[Sealed, int]] = {}
         self.files: dict[int, bytes] = {}
         self.new = io.BytesIO()  # this batch's file of runs
         self.refs: dict[str, set[int]] = {}  # files of the nodes pickled in this batch
@@ -132,14 +137,16 @@ class History(Blobs):
     def loads(self, blob: bytes) -> Any:
         return _Unpickler(io.BytesIO(blob), self).load()
 
+    def _runs(self, origin: int, size: int, refs: tuple[int, ...]) -> Runs:
+        """A register's runs, each a reference read only when the register needs it."""
+        return Runs(origin, size, refs, self._load)
+
     def _load(self, ref: int) -> Sealed:
         number, offset = ref >> _OFFSET_BITS, ref & ((1 << _OFFSET_BITS) - 1)
         data = self.files.get(number)
         if data is None:
             data = self.files[number] = self._read(f"{number}.runs")
-        run = read_record(data, offset)
-        self.known[id(run)] = (run, ref)
-        return run
+        return read_record(data, offset)
 
     def dumps(self, source: str, node: Any) -> bytes:
         out = io.BytesIO()
@@ -147,15 +154,14 @@ class History(Blobs):
         _Pickler(out, self, self.refs[source]).dump(node)
         return out.getvalue()
 
-    def _ref(self, run: Sealed, files: set[int]) -> int:
-        """The reference of ``run``, written to this batch's file if it is new; its file is
-        noted in ``files``."""
+    def _ref(self, run: Sealed) -> int:
+        """The reference of ``run``, sealed since its register was loaded: written to this
+        batch's file the first time."""
         known = self.known.get(id(run))
         if known is None:
             ref = self.number << _OFFSET_BITS | self.new.tell()
             known = self.known[id(run)] = (run, ref)
             self.new.write(run.record())
-        files.add(known[1] >> _OFFSET_BITS)
         return known[1]
 
     def commit(self, state: BucketState) -> bytes:
@@ -187,17 +193,18 @@ class History(Blobs):
         os.replace(partial, path)
 
 
-def run_at(ref: int) -> Sealed:
-    """What a node's pickle calls for each of its runs; a :class:`History` loads the run
+def runs_at(origin: int, size: int, refs: tuple[int, ...]) -> Runs:
+    """What a node's pickle calls for each register's runs; a :class:`History` makes them
     instead, so a node pickled with its runs apart loads only through its bucket's history."""
     raise pickle.UnpicklingError(
-        f"run {ref} of a register is stored in a history file: load the node with "
-        "tsmon.spark.history.History.loads"
+        f"the runs of a register from position {origin} are stored in history files: load "
+        "the node with tsmon.spark.history.History.loads"
     )
 
 
 class _Pickler(pickle.Pickler):
-    """Pickles a node with each run as a call of :func:`run_at` on its reference."""
+    """Pickles a node with each register's runs as a call of :func:`runs_at` on their
+    references."""
 
     def __init__(self, out: io.BytesIO, history: History, files: set[int]) -> None:
         super().__init__(out, protocol=PROTOCOL)
@@ -205,25 +212,28 @@ class _Pickler(pickle.Pickler):
         # node, alive until the cyclic garbage collector finds it
         self.dispatch_table = {
             **copyreg.dispatch_table,
-            Sealed: functools.partial(_reduce, history, files),
+            Runs: functools.partial(_reduce, history, files),
         }
 
 
-def _reduce(history: History, files: set[int], run: Sealed) -> tuple[Any, tuple[int]]:
-    """A run as a call of :func:`run_at` on its reference (:meth:`History._ref`)."""
-    return run_at, (history._ref(run, files),)
+def _reduce(history: History, files: set[int], runs: Runs) -> tuple[Any, tuple[int, int, tuple]]:
+    """A register's runs as a call of :func:`runs_at` on their references (new runs written
+    by :meth:`History._ref`), their files noted in ``files``."""
+    refs = runs.refs_with(history._ref)
+    files.update({ref >> _OFFSET_BITS for ref in refs})
+    return runs_at, (runs.origin, runs.size, refs)
 
 
 class _Unpickler(pickle.Unpickler):
-    """Loads a node pickled by :class:`_Pickler`, each :func:`run_at` from the history."""
+    """Loads a node pickled by :class:`_Pickler`, each :func:`runs_at` from the history."""
 
     def __init__(self, data: io.BytesIO, history: History) -> None:
         super().__init__(data)
         self.history = history
 
     def find_class(self, module: str, name: str) -> Any:
-        if module == __name__ and name == "run_at":
-            return self.history._load
+        if module == __name__ and name == "runs_at":
+            return self.history._runs
         return super().find_class(module, name)
 
 
