@@ -39,6 +39,16 @@ class SeriesNode:
         self.register = Register(name, config)
         self.windows: dict[WindowSpec, Window] = {}
 
+    def __getstate__(self) -> tuple:
+        """The register and the windows: a tuple, not a dict of attributes (a Spark host
+        pickles every series each batch); the name and config are the register's."""
+        return self.register, self.windows or None
+
+    def __setstate__(self, state: tuple) -> None:
+        self.register, windows = state
+        self.name, self.config = self.register.name, self.register.config
+        self.windows = {} if windows is None else windows
+
     # -- shared windows ------------------------------------------------------------------------
     def acquire(self, specs: Iterable[WindowSpec]) -> None:
         """Take a reference on each window, creating (and populating from history) new ones."""
