@@ -135,6 +135,9 @@ class History(Blobs):
             ) from None
 
     def loads(self, blob: bytes) -> Any:
+        """The node pickled as ``blob``. Its registers read their runs from this bucket's
+        files when they need them, so it is used in the batch that loaded it: a file it refers
+        to may be deleted once the bucket's next batch commits."""
         return _Unpickler(io.BytesIO(blob), self).load()
 
     def _runs(self, origin: int, size: int, refs: tuple[int, ...]) -> Runs:
