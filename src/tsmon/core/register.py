@@ -136,9 +136,22 @@ class Register:
     @property
     def last_ts(self) -> int | None:
         """Timestamp of the newest point, or None when empty."""
-        if self._pending and self._hi > self._lo:
+        return None if self._hi == self._lo else self._newest_ts()
+
+    def _newest_ts(self) -> int:
+        """Timestamp of the newest point (not empty)."""
+        if self._pending and self._pending[-1] + self._runs.size == self.end:  # in a run not read
             self._fill(self.end - 1, self.end)
-        return int(self._ts[self._hi - 1]) if self._hi > self._lo else None
+        return int(self._ts[self._hi - 1])
+
+    def _oldest_ts(self) -> int:
+        """Timestamp of the oldest retained point (not empty): a run not yet read starting
+        there gives it from its header, undecoded (:attr:`~tsmon.core.sealed.Sealed.first`)."""
+        pending = self._pending
+        if pending and pending[0] == self.start:
+            return self._runs.at(pending[0]).first
+        self._fill(self.start, self.start + 1)
+        return int(self._ts[self._lo])
 
     def ts(self, p0: int, p1: int) -> np.ndarray:
         """Timestamps of positions ``[p0, p1)`` (a read-only view)."""
@@ -264,7 +277,7 @@ class Register:
         if self._within_retention():
             return
         capacity, retention = self.config.capacity_points, self.config.retention_ms
-        last_ts = int(self._ts[self._hi - 1])  # not empty: it keeps every point
+        last_ts = self._newest_ts()  # not empty: it keeps every point
         keep_from = self.end
         if capacity is not None:
             keep_from = min(keep_from, self.end - capacity)
@@ -290,11 +303,7 @@ class Register:
             return True
         if capacity is not None and len(self) <= capacity:
             return True
-        if self._pending:
-            self._fill(self.start, self.start + 1)
-            self._fill(self.end - 1, self.end)
-        oldest, newest = self._ts[self._lo], self._ts[self._hi - 1]
-        return retention is not None and bool(oldest > newest - retention)
+        return retention is not None and self._oldest_ts() > self._newest_ts() - retention
 
     def _fill(self, p0: int, p1: int) -> None:
         """Copy into the ring the points of the unpickled runs that hold positions in

@@ -26,9 +26,9 @@ from tsmon.engine.events import Event
 from tsmon.engine.guard import future_limit
 from tsmon.engine.hosts import MonitorHosts
 from tsmon.engine.replicas import DEFAULT_PHASE_MS, SummaryReader
-from tsmon.engine.settings import FilterSettings
+from tsmon.engine.settings import FilterSettings, millis, register_config
 from tsmon.engine.standing_settings import StandingSettings, standing_settings
-from tsmon.engine.store import SeriesStore, millis, register_config
+from tsmon.engine.store import SeriesStore
 from tsmon.protocols.filters import MessageCounts
 
 

@@ -196,7 +196,9 @@ class SourceNode:
             )
         names = series.tolist() if isinstance(series, np.ndarray) else list(series)
         if not (any_rejected(ts, value, clock_ms, self.max_future_ms) or "" in names):
-            columns = Columns(names, ts.astype(np.int64), value.astype(np.float64))
+            columns = Columns(
+                names, ts.astype(np.int64, copy=False), value.astype(np.float64, copy=False)
+            )
             return self._step(items, columns, [])
         points = list(zip(names, ts.tolist(), value.tolist(), seq.tolist(), strict=True))
         kept, dead = split_rejected(points, clock_ms, self.max_future_ms)
@@ -302,9 +304,10 @@ class SourceNode:
         if len(ts):
             codes, found = pd.factorize(np.asarray(series, dtype=object), sort=False)
             names = found.tolist()
-            stored = [self.newest_ts.get(name) for name in names]
-            new = sorted(name for name, t in zip(names, stored, strict=True) if t is None)
-            newest = np.array([_BEFORE_ALL if t is None else t for t in stored], dtype=np.int64)
+            get = self.newest_ts.get
+            stored = [get(name, _BEFORE_ALL) for name in names]  # valid instants are later
+            new = sorted(name for name, t in zip(names, stored, strict=True) if t == _BEFORE_ALL)
+            newest = np.array(stored, dtype=np.int64)
             before = newest[codes]
             if self.keep_first:  # a repeated timestamp keeps the first value
                 order = np.argsort(codes, kind="stable")
@@ -317,10 +320,13 @@ class SourceNode:
             else:
                 applied = ts >= before
             start = self.now_ms
-            at_ms = np.where(applied, np.maximum(ts, start), 0)
-            self.clamped += int((applied & (ts < start)).sum())  # late across batches
-            if applied.any():
-                self.now_ms = max(start, int(ts[applied].max()))
+            if ts[0] >= start and applied.all():  # the usual batch: at_ms is ts
+                at_ms = ts
+            else:
+                at_ms = np.where(applied, np.maximum(ts, start), 0)
+                self.clamped += int((applied & (ts < start)).sum())  # late across batches
+            if applied.any():  # ts is in order: its newest applied point is its last
+                self.now_ms = max(start, int(ts[np.flatnonzero(applied)[-1]]))
             np.maximum.at(newest, codes, ts)  # non-applied points are not newer than it
             self.newest_ts.update(zip(names, newest.tolist(), strict=True))
         return Points(series, ts, value, applied, at_ms, names, codes), new

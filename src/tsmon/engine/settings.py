@@ -5,12 +5,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from numbers import Integral
 
+from tsmon.core.register import DuplicatePolicy, RegisterConfig
+from tsmon.core.units import parse_duration_ms
 from tsmon.engine.replicas import DEFAULT_PHASE_MS
 from tsmon.engine.standing_settings import StandingSettings
-from tsmon.engine.store import SeriesStore, register_config
+from tsmon.engine.store import SeriesStore
 
-__all__ = ["BACKLOG", "DAY_MS", "HOUR_MS", "FilterSettings", "HostSettings", "RegisterSettings"]
+__all__ = [
+    "BACKLOG",
+    "DAY_MS",
+    "HOUR_MS",
+    "FilterSettings",
+    "HostSettings",
+    "RegisterSettings",
+    "millis",
+    "register_config",
+]
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS  # the default max_future
@@ -100,3 +112,30 @@ class HostSettings:
     def text(self, part: str) -> str:
         """The initial statements of ``part`` ('' if none)."""
         return self.queries.get(part, "")
+
+
+def register_config(
+    capacity_points: int | None,
+    retention: str | int | None,
+    allowed_lateness: str | int,
+    duplicates: str,
+) -> RegisterConfig:
+    """Register settings given as a Monitor's options (durations as ``"5m"`` or ms)."""
+    return RegisterConfig(
+        capacity_points=capacity_points,
+        retention_ms=millis("retention", retention),
+        allowed_lateness_ms=millis("allowed_lateness", allowed_lateness, allow_zero=True) or 0,
+        duplicates=DuplicatePolicy(duplicates),
+    )
+
+
+def millis(option: str, value: object, allow_zero: bool = False) -> int | None:
+    """A duration given as ``"5m"`` or as whole milliseconds; ``0`` only if ``allow_zero``."""
+    if value is None or isinstance(value, str):
+        return None if value is None else parse_duration_ms(value, allow_zero=allow_zero)
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        return int(value)
+    raise TypeError(
+        f"{option} must be a duration like '5m' or whole milliseconds, got {value!r}; "
+        "pass e.g. '1h' or 3600000"
+    )

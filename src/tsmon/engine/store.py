@@ -19,12 +19,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import partial
-from numbers import Integral
 
 import numpy as np
 
-from tsmon.core.register import DuplicatePolicy, RegisterConfig
-from tsmon.core.units import parse_duration_ms
+from tsmon.core.register import RegisterConfig
 from tsmon.core.window_spec import WindowSpec
 from tsmon.core.windows import STATS, WindowView
 from tsmon.engine.deadletters import DeadLetters, Reason
@@ -36,7 +34,7 @@ from tsmon.engine.series import Plan, SeriesNode, advance_together
 from tsmon.query import CompiledQuery, Stat, parse_expr, query_key
 from tsmon.query.patterns import is_glob, no_match, series_matches
 
-__all__ = ["Accepted", "SeriesStore", "millis", "register_config"]
+__all__ = ["Accepted", "SeriesStore"]
 
 #: Called with the points of one series the store accepted: ``(series, seq, ts, values,
 #: in_order)``; ``in_order`` runs are newer than every stored point of the series, the others
@@ -233,22 +231,35 @@ class SeriesStore:
         triggered = tuple(k for k in self.queries if name in attached[k]) if attached else ()
         last = node.register.last_ts
         if increasing and (last is None or int(ts[0]) > last):  # the usual run: one append
-            parts = [(0, len(ts), True)]
-        else:
-            parts = list(regular_runs(ts, last))
-        for lo, hi, regular in parts:
+            if self._append(node, triggered, seq, ts, vals, accepted, runs):
+                self._advance_runs(triggered, runs)
+            return
+        for lo, hi, regular in regular_runs(ts, last):
             if not regular:
                 for i in range(lo, hi):
                     self._late(node, seq[i : i + 1], ts[i : i + 1], vals[i : i + 1], accepted)
                 continue
-            if accepted is not None:
-                accepted(name, seq[lo:hi], ts[lo:hi], vals[lo:hi], True)
-            span = node.register.append(ts[lo:hi], vals[lo:hi], checked=True)  # read_batch
-            full = runs.add(triggered, (node, seq[lo:hi], ts[lo:hi], vals[lo:hi], span))
-            if full or len(parts) > 1:  # a late point needs the windows as of the points before
-                self._advance_runs(triggered, runs)
-            newest = int(ts[hi - 1])
-            self.now_ms = newest if self.now_ms is None else max(self.now_ms, newest)
+            self._append(node, triggered, seq[lo:hi], ts[lo:hi], vals[lo:hi], accepted, runs)
+            self._advance_runs(triggered, runs)  # a late point needs the windows as of these
+
+    def _append(
+        self,
+        node: SeriesNode,
+        triggered: tuple[str, ...],
+        seq: np.ndarray,
+        ts: np.ndarray,
+        vals: np.ndarray,
+        accepted: Accepted | None,
+        runs: PendingRuns,
+    ) -> bool:
+        """Append a run of points newer than the series' stored ones; whether its windows
+        must advance now (:meth:`PendingRuns.add`)."""
+        if accepted is not None:
+            accepted(node.name, seq, ts, vals, True)
+        span = node.register.append(ts, vals, checked=True)  # read_batch checked the values
+        newest = int(ts[-1])
+        self.now_ms = newest if self.now_ms is None else max(self.now_ms, newest)
+        return runs.add(triggered, (node, seq, ts, vals, span))
 
     def _late(
         self,
@@ -376,30 +387,3 @@ def _parse_window(text: str) -> WindowSpec:
     if not isinstance(expr, Stat):
         raise ValueError(f"{text!r} is not a window; write e.g. '5m' or '100 points'")
     return expr.window
-
-
-def register_config(
-    capacity_points: int | None,
-    retention: str | int | None,
-    allowed_lateness: str | int,
-    duplicates: str,
-) -> RegisterConfig:
-    """Register settings given as a Monitor's options (durations as ``"5m"`` or ms)."""
-    return RegisterConfig(
-        capacity_points=capacity_points,
-        retention_ms=millis("retention", retention),
-        allowed_lateness_ms=millis("allowed_lateness", allowed_lateness, allow_zero=True) or 0,
-        duplicates=DuplicatePolicy(duplicates),
-    )
-
-
-def millis(option: str, value: object, allow_zero: bool = False) -> int | None:
-    """A duration given as ``"5m"`` or as whole milliseconds; ``0`` only if ``allow_zero``."""
-    if value is None or isinstance(value, str):
-        return None if value is None else parse_duration_ms(value, allow_zero=allow_zero)
-    if isinstance(value, Integral) and not isinstance(value, bool):
-        return int(value)
-    raise TypeError(
-        f"{option} must be a duration like '5m' or whole milliseconds, got {value!r}; "
-        "pass e.g. '1h' or 3600000"
-    )

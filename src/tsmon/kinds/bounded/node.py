@@ -4,11 +4,13 @@ reads (Olston, Jiang & Widom 2003, §1.2.3, §3.1); the time it runs at:
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tsmon.engine.runs import code_groups
 from tsmon.kinds.base import NodePart, Points, Row
 from tsmon.protocols.filters.codec import from_dict, to_dict
 from tsmon.protocols.filters.messages import Growth, Shrink, StreamedUpdate, WidthMessage
@@ -97,39 +99,32 @@ class BoundedNode(NodePart):
         keep = points.applied
         if not keep.any():
             return []
-        codes = points.codes if keep.all() else points.codes[keep]
-        order = np.argsort(codes, kind="stable")  # by series (first seen first), in order
-        grouped = codes[order]
-        at = points.at_ms[keep][order]
-        values = points.value[keep][order]
-        ends = np.append(np.flatnonzero(grouped[1:] != grouped[:-1]) + 1, len(grouped))
-        starts = np.concatenate(([0], ends[:-1]))
-        group = np.zeros(len(grouped), dtype=np.intp)
-        group[ends[:-1]] = 1
-        group = np.cumsum(group)  # each point's group
-        newest_at = at[ends - 1]
-        same = np.bincount(group, weights=at == newest_at[group], minlength=len(ends))
-        tails = ends - same.astype(np.intp)  # where each group's points at its newest start
-        seen = np.argsort(order[starts])  # the groups in the order their series first applied
-        names = [points.names[c] for c in grouped[starts][seen].tolist()]
-        starts, ends, tails, newest_at = (a[seen] for a in (starts, ends, tails, newest_at))
-        newest = values[ends - 1].tolist()
-        before = values[np.maximum(tails - 1, 0)].tolist()  # used where t > a
+        every = bool(keep.all())
+        codes = points.codes if every else points.codes[keep]
+        order, bounds = code_groups(codes, len(points.names))  # by series, each in order
+        at = (points.at_ms if every else points.at_ms[keep])[order].tolist()
+        values = (points.value if every else points.value[keep])[order].tolist()
+        groups = np.flatnonzero(bounds[1:] > bounds[:-1])  # the series with applied points
+        if not every:  # in the order they first applied (codes are in order of first point)
+            groups = groups[np.argsort(order[bounds[groups]])]
         sent: list[tuple[int, StreamedUpdate]] = []
-        for name, a, b, t, now, value, earlier in zip(
-            names, starts.tolist(), ends.tolist(), tails.tolist(),
-            newest_at.tolist(), newest, before, strict=True,
-        ):  # fmt: skip
+        for code, a, b in zip(
+            groups.tolist(), bounds[groups].tolist(), bounds[groups + 1].tolist(), strict=True
+        ):
+            name = points.names[code]
             f = self.filters.get(name)
             if f is not None:
                 index = order[a:b].tolist()
-                bulk = f.observe_many(at[a:b].tolist(), values[a:b].tolist())
+                bulk = f.observe_many(at[a:b], values[a:b])
                 sent += [(index[i], update) for i, update in bulk]
-            elif t > a:  # a point at an earlier instant in the batch
-                self.since[name] = (now, earlier)
-            elif self.since.get(name, (None,))[0] != now:
-                self.since[name] = (now, self.last.get(name))
-            self.last[name] = value
+            else:
+                now = at[b - 1]
+                tail = bisect_left(at, now, a, b)  # its points at its newest instant
+                if tail > a:  # a point at an earlier instant in the batch
+                    self.since[name] = (now, values[tail - 1])
+                elif self.since.get(name, (None,))[0] != now:
+                    self.since[name] = (now, self.last.get(name))
+            self.last[name] = values[b - 1]
         sent.sort(key=lambda x: x[0])  # stable: in the order the points sent them
         return _rows([update for _, update in sent])
 
