@@ -1,5 +1,5 @@
 """The store's batch split: the one-pass order test per series equals a test per series, and
-a source node's factorization groups a batch as the store's own does."""
+a source node's grouping of a batch is the store's own."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tsmon.engine.runs import increasing_groups, series_groups
+from tsmon.engine.runs import code_groups, increasing_groups, series_groups
 
 NAMES = ("a", "b", "c")
 
@@ -26,10 +26,10 @@ def test_increasing_groups_equals_a_test_per_series(points: list[tuple[str, int]
 
 
 @given(st.lists(st.sampled_from(NAMES), min_size=1, max_size=40))
-def test_series_groups_of_a_nodes_factorization(series: list[str]) -> None:
+def test_a_nodes_groups_are_the_stores_own(series: list[str]) -> None:
     names = np.array(series, dtype=object)
     codes, found = pd.factorize(names, sort=False)  # as SourceNode._apply factorizes
-    given_ = series_groups(names, (found.tolist(), codes))
+    order, bounds = code_groups(codes, len(found))  # as Points.groups groups
     own = series_groups(names)
-    assert given_[0] == own[0] and given_[2] == own[2]
-    assert given_[1].tolist() == own[1].tolist()
+    assert found.tolist() == own[0] and bounds.tolist() == own[2]
+    assert order.tolist() == own[1].tolist()

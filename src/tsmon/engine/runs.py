@@ -40,14 +40,10 @@ def regular_runs(ts: np.ndarray, last_ts: int | None) -> Iterator[tuple[int, int
         yield lo, hi, bool(regular[lo])
 
 
-def series_groups(
-    names: np.ndarray, factorized: tuple[list[str], np.ndarray] | None = None
-) -> tuple[list[object], np.ndarray, list[int]]:
+def series_groups(names: np.ndarray) -> tuple[list[object], np.ndarray, list[int]]:
     """The distinct series names in order of first arrival, the indices of the points grouped
     by series (each group in arrival order) and where each group starts in them, then the
-    end. Missing names (None, NaN) are one group, named NaN. ``factorized``: the names
-    already factorized as pandas does, ``(distinct names, each point's index in them)``
-    (a source node's, :class:`~tsmon.kinds.base.Points`).
+    end. Missing names (None, NaN) are one group, named NaN.
 
     Examples
     --------
@@ -55,10 +51,7 @@ def series_groups(
     >>> names, order.tolist(), bounds
     (['a', 'b', nan], [0, 3, 1, 2], [0, 2, 3, 4])
     """
-    if factorized is not None:
-        uniques, codes = list(factorized[0]), factorized[1]
-    else:
-        uniques, codes = _factorize(names)
+    uniques, codes = _factorize(names)
     order, bounds = code_groups(codes, len(uniques))
     return uniques, order, bounds.tolist()
 
@@ -90,8 +83,12 @@ def increasing_groups(ts: np.ndarray, bounds: list[int]) -> list[bool]:
     >>> increasing_groups(np.array([1, 2, 0, 5, 5, 7]), [0, 2, 3, 6])
     [True, True, False]
     """
-    falls = np.concatenate(([0], np.cumsum(ts[1:] <= ts[:-1])))  # non-increases up to each point
     edges = np.asarray(bounds)
+    falls = ts[1:] <= ts[:-1]  # at each point after the first: not above the one before
+    falls[edges[1:-1] - 1] = False  # a group's first point
+    if not falls.any():  # the usual batch
+        return [True] * (len(edges) - 1)
+    falls = np.concatenate(([0], np.cumsum(falls)))  # non-increases up to each point
     return (falls[edges[1:] - 1] == falls[edges[:-1]]).tolist()
 
 

@@ -185,18 +185,19 @@ class SeriesStore:
         self,
         batch: Batch,
         accepted: Accepted | None = None,
-        factorized: tuple[list[str], np.ndarray] | None = None,
+        grouped: tuple[list[str], np.ndarray, list[int]] | None = None,
     ) -> None:
         """Store a read batch, each series' points in the order given; each point triggers
         its queries as of that point. Rejected points go to :attr:`dead`; ``accepted`` hears
-        of the others. ``factorized``: the series of the points read, factorized
-        (:func:`~tsmon.engine.runs.series_groups`), used when reading rejected none."""
+        of the others. ``grouped``: the points read grouped by series as
+        :func:`~tsmon.engine.runs.series_groups` does (a source node's,
+        :attr:`~tsmon.kinds.base.Points.groups`), used when reading rejected none."""
         self._epoch += 1
         runs = PendingRuns()
         try:
-            if factorized is not None and len(factorized[1]) != len(batch.seq):
-                factorized = None  # points were rejected: the codes are not the batch's
-            names, order, bounds = series_groups(batch.series, factorized)
+            if grouped is None or len(grouped[1]) != len(batch.seq):
+                grouped = series_groups(batch.series)  # or points were rejected: not the batch's
+            names, order, bounds = grouped
             seq, ts, values = (a.take(order) for a in (batch.seq, batch.ts_ms, batch.values))
             increasing = increasing_groups(ts, bounds)
             for name, lo, hi, up in zip(names, bounds[:-1], bounds[1:], increasing, strict=True):

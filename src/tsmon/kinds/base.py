@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from tsmon.engine.runs import code_groups
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from tsmon.engine.hub import CoordinatorNode
     from tsmon.engine.settings import HostSettings
@@ -47,6 +49,13 @@ class Points:
     at_ms: np.ndarray  # int64 ms
     names: list[str]
     codes: np.ndarray  # intp, index in names
+
+    @cached_property
+    def groups(self) -> tuple[np.ndarray, np.ndarray]:
+        """The points grouped by series (:func:`~tsmon.engine.runs.code_groups`): their
+        indices, each series' in order, and where each series' group starts, then the end
+        (computed once, shared by every part)."""
+        return code_groups(self.codes, len(self.names))
 
     @cached_property
     def in_order(self) -> Applied:

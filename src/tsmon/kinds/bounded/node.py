@@ -100,10 +100,12 @@ class BoundedNode(NodePart):
         if not keep.any():
             return []
         every = bool(keep.all())
-        codes = points.codes if every else points.codes[keep]
-        order, bounds = code_groups(codes, len(points.names))  # by series, each in order
-        at = (points.at_ms if every else points.at_ms[keep])[order].tolist()
-        values = (points.value if every else points.value[keep])[order].tolist()
+        if every:
+            (order, bounds), at, values = points.groups, points.at_ms, points.value
+        else:
+            order, bounds = code_groups(points.codes[keep], len(points.names))
+            at, values = points.at_ms[keep], points.value[keep]
+        at, values = at[order].tolist(), values[order].tolist()  # by series, each in order
         groups = np.flatnonzero(bounds[1:] > bounds[:-1])  # the series with applied points
         if not every:  # in the order they first applied (codes are in order of first point)
             groups = groups[np.argsort(order[bounds[groups]])]

@@ -104,12 +104,12 @@ class LocalQueries:
         series: Sequence[str],
         ts: Sequence[int] | np.ndarray,
         values: Sequence[float] | np.ndarray,
-        factorized: tuple[list[str], np.ndarray] | None = None,
+        grouped: tuple[list[str], np.ndarray, list[int]] | None = None,
     ) -> None:
         """Store points (in the order given) and run the watch queries they trigger;
-        ``factorized``: their series factorized (:meth:`SeriesStore.ingest`)."""
+        ``grouped``: their series grouped (:meth:`SeriesStore.ingest`)."""
         if len(series) and self.store is not None:
-            self.store.ingest(self.store.read(series, ts, values), factorized=factorized)
+            self.store.ingest(self.store.read(series, ts, values), grouped=grouped)
 
     def summarize(self, series: Sequence[str], values: Sequence[float]) -> None:
         """Feed in-order points (in arrival order) to the summaries of their series (the node
@@ -175,7 +175,9 @@ class LocalNode(NodePart):
         return []
 
     def observe(self, points: Points) -> list[Row]:
-        self.local.ingest(points.series, points.ts, points.value, (points.names, points.codes))
+        order, bounds = points.groups
+        grouped = (points.names, order, bounds.tolist())
+        self.local.ingest(points.series, points.ts, points.value, grouped)
         if self.local.summaries.statements:  # else the points as lists are not needed
             series, _, values, _ = points.in_order
             self.local.summarize(series, values)
