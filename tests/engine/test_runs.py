@@ -6,11 +6,12 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tsmon.engine.runs import code_groups, increasing_groups, series_groups
+from tsmon.engine.node import Columns, SourceNode
+from tsmon.engine.runs import increasing_groups, series_groups
+from tsmon.engine.settings import HostSettings
 
 NAMES = ("a", "b", "c")
 
@@ -27,9 +28,11 @@ def test_increasing_groups_equals_a_test_per_series(points: list[tuple[str, int]
 
 @given(st.lists(st.sampled_from(NAMES), min_size=1, max_size=40))
 def test_a_nodes_groups_are_the_stores_own(series: list[str]) -> None:
-    names = np.array(series, dtype=object)
-    codes, found = pd.factorize(names, sort=False)  # as SourceNode._apply factorizes
-    order, bounds = code_groups(codes, len(found))  # as Points.groups groups
-    own = series_groups(names)
-    assert found.tolist() == own[0] and bounds.tolist() == own[2]
+    node = SourceNode("n", HostSettings(period_ms=1_000, shrink=0.1))
+    node.now_ms = 0
+    ts = np.arange(len(series), dtype=np.int64)
+    points, _ = node._apply(Columns(series, ts, ts.astype(np.float64)))
+    order, bounds = points.groups
+    own = series_groups(np.array(series, dtype=object))
+    assert points.names == own[0] and bounds.tolist() == own[2]
     assert order.tolist() == own[1].tolist()

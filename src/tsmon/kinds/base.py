@@ -39,7 +39,7 @@ class Points:
     not a kept-out duplicate); ``at_ms`` is the node's time when each was applied (the running
     maximum of the timestamps: a point late across batches is applied at the node's time).
     ``names`` are the batch's series, first seen first, and ``codes`` each point's index in
-    them (factorized once by the node, for every part).
+    them (numbered once by the node, for every part).
     """
 
     series: list[str]
