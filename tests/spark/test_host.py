@@ -389,3 +389,42 @@ def test_node_stream_gives_the_host_the_rows_the_tester_does(spark, tmp_path):
         run("no_ts", [("a", "data", "a.x", None, 1.0, 0, None)])
     with pytest.raises(Exception, match="kind must be 'data', 'ctrl' or 'pass', got oops"):
         run("oops", [("a", "oops", "a.x", 1, 1.0, 0, None)])
+
+
+@pytest.mark.spark
+def test_a_bucket_in_several_arrow_batches_gives_what_it_gives_in_one(spark, tmp_path):
+    """pyspark hands a bucket's rows to the host in pieces of at most
+    ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (tsmon sets 100,000): the host
+    reads them all, whatever the pieces, and steps each node once on all of its rows."""
+    from tsmon.spark.host import node_stream
+
+    ddl = "source STRING, series STRING, ts BIGINT, value DOUBLE, seq BIGINT"
+    control_ddl = "source STRING, seq BIGINT, payload STRING"
+    data = [(f"s{i % 3}", f"s{i % 3}.x", i, float(i), i) for i in range(23)]
+    spark.createDataFrame(data, ddl).write.parquet(str(tmp_path / "data"))
+    spark.createDataFrame([], control_ddl).write.parquet(str(tmp_path / "ctrl"))
+
+    def run(name: str, records: str) -> list[tuple]:
+        streams = [
+            spark.readStream.schema(schema).parquet(str(tmp_path / part))
+            for schema, part in ((ddl, "data"), (control_ddl, "ctrl"))
+        ]
+        got: list[tuple] = []
+        before = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", records)
+        try:
+            query = (
+                node_stream(spark, *streams, RunningSum, Buckets(1, (0,)))
+                .writeStream.foreachBatch(lambda df, _: got.extend(tuple(r) for r in df.collect()))
+                .option("checkpointLocation", str(tmp_path / name))
+                .trigger(availableNow=True)
+                .start()
+            )
+            query.awaitTermination()
+        finally:
+            spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", before)
+        return sorted(got)
+
+    outputs = HostTester(RunningSum).test(data_row(*r) for r in data)
+    want = sorted(tuple(r.values()) for r in outputs)
+    assert len(want) == 3 and run("pieces", "4") == want and run("whole", "100000") == want

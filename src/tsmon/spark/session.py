@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import SparkSession
 
 __all__ = [
+    "ARROW_RECORDS_PER_BATCH",
     "JVM_OPTIONS",
     "MIN_BATCHES_TO_RETAIN",
     "MIN_JAVA",
@@ -60,6 +61,15 @@ SHORT_RUN_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 (C1) only. C2 compiles for several CPU seconds in a job's first batches and pays off over
 minutes: C1 only cut the demo's streaming time by ~30 % but slows a long job's task threads
 (``benchmarks/README.md``, "Where the JVM's CPU goes")."""
+
+ARROW_RECORDS_PER_BATCH = 100_000
+"""Rows per Arrow batch between the JVM and Python (Spark's default: 10,000). The bucket host
+gets a bucket's rows as one frame anyway (:class:`tsmon.spark.host.BucketHost`), and pyspark
+converts each piece of a bucket to pandas on its own (~1.3 ms of fixed cost per piece, then
+the host's ``pd.concat``): with ~19,000 rows per bucket in ``bench_spark.py``, 10,000 made ~2.5
+pieces per bucket and cost 0.47-0.58 µs per point in "rows to pandas", 100,000 cost 0.19-0.23
+(``benchmarks/README.md``, "Fewer, larger Arrow batches to the host"). The JVM's Arrow batch
+holds up to this many rows (a few MB)."""
 
 STARTUP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "startup")
 """The directory of tsmon's ``sitecustomize`` for Spark's Python processes
@@ -223,6 +233,8 @@ def spark_session(
       rewritten whole each batch, so without it every retained version keeps every SST file
       written since the first and the state directory grows without bound) and old versions
       deleted every 15 s (Spark's maintenance interval: 60 s);
+    - :data:`ARROW_RECORDS_PER_BATCH` rows per Arrow batch to Python (Spark's 10,000 cut a
+      bucket's rows into pieces that pyspark converts one by one);
     - Spark's Python processes import the installed pyspark instead of compiling Spark's
       ``pyspark.zip`` in every process (:mod:`tsmon.spark.daemon`): the batch host's
       workers start through that module (``spark.python.daemon.module``), and the JVM's
@@ -268,6 +280,9 @@ def spark_session(
         "spark.sql.streaming.stateStore.rocksdb.compactOnCommit": "true",
         "spark.sql.streaming.stateStore.maintenanceInterval": "15s",
         "spark.sql.streaming.stateStore.compression.codec": "zstd",
+        # a bucket's rows reach the host in one Arrow batch, not pieces of 10,000 rows that
+        # pyspark converts to pandas one by one and the host concatenates
+        "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_RECORDS_PER_BATCH),
         # the host's workers import the installed pyspark, not Spark's zip compiled afresh
         # in each process (tsmon.spark.daemon; other processes: STARTUP)
         "spark.python.daemon.module": "tsmon.spark.daemon",
