@@ -70,3 +70,19 @@ def test_vectorized_apply_equals_the_loop(
         now_ref,
         newest_ref,
     )
+
+
+def test_a_null_series_name_is_a_dead_letter_as_an_empty_one():
+    """A null series in ``step_columns`` (a column of objects, as pandas gives a null string)
+    is rejected as ``bad_series``, as an empty name is; the other points are taken."""
+    settings_ = HostSettings(1_000, 0.1, registers=RegisterSettings())
+    ts, value, seq = np.array([1, 2, 3, 4]), np.array([1.0, 2.0, 3.0, 4.0]), np.arange(4)
+
+    def step(missing: str | None) -> list[dict]:
+        series = np.array(["a.x", missing, "a.y", missing], dtype=object)
+        return SourceNode("a", settings_).step_columns([], series, ts, value, seq)
+
+    got, empty = step(None), step("")
+    assert [r["payload"]["reason"] for r in got if r["kind"] == "dead"] == ["bad_series"] * 2
+    assert [r for r in got if r["kind"] != "dead"] == [r for r in empty if r["kind"] != "dead"]
+    assert got[-1]["payload"]["series"] == ["a.x", "a.y"]

@@ -170,6 +170,52 @@ def test_a_node_with_runs_apart_loads_only_through_its_history(tmp_path):
         pickle.loads(blob)
 
 
+def _points(node: SourceNode) -> dict[str, tuple[list, bytes]]:
+    out = {}
+    for series, kept in node.part("local").local.store.nodes.items():
+        reg = kept.register
+        out[series] = (
+            reg.ts(reg.start, reg.end).tolist(),
+            reg.values(reg.start, reg.end).tobytes(),
+        )
+    return out
+
+
+def test_a_node_moved_to_another_history_takes_its_runs_along(tmp_path):
+    """A node loaded through one bucket's files and pickled by another codec (another bucket,
+    another checkpoint) has its runs written to the new files, not references into the old:
+    with the old files gone, it loads with every point."""
+    node = _node("1h")("a")
+    for rows in _batches(3, 200, seed=2):
+        node.step([], [r for r in rows if r["source"] == "a"])
+    want = _points(node)
+    state = BucketState()
+    first = History(tmp_path / "one", 0, state)
+    blob = first.dumps("a", node)
+    first.commit(state)
+    loaded = History(tmp_path / "one", 0, state).loads(blob)
+    moved, other = BucketState(), History(tmp_path / "two", 1, BucketState())
+    moved_blob = other.dumps("a", loaded)
+    other.commit(moved)
+    for path in sorted((tmp_path / "one").rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    assert _points(History(tmp_path / "two", 1, moved).loads(moved_blob)) == want
+
+
+def test_a_peeked_node_keeps_its_points_after_later_batches(tmp_path):
+    """``HostTester.peek`` gives a copy that holds its points: the bucket's files its runs
+    were read from are deleted by later batches."""
+    t = HostTester(_node("3m"), buckets=1, history=str(tmp_path))
+    batches = _batches(8, 200, seed=3)
+    for rows in batches[:3]:
+        _outputs(t, rows)
+    peeked, want = t.peek("a"), _points(t.peek("a"))  # peeked: not read yet
+    for rows in batches[3:]:
+        _outputs(t, rows)
+    assert not (tmp_path / "b0" / "2.runs").exists()
+    assert _points(peeked) == want
+
+
 def test_pickling_a_node_leaves_no_cycle_behind(tmp_path):
     """The codec's pickler is freed when its pickle is made, with its memo of the whole node:
     a cycle through it (a bound method in its dispatch table, where a partial of a module

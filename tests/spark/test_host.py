@@ -396,6 +396,9 @@ def test_a_bucket_in_several_arrow_batches_gives_what_it_gives_in_one(spark, tmp
     """pyspark hands a bucket's rows to the host in pieces of at most
     ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (tsmon sets 100,000): the host
     reads them all, whatever the pieces, and steps each node once on all of its rows."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
     from tsmon.spark.host import node_stream
 
     ddl = "source STRING, series STRING, ts BIGINT, value DOUBLE, seq BIGINT"
@@ -425,6 +428,39 @@ def test_a_bucket_in_several_arrow_batches_gives_what_it_gives_in_one(spark, tmp
             spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", before)
         return sorted(got)
 
+    def pieces(records: str) -> list[int]:
+        """How many frames pyspark gives the one group of all 23 rows, at ``records`` rows
+        per Arrow batch."""
+        rows = spark.readStream.schema(ddl).parquet(str(tmp_path / "data"))
+        counted = (
+            rows.withColumn("k", F.lit(0))
+            .groupBy("k")
+            .applyInPandasWithState(
+                _count_frames, "frames INT", "n INT", "Append", GroupStateTimeout.NoTimeout
+            )
+        )
+        got: list[int] = []
+        before = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", records)
+        try:
+            query = (
+                counted.writeStream.foreachBatch(
+                    lambda df, _: got.extend(r["frames"] for r in df.collect())
+                )
+                .option("checkpointLocation", str(tmp_path / f"count{records}"))
+                .trigger(availableNow=True)
+                .start()
+            )
+            query.awaitTermination()
+        finally:
+            spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", before)
+        return got
+
     outputs = HostTester(RunningSum).test(data_row(*r) for r in data)
     want = sorted(tuple(r.values()) for r in outputs)
+    assert pieces("4") == [6] and pieces("100000") == [1]  # the pieces the two runs get
     assert len(want) == 3 and run("pieces", "4") == want and run("whole", "100000") == want
+
+
+def _count_frames(key, frames, state):
+    yield pd.DataFrame({"frames": [sum(1 for _ in frames)]})

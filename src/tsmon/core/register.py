@@ -7,7 +7,7 @@ amortized and every window reads its points as a plain numpy slice, never a gath
 starts small and grows with the data.
 
 A register pickles compactly (a Spark host pickles every node each batch): only the live
-points, as :class:`~tsmon.core.sealed.Sealed` runs of older points, made once and kept from one
+points, as :class:`~tsmon.core.sealed.Runs` of older points, made once and kept from one
 pickle to the next (a host may store them apart, :mod:`tsmon.spark.history`), and the newer
 points after them, values as raw bytes and timestamps encoded.
 
@@ -345,7 +345,7 @@ class Register:
     # -- pickling ------------------------------------------------------------------------------
     def __getstate__(self) -> tuple:
         """The live points: sealed runs of :data:`~tsmon.core.sealed.SEAL_POINTS` older
-        points, the same objects from one pickle to the next until evicted, then the newer
+        points, the same runs from one pickle to the next until evicted, then the newer
         points, values as bytes and timestamps encoded (:func:`~tsmon.core.sealed.encode_ts`);
         a tuple, not a dict of attributes (a Spark host pickles every register each batch)."""
         start, end = self._base + self._lo, self._base + self._hi

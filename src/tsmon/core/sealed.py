@@ -1,12 +1,12 @@
 """Sealed points: a run of a register's older points that never changes once made.
 
 A register pickles its history as sealed runs of :data:`SEAL_POINTS` points plus the newer
-points after them (:meth:`tsmon.core.register.Register.__getstate__`). A run stays the same
-object from one pickle to the next, so a host that pickles every node each batch (the Spark
-host) can store each run once, apart from the node, and pickle only a reference to it
-(:mod:`tsmon.spark.history`): what a batch writes then grows with the new points, not with
-the retained history. A register holds its runs as one :class:`Runs`, which keeps the runs a
-host loaded as references until one is read. Pickled plainly, a run carries its points.
+points after them (:meth:`tsmon.core.register.Register.__getstate__`). A run never changes
+once made, so a host that pickles every node each batch (the Spark host) can store each run
+once, apart from the node, and pickle only a reference to it (:mod:`tsmon.spark.history`):
+what a batch writes then grows with the new points, not with the retained history. A register
+holds its runs as one :class:`Runs`, which keeps the runs a host loaded as references until
+one is read, and the runs sealed since as objects. Pickled plainly, a run carries its points.
 
 Timestamps are encoded compactly: as their first value and a constant step, or as deltas in
 the narrowest unsigned type that holds them (:func:`encode_ts`).

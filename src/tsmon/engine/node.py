@@ -194,7 +194,9 @@ class SourceNode:
                 "node (dead letters)"
             )
         names = series.tolist() if isinstance(series, np.ndarray) else list(series)
-        if not (any_rejected(ts, value, clock_ms, self.max_future_ms) or "" in names):
+        if not (
+            any_rejected(ts, value, clock_ms, self.max_future_ms) or "" in names or None in names
+        ):
             columns = Columns(
                 names, ts.astype(np.int64, copy=False), value.astype(np.float64, copy=False)
             )

@@ -221,8 +221,13 @@ class _Pickler(pickle.Pickler):
 
 def _reduce(history: History, files: set[int], runs: Runs) -> tuple[Any, tuple[int, int, tuple]]:
     """A register's runs as a call of :func:`runs_at` on their references (new runs written
-    by :meth:`History._ref`), their files noted in ``files``."""
-    refs = runs.refs_with(history._ref)
+    by :meth:`History._ref`), their files noted in ``files``. Runs another history loaded (a
+    node moved between buckets or testers) are written again, as new: their references name
+    that history's files."""
+    if runs.refs and runs.read != history._load:
+        refs = tuple(map(history._ref, runs))
+    else:
+        refs = runs.refs_with(history._ref)
     files.update({ref >> _OFFSET_BITS for ref in refs})
     return runs_at, (runs.origin, runs.size, refs)
 

@@ -111,10 +111,12 @@ class HostTester:
         return self._open(source)[1]
 
     def peek(self, source: str) -> Any:
-        """The node of ``source`` as stored (unpickled copy), or None if it has none yet."""
+        """The node of ``source`` as stored (unpickled copy), or None if it has none yet. The
+        copy holds its registers' points (pickled plainly once more): a node the codec loads
+        reads its runs from the bucket's files, which later batches delete."""
         codec, stored = self._open(source)
         blob = stored.nodes.get(source)
-        return None if blob is None else codec.loads(blob)
+        return None if blob is None else pickle.loads(pickle.dumps(codec.loads(blob)))
 
     def seed(self, source: str, node: Node) -> None:
         """Store ``node`` as the node of ``source``, as if an earlier batch had built it

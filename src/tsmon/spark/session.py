@@ -69,7 +69,8 @@ converts each piece of a bucket to pandas on its own (~1.3 ms of fixed cost per 
 the host's ``pd.concat``): with ~19,000 rows per bucket in ``bench_spark.py``, 10,000 made ~2.5
 pieces per bucket and cost 0.47-0.58 µs per point in "rows to pandas", 100,000 cost 0.19-0.23
 (``benchmarks/README.md``, "Fewer, larger Arrow batches to the host"). The JVM's Arrow batch
-holds up to this many rows (a few MB)."""
+holds up to this many rows (a few MB); the setting is the session's, so every pandas UDF of
+the session gets batches of up to this many rows."""
 
 STARTUP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "startup")
 """The directory of tsmon's ``sitecustomize`` for Spark's Python processes
