@@ -147,9 +147,9 @@ class Register:
     def _oldest_ts(self) -> int:
         """Timestamp of the oldest retained point (not empty): a run not yet read starting
         there gives it from its header, undecoded (:attr:`~tsmon.core.sealed.Sealed.first`)."""
-        pending = self._pending
-        if pending and pending[0] == self.start:
-            return self._runs.at(pending[0]).first
+        i = bisect.bisect_left(self._pending, self.start)  # evicted runs stay until pickled
+        if self._pending[i : i + 1] == [self.start]:
+            return self._runs.at(self.start).first
         self._fill(self.start, self.start + 1)
         return int(self._ts[self._lo])
 
