@@ -209,6 +209,18 @@ def test_list_shows_the_running_queries_and_the_commands(log):
     assert body["commands"] == json.loads(json.dumps(log.states()))
 
 
+def test_a_damaged_command_record_is_named_in_a_json_error(log):
+    live, _ = fed(1)
+    c = client(live, log)
+    c.post("/queries", json={"text": "QUERY d AS SUM(a.x, b.x) WITHIN 0.5"})
+    log.take(0)
+    record = log.applied_dir / "batch-0.json"
+    record.write_text("{not json", encoding="utf-8")
+    r = c.get("/queries")
+    assert r.status_code == 500
+    assert r.json()["error"].startswith(f"{record}: unreadable command record")
+
+
 def test_metrics_in_the_prometheus_text_format(log):
     live, outs = fed(5)
     r = client(live, log, webhook=lambda: {"sent": 7, "failed": 1}).get("/metrics")

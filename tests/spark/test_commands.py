@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -122,6 +123,36 @@ def test_empty_records_are_pruned_and_old_batches_take_nothing(job_dir: Path) ->
     assert [c.op for c in log.take(6)] == ["remove"]
     with pytest.raises(ValueError, match="batch_id must be an int >= 0"):
         log.take(-1)
+
+
+def test_states_read_while_batches_prune_their_records(job_dir: Path) -> None:
+    """The HTTP API lists states on its own thread while the driver's batches take and prune:
+    a record pruned between the listing and the read is an empty batch, never an error (it
+    was a 500 on ``POST /queries?wait=``)."""
+    log = CommandLog(job_dir)
+    first = log.submit("add", ADD)
+    stop = threading.Event()
+    errors: list[Exception] = []
+    seen: list[list[dict]] = []
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                seen.append(log.states())
+            except Exception as e:  # any failure is the finding
+                errors.append(e)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for batch in range(1500):
+            log.take(batch)
+    finally:
+        stop.set()
+        reader.join()
+    assert errors == []
+    assert len(seen) > 10  # the reader ran alongside the batches
+    assert all([s["id"] for s in states] == [first] for states in seen)
 
 
 # -- apply ------------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ from starlette.staticfiles import StaticFiles
 
 from tsmon.http.live import Live
 from tsmon.http.metrics import CONTENT_TYPE, metrics_text
-from tsmon.spark.commands import CommandLog
+from tsmon.spark.commands import CommandError, CommandLog
 
 __all__ = ["make_app"]
 
@@ -193,8 +193,14 @@ def make_app(
             Route("/events", events),
             Route("/metrics", metrics),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
-        ]
+        ],
+        exception_handlers={CommandError: damaged},
     )
+
+
+async def damaged(request: Request, exc: Exception) -> Response:
+    """A command record the API cannot read (damaged by hand): its message, not a bare 500."""
+    return _error(500, str(exc))
 
 
 def _error(status: int, detail: str) -> JSONResponse:
