@@ -21,7 +21,8 @@ Transport (files, like the rest of the job's control):
 A forwarded query is answered for the arrival count at which it was asked; when its positions
 have left the window by the time the source gets it, the answer says so (``nan`` within
 ``inf``) and the reader may ask again. The driver keeps the last :data:`RETAIN_BATCHES` files;
-a reader further behind finds a gap and must come back under a new name.
+a reader further behind is told so (:class:`ReaderBehindError` from :meth:`JobReader.poll`:
+its cache can no longer follow the source) and must come back under a new name.
 """
 
 from __future__ import annotations
@@ -36,10 +37,15 @@ from tsmon.kinds.replication import ReplicaPart
 from tsmon.spark.commands import CommandLog
 from tsmon.spark.files import atomic_write
 
-__all__ = ["RETAIN_BATCHES", "JobReader", "write_replicas"]
+__all__ = ["RETAIN_BATCHES", "JobReader", "ReaderBehindError", "write_replicas"]
 
 RETAIN_BATCHES = 1_000
 """How many batches of reader messages the driver keeps."""
+
+
+class ReaderBehindError(RuntimeError):
+    """A reader polled after the driver dropped messages it had not read: its cache can no
+    longer follow the source; it must join again under a new name."""
 
 
 def _directory(checkpoint: Path) -> Path:
@@ -48,6 +54,12 @@ def _directory(checkpoint: Path) -> Path:
 
 def _batch_of(path: Path) -> int:
     return int(path.stem.split("-")[1])
+
+
+def _files(checkpoint: Path) -> list[Path]:
+    """The batch files of reader messages kept now, oldest first."""
+    directory = _directory(checkpoint)
+    return sorted(directory.glob("batch-*.json")) if directory.is_dir() else []
 
 
 def write_replicas(checkpoint: Path, batch_id: int, replicas: ReplicaPart) -> None:
@@ -84,6 +96,8 @@ class JobReader:
         self.log = CommandLog(self.checkpoint)
         self.phase_ms = phase_ms
         self.batch = -1  # the last batch file read
+        # the newest batch file when the reader joined: its messages come after it
+        self._joined = max(map(_batch_of, _files(self.checkpoint)), default=-1)
         self._last_ms: int | None = None
         self.reader.subscribe()
         self.flush()
@@ -102,10 +116,16 @@ class JobReader:
         """Read the batch files not seen yet: apply the messages, run the phase ends they
         pass, send what that produced; return the answers to forwarded queries that came."""
         new: list[ReaderAnswer] = []
-        directory = _directory(self.checkpoint)
-        files = sorted(directory.glob("batch-*.json")) if directory.is_dir() else []
+        files = _files(self.checkpoint)
+        if files:
+            self._check_kept(_batch_of(files[-1]))
         for path in [p for p in files if _batch_of(p) > self.batch]:
-            record = json.loads(path.read_text(encoding="utf-8"))
+            try:
+                text = path.read_text(encoding="utf-8")
+            except FileNotFoundError:  # dropped since the listing: newer batches were written
+                self._check_kept(_batch_of(path) + RETAIN_BATCHES)
+                continue  # a batch from before the reader joined
+            record = json.loads(text)
             clock = {(s, w, k): (count, now) for s, w, k, count, now in record["clock"]}
             if self.reader.key in clock:
                 count, now = clock[self.reader.key]
@@ -116,6 +136,17 @@ class JobReader:
             self.batch = _batch_of(path)
         self.flush()
         return new
+
+    def _check_kept(self, newest: int) -> None:
+        """Raise :class:`ReaderBehindError` if the batch files after the last one this reader
+        read (or after its join) are no longer all kept, ``newest`` the newest written."""
+        needed = max(self.batch, self._joined) + 1
+        if needed <= newest - RETAIN_BATCHES:
+            raise ReaderBehindError(
+                f"reader {self.reader.name!r} fell behind: it needs the messages of batch "
+                f"{needed} on, the job keeps the last {RETAIN_BATCHES} batches (now up to "
+                f"{newest}); poll more often, and join again under a new name"
+            )
 
     def query(
         self, indices: Sequence[int], weights: Sequence[float], delta: float
