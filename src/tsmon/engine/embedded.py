@@ -114,9 +114,7 @@ class InstantHost:
 
     def waiting(self) -> dict[str, str]:
         """The queries with no answer for want of points: name -> why."""
-        hub = self.runtime.hub()
-        notes = {s.name: hub.why_waiting(s.name) for s in self.statements.values()}
-        return {name: why for name, why in notes.items() if why is not None}
+        return self.runtime.hub().waiting_now(s.name for s in self.statements.values())
 
     def answers(self, kind: str) -> Mapping[str, Any]:
         return self.runtime.answers(kind)

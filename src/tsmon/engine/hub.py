@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numbers
 import pickle
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,12 +197,22 @@ class CoordinatorNode:
     def why_waiting(self, name: str) -> str | None:
         """Why query ``name`` has no answer yet as of now (None: its series have sent points,
         or it reads none)."""
-        groups = self.reads().get(name)
-        if groups is None:
-            return None
-        return why_waiting(
-            groups, self.known_series(), self.learned.keys(), self.declared, self.sources
-        )
+        return self.waiting_now([name]).get(name)
+
+    def waiting_now(self, names: Iterable[str]) -> dict[str, str]:
+        """Why each query of ``names`` that has no answer yet as of now waits (the others
+        left out), in the order of ``names``: every query's reads and the series looked up
+        once, not once per query."""
+        reads, known = self.reads(), self.known_series()
+        out = {}
+        for name in names:
+            groups = reads.get(name)
+            if groups is None:  # it reads no series
+                continue
+            why = why_waiting(groups, known, self.learned.keys(), self.declared, self.sources)
+            if why is not None:
+                out[name] = why
+        return out
 
     def _waits(self, name: str) -> str:
         why = self.why_waiting(name)
