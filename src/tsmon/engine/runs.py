@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pandas as pd
 
+from tsmon.core.groups import code_groups
 from tsmon.engine.series import SeriesNode
 
 
@@ -54,24 +55,6 @@ def series_groups(names: np.ndarray) -> tuple[list[object], np.ndarray, list[int
     uniques, codes = _factorize(names)
     order, bounds = code_groups(codes, len(uniques))
     return uniques, order, bounds.tolist()
-
-
-def code_groups(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """The indices of points grouped by code (``0 <= code < size``), each group in order, and
-    where each code's group starts in them, then the end (``size + 1`` bounds; a code without
-    points has an empty group).
-
-    Examples
-    --------
-    >>> order, bounds = code_groups(np.array([1, 0, 1, 1]), 3)
-    >>> order.tolist(), bounds.tolist()
-    ([1, 0, 2, 3], [0, 1, 4, 4])
-    """
-    small = np.uint16 if size < 2**16 else np.int64  # stable sort of uint16 is radix
-    order = np.argsort(codes.astype(small), kind="stable")
-    bounds = np.zeros(size + 1, dtype=np.intp)
-    np.cumsum(np.bincount(codes, minlength=size), out=bounds[1:])
-    return order, bounds
 
 
 def increasing_groups(ts: np.ndarray, bounds: list[int]) -> list[bool]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from tsmon.engine.runs import code_groups
+from tsmon.core.groups import code_groups
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from tsmon.engine.hub import CoordinatorNode
@@ -52,7 +52,7 @@ class Points:
 
     @cached_property
     def groups(self) -> tuple[np.ndarray, np.ndarray]:
-        """The points grouped by series (:func:`~tsmon.engine.runs.code_groups`): their
+        """The points grouped by series (:func:`~tsmon.core.groups.code_groups`): their
         indices, each series' in order, and where each series' group starts, then the end
         (computed once, shared by every part)."""
         return code_groups(self.codes, len(self.names))

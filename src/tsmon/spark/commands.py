@@ -335,7 +335,7 @@ class CommandLog:
         out = {}
         for path in self.applied_dir.iterdir():
             match = _RECORD.fullmatch(path.name)
-            if match:  # a record a batch pruned since the listing (an empty one) reads as {}
+            if match:
                 raw = _read_json(path, pruned_ok=True).get("commands", [])
                 out[int(match.group(1))] = [Command.from_dict(c) for c in raw]
         return out
@@ -391,11 +391,9 @@ def _atomic_json(path: Path, data: Any) -> None:
 def _read_json(path: Path, pruned_ok: bool = False) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        if pruned_ok:
-            return {}
-        raise CommandError(f"{path}: a command record went missing; restore it") from None
     except (OSError, ValueError) as e:
+        if pruned_ok and isinstance(e, FileNotFoundError):
+            return {}  # an empty record a batch pruned since the caller listed it
         detail = f"{path}: unreadable command record ({e}); restore or delete it"
         raise CommandError(detail) from None
     if not isinstance(data, dict):

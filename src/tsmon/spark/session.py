@@ -281,8 +281,6 @@ def spark_session(
         "spark.sql.streaming.stateStore.rocksdb.compactOnCommit": "true",
         "spark.sql.streaming.stateStore.maintenanceInterval": "15s",
         "spark.sql.streaming.stateStore.compression.codec": "zstd",
-        # a bucket's rows reach the host in one Arrow batch, not pieces of 10,000 rows that
-        # pyspark converts to pandas one by one and the host concatenates
         "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_RECORDS_PER_BATCH),
         # the host's workers import the installed pyspark, not Spark's zip compiled afresh
         # in each process (tsmon.spark.daemon; other processes: STARTUP)

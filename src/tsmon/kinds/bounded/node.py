@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tsmon.engine.runs import code_groups
+from tsmon.core.groups import code_groups
 from tsmon.kinds.base import NodePart, Points, Row
 from tsmon.protocols.filters.codec import from_dict, to_dict
 from tsmon.protocols.filters.messages import Growth, Shrink, StreamedUpdate, WidthMessage
