@@ -170,6 +170,34 @@ def test_bad_request_bodies_are_refused(log):
     assert log.commands() == []
 
 
+@pytest.mark.parametrize("wait", ["nan", "abc", ""])
+def test_a_bad_wait_is_refused_before_the_command_is_written(log, wait):
+    r = client(Live(), log).post(
+        f"/queries?wait={wait}", json={"text": "QUERY d AS MAX(x) WITHIN 1"}
+    )
+    assert r.status_code == 400  # a NaN wait would have held the request for ever
+    assert r.json() == {"error": f"?wait= takes seconds (at most 60), got {wait!r}"}
+    assert log.commands() == []
+
+
+@pytest.mark.parametrize("query", ["timeout=nan", "limit=-1", "since=x", "timeout=soon"])
+def test_bad_long_poll_parameters_are_refused(log, query):
+    r = client(Live(), log).get(f"/events?{query}")
+    assert r.status_code == 400 and r.json()["error"]
+
+
+def test_an_unforeseen_error_is_a_named_json_500_and_one_log_line(log, caplog):
+    live, _ = fed(1)
+    live.snapshot = lambda: {}["answers"]  # a bug in a route, as the API would meet it
+    r = client(live, log).get("/answers")
+    assert (r.status_code, r.json()) == (500, {"error": "internal error: KeyError: 'answers'"})
+    errors = [rec for rec in caplog.records if rec.levelname == "ERROR"]
+    assert [(rec.name, rec.getMessage(), rec.exc_info) for rec in errors] == [
+        ("tsmon.http", "internal error in GET /answers: KeyError: 'answers'", None)
+    ]
+    assert client(live, log).get("/healthz").status_code == 200  # the server goes on
+
+
 def test_wait_returns_the_outcome_once_a_batch_applied_the_command(log):
     """The job's side is played by the real driver steps: take, apply to a coordinator, record."""
     from tests.http.feed import runtime

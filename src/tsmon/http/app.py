@@ -28,6 +28,8 @@ for the batch that applies it and answers ``200`` (applied, with what happened) 
 from __future__ import annotations
 
 import json
+import logging
+import math
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
@@ -47,6 +49,7 @@ from tsmon.spark.commands import CommandError, CommandLog
 __all__ = ["make_app"]
 
 STATIC = Path(__file__).parent / "static"
+LOG = logging.getLogger("tsmon.http")
 MAX_WAIT_S = 60.0
 KEEPALIVE_S = 15.0
 
@@ -55,7 +58,7 @@ def make_app(
     live: Live,
     commands: CommandLog,
     webhook: Callable[[], Mapping[str, int]] | None = None,
-) -> Starlette:
+) -> _Guard:
     """The API over ``live`` (fed by the job's batches) and the job's ``commands`` log;
     ``webhook()`` gives the webhook's delivery counts for ``/metrics`` and ``/healthz``."""
 
@@ -99,13 +102,10 @@ def make_app(
 
     async def _submit(request: Request, op: str, text: str) -> Response:
         try:
+            wait = _seconds(request, "wait")
             command_id = commands.submit(op, text)
-        except ValueError as e:  # CommandError, QuerySyntaxError, a kind's check
+        except ValueError as e:  # a bad ?wait, CommandError, QuerySyntaxError, a kind's check
             return _error(400, str(e))
-        try:
-            wait = min(float(request.query_params.get("wait", 0)), MAX_WAIT_S)
-        except ValueError:
-            wait = 0.0
         state = await _state(command_id, wait)
         status = {"applied": 200, "rejected": 422}.get(state["state"], 202)
         return JSONResponse(state, status_code=status)
@@ -138,9 +138,14 @@ def make_app(
         try:
             since = int(request.query_params.get("since", -1))
             limit = int(request.query_params.get("limit", 100))
-            timeout = min(float(request.query_params.get("timeout", 0)), MAX_WAIT_S)
+            if limit < 0:
+                raise ValueError
         except ValueError:
-            return _error(400, "since and limit are integers, timeout a number of seconds")
+            return _error(400, "since is an integer, limit an integer >= 0")
+        try:
+            timeout = _seconds(request, "timeout")
+        except ValueError as e:
+            return _error(400, str(e))
         if "text/event-stream" in request.headers.get("accept", ""):
             last = request.headers.get("last-event-id", "")
             since = int(last) if last.lstrip("-").isdigit() else since
@@ -180,7 +185,7 @@ def make_app(
     async def index(request: Request) -> Response:
         return FileResponse(STATIC / "index.html")
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/", index),
             Route("/healthz", healthz),
@@ -194,13 +199,54 @@ def make_app(
             Route("/metrics", metrics),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ],
-        exception_handlers={CommandError: damaged},
+        exception_handlers={CommandError: damaged, Exception: internal},
     )
+    return _Guard(app)
+
+
+class _Guard:
+    """ASGI middleware: an error the API did not foresee (a bug) is answered by
+    :func:`internal` (a JSON 500 naming it) and logged in one line, not a traceback in the job's
+    console. The ``tsmon.http`` logger at DEBUG logs the traceback too."""
+
+    def __init__(self, app: Starlette) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await self.app(scope, receive, send)
+        except Exception as e:  # answered by internal(); Starlette raises it again after
+            LOG.error(
+                "internal error in %s %s: %s", scope.get("method"), scope.get("path"), _named(e)
+            )
+            LOG.debug("traceback", exc_info=True)
+
+
+async def internal(request: Request, exc: Exception) -> Response:
+    """An error no route foresaw: named in a JSON 500, not Starlette's bare one."""
+    return _error(500, f"internal error: {_named(exc)}")
+
+
+def _named(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"
 
 
 async def damaged(request: Request, exc: Exception) -> Response:
     """A command record the API cannot read (damaged by hand): its message, not a bare 500."""
     return _error(500, str(exc))
+
+
+def _seconds(request: Request, name: str) -> float:
+    """The query parameter ``name`` as seconds to wait: a finite number, at most MAX_WAIT_S
+    (negative: none); ValueError naming it otherwise (a NaN would wait for ever)."""
+    raw = request.query_params.get(name, "0")
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if math.isnan(seconds):
+        raise ValueError(f"?{name}= takes seconds (at most {MAX_WAIT_S:g}), got {raw!r}")
+    return max(0.0, min(seconds, MAX_WAIT_S))
 
 
 def _error(status: int, detail: str) -> JSONResponse:
