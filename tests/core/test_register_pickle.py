@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from tsmon.core.register import Register, RegisterConfig
+from tsmon.core.register import DuplicatePolicy, Register, RegisterConfig
 from tsmon.core.sealed import SEAL_POINTS, Runs, Sealed, decode_ts, encode_ts, read_record
 from tsmon.core.window_spec import WindowSpec
 from tsmon.core.windows import STATS, open_window
@@ -69,6 +69,27 @@ def test_even_timestamps_pickle_to_a_few_bytes() -> None:
     assert reg._ts.nbytes >= 8_000
     runs = 1_000 // SEAL_POINTS  # each sealed run adds its position and timestamp code
     assert len(pickle.dumps(reg, protocol=5)) < 8_000 + 500 + 40 * runs  # the values, little else
+
+
+@given(
+    st.one_of(st.none(), st.integers(1, 2**40)),
+    st.one_of(st.none(), st.integers(1, 2**40)),
+    st.integers(0, 2**40),
+    st.sampled_from(list(DuplicatePolicy)),
+)
+def test_configs_load_equal_and_shared(
+    capacity: int | None, retention: int | None, lateness: int, duplicates: DuplicatePolicy
+) -> None:
+    """A pickled config loads equal to the one pickled, its policy the enum member, and every
+    load of an equal config is one object (a host loads a config per node each batch)."""
+    config = RegisterConfig(capacity, retention, lateness, duplicates)
+    regs = [
+        Register(name, RegisterConfig(capacity, retention, lateness, duplicates)) for name in "ab"
+    ]
+    back = pickle.loads(pickle.dumps((config, regs), protocol=5))
+    assert back[0] == config and back[0].duplicates is duplicates
+    assert back[1][0].config is back[1][1].config is back[0]
+    assert pickle.loads(pickle.dumps(config, protocol=5)) is back[0]
 
 
 batches = st.lists(

@@ -230,3 +230,35 @@ def test_a_glob_query_that_can_never_be_evaluated_is_dropped_with_the_reason():
         "z" in rt.coordinator.part("bounded").dropped
         and "0" in rt.coordinator.part("bounded").dropped["z"]
     )
+
+
+EVERY_WINDOW = """
+QUERY w ON *.x WHEN last > mean(3 points) + 0.5 EMIT series, max(2s), mean(4 points before),
+  min(1s before), count(since 1970-01-01T00:00:00Z)
+QUERY v ON a.* EMIT series, stddev(3s)
+"""
+
+
+@settings(max_examples=40, deadline=None)
+@given(batches=st.lists(points, min_size=1, max_size=6))
+def test_a_node_pickled_each_batch_equals_one_never_pickled(batches):
+    """Every window kind (count, time, landmark, before) of every series, the registers packed
+    with their store's series (:func:`tsmon.engine.series.pack_nodes`): a node pickled after
+    each batch gives the rows of one never pickled, and its windows read their own series'
+    registers."""
+    settings_ = HostSettings(1_000, 0.1, registers=SETTINGS, queries={"local": EVERY_WINDOW})
+    plain, pickled = SourceNode("A", settings_), SourceNode("A", settings_)
+    seq = 0
+    for b, batch in enumerate(batches):
+        rows = []
+        for series, ms, value in batch:
+            rows.append({"series": series, "ts": 1_000 * b + ms, "value": value, "seq": seq})
+            seq += 1
+        assert repr(pickled.step([], rows)) == repr(plain.step([], rows))  # NaN stddevs too
+        pickled = pickle.loads(pickle.dumps(pickled))
+        store = pickled.part("local").local.store
+        for name, node in store.nodes.items():
+            assert node.name == node.register.name == name and node.config is store.config
+            for window in node.windows.values():
+                assert window.register is node.register
+                assert getattr(window, "inner", window).register is node.register

@@ -24,6 +24,7 @@ windows (claim 3) even when the register's own retention is shorter.
 from __future__ import annotations
 
 import bisect
+import functools
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -83,6 +84,18 @@ class RegisterConfig:
             )
         if not isinstance(self.duplicates, DuplicatePolicy):
             object.__setattr__(self, "duplicates", DuplicatePolicy(self.duplicates))
+
+    def __reduce__(self) -> tuple[object, tuple]:
+        """Its four fields, loaded as one shared object per distinct config (:func:`_config`):
+        every register of a node holds an equal one, and a host loads every node each batch."""
+        fields = (self.capacity_points, self.retention_ms, self.allowed_lateness_ms)
+        return _config, (*fields, self.duplicates._value_)
+
+
+@functools.lru_cache(maxsize=64)
+def _config(capacity: int | None, retention: int | None, lateness: int, dup: str) -> RegisterConfig:
+    """A pickled :class:`RegisterConfig`, made once per process and distinct config (frozen)."""
+    return RegisterConfig(capacity, retention, lateness, DuplicatePolicy(dup))
 
 
 class Register:
@@ -350,13 +363,14 @@ class Register:
         a tuple, not a dict of attributes (a Spark host pickles every register each batch)."""
         start, end = self._base + self._lo, self._base + self._hi
         runs = self._runs
-        if runs.end <= start:  # none, or every one evicted
+        sealed_end, size, made = runs.end, runs.size, []
+        if sealed_end <= start:  # none, or every one evicted
             runs = Runs(start, SEAL_POINTS)
-        elif runs.origin + runs.size <= start:  # drop evicted runs, the oldest
+        elif runs.origin + size <= start:  # drop evicted runs, the oldest
             runs = runs.after(start)
         if runs is not self._runs:
             del self._pending[: bisect.bisect_left(self._pending, runs.origin)]
-        sealed_end, size, made = runs.end, runs.size, []
+            sealed_end, size = runs.end, runs.size
         while end - sealed_end >= size:
             a = sealed_end - self._base
             made.append(Sealed(sealed_end, self._ts[a : a + size], self._values[a : a + size]))
@@ -375,8 +389,8 @@ class Register:
         (self.name, self.config, runs, ts_code, values, start, pins, watchers,
          self.complete_from_ts, self.first_ts) = state  # fmt: skip
         newer_ts = decode_ts(ts_code)
-        origin = runs.origin
-        sealed = runs.end - origin
+        origin, sealed_end = runs.origin, runs.end
+        sealed = sealed_end - origin
         held = sealed + len(newer_ts)
         capacity = max(_INITIAL_CAPACITY, 2 * held)  # room to grow
         self._ts = np.empty(capacity, dtype=np.int64)
@@ -387,7 +401,7 @@ class Register:
         self._pins = {} if pins is None else pins
         self._watchers = {} if watchers is None else watchers
         self._runs = runs
-        self._pending = list(range(origin, runs.end, runs.size))  # copied when first read
+        self._pending = list(range(origin, sealed_end, runs.size))  # copied when first read
 
 
 def _check_values(values: np.ndarray) -> None:

@@ -39,16 +39,6 @@ class SeriesNode:
         self.register = Register(name, config)
         self.windows: dict[WindowSpec, Window] = {}
 
-    def __getstate__(self) -> tuple:
-        """The register and the windows: a tuple, not a dict of attributes (a Spark host
-        pickles every series each batch); the name and config are the register's."""
-        return self.register, self.windows or None
-
-    def __setstate__(self, state: tuple) -> None:
-        self.register, windows = state
-        self.name, self.config = self.register.name, self.register.config
-        self.windows = {} if windows is None else windows
-
     # -- shared windows ------------------------------------------------------------------------
     def acquire(self, specs: Iterable[WindowSpec]) -> None:
         """Take a reference on each window, creating (and populating from history) new ones."""
@@ -146,3 +136,24 @@ def advance_together(
     finally:
         for node in nodes:
             node.register.evict()
+
+
+def pack_nodes(nodes: Mapping[str, SeriesNode]) -> tuple:
+    """A store's series (:attr:`~tsmon.engine.store.SeriesStore.nodes`) as what pickles them:
+    the registers, and the windows of the series that have any by their rank; no object per
+    series (a Spark host pickles every node each batch). A series' name and config are its
+    register's; the registers come first, so the windows' references to them are to objects
+    already pickled."""
+    windows = {i: node.windows for i, node in enumerate(nodes.values()) if node.windows}
+    return tuple(node.register for node in nodes.values()), windows or None
+
+
+def unpack_nodes(packed: tuple) -> dict[str, SeriesNode]:
+    """The series :func:`pack_nodes` packed, by name, in their order."""
+    registers, windows = packed
+    nodes = {}
+    for i, register in enumerate(registers):
+        node = nodes[register.name] = object.__new__(SeriesNode)
+        node.name, node.config, node.register = register.name, register.config, register
+        node.windows = windows.get(i, {}) if windows else {}
+    return nodes

@@ -30,7 +30,7 @@ from tsmon.engine.evaluation import ViewBindings, fire
 from tsmon.engine.events import EventLog
 from tsmon.engine.points import Batch, read_batch
 from tsmon.engine.runs import PendingRuns, increasing_groups, regular_runs, series_groups
-from tsmon.engine.series import Plan, SeriesNode, advance_together
+from tsmon.engine.series import Plan, SeriesNode, advance_together, pack_nodes, unpack_nodes
 from tsmon.query import CompiledQuery, Stat, parse_expr, query_key
 from tsmon.query.patterns import is_glob, no_match, series_matches
 
@@ -57,6 +57,13 @@ class SeriesStore:
         self.counts: Counter[str] = Counter()
         self._epoch = 0
         self.now_ms: int | None = None  # the newest event time accepted, over all series
+
+    def __getstate__(self) -> dict:
+        """Its attributes, the series packed (:func:`~tsmon.engine.series.pack_nodes`)."""
+        return {**self.__dict__, "nodes": pack_nodes(self.nodes)}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, nodes=unpack_nodes(state["nodes"]))
 
     # -- series --------------------------------------------------------------------------------
     def add_series(self, name_or_glob: str, *, literal: bool = False) -> list[str]:

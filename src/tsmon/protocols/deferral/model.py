@@ -159,15 +159,21 @@ class StreamModels:
 
     def __getstate__(self) -> tuple:
         """Compact (a Spark host pickles every source node each batch): the settings, then
-        each array as raw bytes (:data:`_ARRAYS`), not a dict of numpy objects."""
+        each array as raw bytes (:data:`_ARRAYS`), not a dict of numpy objects; no array while
+        there is no stream (a source node whose series no standing query reads)."""
         settings = (self.k, self.t_max_ms, self.t_max_periods, self.t_min_ms)
         more = (self.t_interrupt_ms, self.initial_interval_ms, self.drift_z, self.n_estimates)
-        return (*settings, *more, *(getattr(self, name).tobytes() for name, _ in _ARRAYS))
+        if not self.n_streams:
+            return (*settings, *more)
+        return (*settings, *more, *(getattr(self, name).tobytes() for name, _, _ in _ARRAYS))
 
     def __setstate__(self, state: tuple) -> None:
         (self.k, self.t_max_ms, self.t_max_periods, self.t_min_ms, self.t_interrupt_ms,
          self.initial_interval_ms, self.drift_z, self.n_estimates) = state[:8]  # fmt: skip
-        for (name, dtype), raw in zip(_ARRAYS, state[8:], strict=True):
+        if len(state) == 8:  # no stream
+            self._resize(0)
+            return
+        for (name, dtype, _), raw in zip(_ARRAYS, state[8:], strict=True):
             array = np.frombuffer(raw, dtype=dtype).copy()  # writable, as built
             setattr(self, name, array.reshape(-1, self.k) if name.startswith("buf_") else array)
 
@@ -177,27 +183,13 @@ class StreamModels:
 
     def _resize(self, n: int) -> None:
         old = len(getattr(self, "value", ()))
-
-        def grow(a: NDArray | None, fill: object, dtype: object, width: int = 0) -> NDArray:
-            shape = (n, width) if width else (n,)
-            new = np.full(shape, fill, dtype=dtype)
-            if a is not None:
-                new[:old] = a
-            return new
-
-        g = getattr
-        self.value = grow(g(self, "value", None), np.nan, np.float64)
-        self.last_ts = grow(g(self, "last_ts", None), NO_TS, np.int64)
-        self.mu = grow(g(self, "mu", None), 0.0, np.float64)
-        self.sigma = grow(g(self, "sigma", None), np.nan, np.float64)
-        self.est_ts = grow(g(self, "est_ts", None), NO_TS, np.int64)
-        self.next_est_ms = grow(g(self, "next_est_ms", None), NO_TS, np.int64)
-        self.count = grow(g(self, "count", None), 0, np.int64)
-        self.head = grow(g(self, "head", None), 0, np.int64)
-        self.fresh = grow(g(self, "fresh", None), False, bool)  # new items since last estimate
-        self.fixed = grow(g(self, "fixed", None), False, bool)
-        self.buf_ts = grow(g(self, "buf_ts", None), 0, np.int64, self.k)
-        self.buf_val = grow(g(self, "buf_val", None), 0.0, np.float64, self.k)
+        for name, dtype, fill in _ARRAYS:
+            new = np.empty((n, self.k) if name.startswith("buf_") else n, dtype=dtype)
+            if n > old:
+                new[old:] = fill
+            if old:
+                new[:old] = getattr(self, name)
+            setattr(self, name, new)
 
     def ensure(self, n_streams: int) -> None:
         """Grow the arrays to hold ids ``0 .. n_streams - 1`` (no-op if already large enough)."""
@@ -320,12 +312,14 @@ class StreamModels:
 
 
 _ARRAYS = (
-    ("value", np.float64), ("last_ts", np.int64), ("mu", np.float64), ("sigma", np.float64),
-    ("est_ts", np.int64), ("next_est_ms", np.int64), ("count", np.int64), ("head", np.int64),
-    ("fresh", np.bool_), ("fixed", np.bool_), ("buf_ts", np.int64), ("buf_val", np.float64),
+    ("value", np.float64, np.nan), ("last_ts", np.int64, NO_TS), ("mu", np.float64, 0.0),
+    ("sigma", np.float64, np.nan), ("est_ts", np.int64, NO_TS), ("next_est_ms", np.int64, NO_TS),
+    ("count", np.int64, 0), ("head", np.int64, 0),
+    ("fresh", np.bool_, False),  # new items since the last estimate
+    ("fixed", np.bool_, False), ("buf_ts", np.int64, 0), ("buf_val", np.float64, 0.0),
 )  # fmt: skip
-"""The arrays of :class:`StreamModels` and their dtypes (as :meth:`StreamModels._resize` makes
-them; the buffers ``(n_streams, k)``), in pickled order."""
+"""The arrays of :class:`StreamModels`, their dtypes and the value of a new stream's entries
+(:meth:`StreamModels._resize`; the buffers ``(n_streams, k)``), in pickled order."""
 
 
 def aggregate_values(weights: sp.sparray | sp.spmatrix, values: ArrayLike) -> NDArray:
