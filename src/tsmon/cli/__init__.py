@@ -3,7 +3,9 @@
 ``plot --job JOB --query Q``.
 
 Errors a user can fix (a malformed query, a bad file, bad options) print one clear message and
-exit with status 2; nothing prints a bare traceback unless ``--debug`` is given.
+exit with status 2; Ctrl-C ends a command with one line and status 130 (``tsmon replay`` first
+prints what it replayed, ``show --follow`` stops with status 0); nothing prints a bare
+traceback unless ``--debug`` is given.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from rich.markup import escape
 
 from tsmon.cli.commands import (
+    INTERRUPTED,
     _check,
     _cluster,
     _demo,
@@ -37,8 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``tsmon`` console script.
 
     User errors (bad query, bad file, unwritable output path) print one ``error:`` line and
-    return 2; ``--debug`` shows the traceback instead. Bad option values are rejected by
-    argparse before anything runs (also status 2).
+    return 2; Ctrl-C (SIGINT) prints ``interrupted`` and returns 130, the shell's status for
+    it; ``--debug`` shows the traceback instead. Bad option values are rejected by argparse
+    before anything runs (also status 2).
     """
     parser = _parser()
     args = parser.parse_args(argv)
@@ -51,6 +55,11 @@ def main(argv: list[str] | None = None) -> int:
         text = escape(str(message))  # a message may hold brackets ([input], [[sinks]])
         console.print(f"[bold red]error:[/] {text}", markup=True, soft_wrap=True)
         return 2
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        console.print("interrupted")
+        return INTERRUPTED
 
 
 def _int_at_least(minimum: int, hint: str) -> Callable[[str], int]:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
+import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +17,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tsmon.cli.report import events_table, format_event, summary_line
+from tsmon.core.textfile import read_text
 from tsmon.engine.events import Event
 from tsmon.engine.monitor import Monitor
+from tsmon.query import parse_queries
 
 console = Console(highlight=False, markup=False)  # data text may hold [brackets]
+INTERRUPTED = 130
+"""The status of a command ended by Ctrl-C (128 + SIGINT, as a shell reports it)."""
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -220,12 +228,6 @@ def _running_table(directory: Path) -> Table | str:
     return table
 
 
-def _read_text(path: Path) -> str:
-    if not path.is_file():
-        raise FileNotFoundError(f"no such file: {path}")
-    return path.read_text(encoding="utf-8")
-
-
 def _check(args: argparse.Namespace) -> int:
     """Every error of a query file (status 2 if any), then its statements (:mod:`.check`)."""
     from tsmon.cli.check import run_check
@@ -246,7 +248,12 @@ def _replay(args: argparse.Namespace) -> int:
         _check_writable(args.events_out)
     layouts = [csv_layout(path) for path in args.csv]
     _check_series_option(args.series, args.csv, layouts)
-    queries = _read_text(args.queries)
+    queries = read_text(args.queries, "query file")
+    if not parse_queries(queries):  # and a syntax error stops it here, before reading the CSVs
+        raise ValueError(
+            f"query file {args.queries} holds no query, so the replay would show nothing; "
+            "write QUERY statements in it (tsmon check shows what a file holds)"
+        )
     points = merge_by_time([read_series_csv(path, args.series) for path in args.csv])
     monitor = Monitor(points["series"].unique(), allowed_lateness=args.allowed_lateness)
     monitor.add_query(queries)
@@ -255,13 +262,17 @@ def _replay(args: argparse.Namespace) -> int:
     shown = 0
     counts: Counter[str] = Counter()
     collected: list[Event] = []
-    with _progress() as progress:
+    fed = 0
+    with _deferred_interrupt() as interrupted, _progress() as progress:
         task = progress.add_task("replaying", total=len(points))
         for lo in range(0, len(points), args.batch):
+            if interrupted.is_set():
+                break
             chunk = points.iloc[lo : lo + args.batch]
             monitor.ingest(
                 chunk["series"].to_numpy(), chunk["ts"].to_numpy(), chunk["value"].to_numpy()
             )
+            fed += len(chunk)
             for event in monitor.events():
                 counts[event.query] += 1
                 if shown < args.show:
@@ -274,7 +285,28 @@ def _replay(args: argparse.Namespace) -> int:
         _write_events(collected, args.events_out)
     console.print(events_table(counts, monitor.queries(), monitor.unmatched()))
     console.print(summary_line(monitor.stats()), soft_wrap=True)
+    if interrupted.is_set():
+        console.print(
+            f"interrupted: replayed the first {fed} of {len(points)} rows; the counts above "
+            "are theirs",
+            soft_wrap=True,
+        )
+        return INTERRUPTED
     return 0
+
+
+@contextmanager
+def _deferred_interrupt() -> Iterator[threading.Event]:
+    """Ctrl-C (SIGINT) sets the event yielded instead of raising, until the block ends: a
+    replay checks it between batches, so a batch is fed whole or not at all and the counts
+    shown after it are those of the rows fed (a ``KeyboardInterrupt`` inside an ``ingest``
+    would leave its batch half-applied)."""
+    interrupted = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set())
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _check_writable(path: Path) -> None:
@@ -306,6 +338,10 @@ def _check_series_option(series: str | None, paths: list[Path], layouts: list[st
     """
     if series is None:
         return
+    if not series.strip():
+        raise ValueError(
+            f"--series {series!r} is no name; pass a series name, e.g. --series nab.cpu"
+        )
     plain = [
         str(p) for p, layout in zip(paths, layouts, strict=True) if layout == "timestamp_value"
     ]

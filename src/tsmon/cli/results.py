@@ -138,19 +138,25 @@ def table_of(title: str, frame: pd.DataFrame) -> Table:
 
 
 def run_show(args: argparse.Namespace, console: Console) -> int:
-    """Print the rows asked for; with ``--follow``, then those of every new batch."""
+    """Print the rows asked for; with ``--follow``, then those of every new batch until
+    Ctrl-C (status 0)."""
     out = output_directory(args.job)
     seen: dict[str, set[Path]] = {d: set() for d, _ in SHOWN[args.what]}
     shown = 0
-    while True:
-        for directory, when in SHOWN[args.what]:
-            frame = select(read_batches(out / directory, seen[directory]), when, args)
-            if not frame.empty:
-                console.print(table_of(directory, frame))
-                shown += len(frame)
+    try:
+        while True:
+            for directory, when in SHOWN[args.what]:
+                frame = select(read_batches(out / directory, seen[directory]), when, args)
+                if not frame.empty:
+                    console.print(table_of(directory, frame))
+                    shown += len(frame)
+            if not args.follow:
+                break
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
         if not args.follow:
-            break
-        time.sleep(args.interval)
+            raise
+        # Ctrl-C is how --follow ends: not an interruption of the command
     if shown == 0:
         which = f" of query {args.query!r}" if args.query else ""
         console.print(f"no {args.what}{which} in {out}")

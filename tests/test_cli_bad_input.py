@@ -1,0 +1,233 @@
+"""A new user's mistakes and Ctrl-C: one clear line (naming the file, the line, the fix) and a
+status, never a traceback; an interrupted replay still shows what it replayed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import NAB, REPO, tsmon
+from tsmon.cli.check import check_text
+from tsmon.core.textfile import read_text
+from tsmon.spark.job import JobError, load_job
+
+ROWS = 4032  # NAB's ec2_cpu_utilization_5f5533.csv
+
+
+def patched(script: str, *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """``tsmon *args`` in a subprocess after ``script`` ran (it patches what raises SIGINT)."""
+    code = textwrap.dedent(script) + "\nfrom tsmon.cli import main\nsys.exit(main(sys.argv[1:]))"
+    src = str(REPO / "src")
+    env = dict(os.environ, COLUMNS="200", PYTHONPATH=src)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+SIGINT_IN_SECOND_INGEST = """
+import os, signal, sys
+from tsmon.engine.monitor import Monitor
+ingest, calls = Monitor.ingest, []
+def interrupted_ingest(self, *args, **kwargs):
+    calls.append(1)
+    if len(calls) == 2:  # Ctrl-C while the second batch is being fed
+        os.kill(os.getpid(), signal.SIGINT)
+    return ingest(self, *args, **kwargs)
+Monitor.ingest = interrupted_ingest
+"""
+
+
+def test_ctrl_c_during_a_replay_shows_the_rows_replayed(tmp_path: Path) -> None:
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY high ON * WHEN last > 50\n", encoding="utf-8")
+    events = tmp_path / "events.csv"
+    run = patched(
+        SIGINT_IN_SECOND_INGEST,
+        *("replay", str(NAB), "--queries", str(queries), "--batch", "500"),
+        *("--events-out", str(events)),
+    )
+    out = run.stdout + run.stderr
+    assert run.returncode == 130, out
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out
+    # the batch being fed when Ctrl-C came is fed whole, and nothing after it
+    assert "points received 1000 = accepted 1000 + rejected 0" in out, out
+    assert f"interrupted: replayed the first 1000 of {ROWS} rows" in out, out
+    assert events.is_file()  # the events of those rows are written
+
+
+def test_ctrl_c_ends_show_follow_quietly(tmp_path: Path) -> None:
+    (tmp_path / "answers").mkdir()
+    script = """
+    import os, signal, sys, time
+    time.sleep = lambda seconds: os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while waiting
+    """
+    run = patched(script, "show", "answers", "--job", str(tmp_path), "--follow")
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+    assert "Traceback" not in out
+    assert f"no answers in {tmp_path}" in " ".join(out.split())
+
+
+def test_ctrl_c_in_any_command_is_one_line(tmp_path: Path) -> None:
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY high ON * WHEN last > 50\n", encoding="utf-8")
+    script = """
+    import os, signal, sys
+    import tsmon.cli.check as check
+    def interrupted(text):
+        os.kill(os.getpid(), signal.SIGINT)
+    check.check_text = interrupted
+    """
+    run = patched(script, "check", str(queries))
+    out = run.stdout + run.stderr
+    assert run.returncode == 130, out
+    assert "Traceback" not in out
+    assert out.strip() == "interrupted", out
+
+
+def _files(tmp_path: Path) -> dict[str, Path]:
+    folder = tmp_path / "folder.tsq"
+    folder.mkdir()
+    latin = tmp_path / "latin.tsq"
+    latin.write_bytes(b"QUERY a ON x WHEN last > 1\nQUERY b ON x WHEN last > 1 -- \xe9t\xe9\n")
+    job = tmp_path / "latin.toml"
+    job.write_bytes(b'[job]\ncheckpoint = "ck" # \xe9t\xe9\n')
+    return {"folder": folder, "latin": latin, "job": job}
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("check", "{folder}"), "query file {folder} is a folder; pass the path of a file"),
+        (
+            ("check", "{latin}"),
+            "query file {latin} is not UTF-8 text: byte 0xe9 at line 2, column 31",
+        ),
+        (
+            ("replay", str(NAB), "--queries", "{folder}"),
+            "query file {folder} is a folder; pass the path of a file",
+        ),
+        (
+            ("replay", str(NAB), "--queries", "{latin}"),
+            "query file {latin} is not UTF-8 text: byte 0xe9 at line 2, column 31",
+        ),
+        (("run", "{folder}"), "job file {folder} is a folder; pass the path of a file"),
+        (("run", "{job}"), "job file {job} is not UTF-8 text: byte 0xe9 at line 2, column 21"),
+    ],
+)
+def test_a_folder_or_bytes_that_are_not_utf8_are_named(
+    tmp_path: Path, args: tuple[str, ...], expected: str
+) -> None:
+    files = _files(tmp_path)
+    run = tsmon(*(a.format(**files) for a in args), timeout=60)
+    out = run.stdout + run.stderr
+    assert run.returncode == 2, out
+    assert "Traceback" not in out
+    assert f"error: {expected.format(**files)}" in " ".join(out.split()), out
+
+
+def test_a_query_file_that_is_not_utf8_fails_the_job_file(tmp_path: Path) -> None:
+    files = _files(tmp_path)
+    job = tmp_path / "job.toml"
+    job.write_text(
+        f'query_file = "{files["latin"].name}"\n[job]\ncheckpoint = "ck"\n'
+        '[input]\nkind = "generator"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(JobError, match=r"query_file .*latin\.tsq is not UTF-8 text: byte 0xe9"):
+        load_job(job)
+
+
+def test_an_unreadable_file_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "q.tsq"
+    path.write_text("QUERY a ON x WHEN last > 1\n", encoding="utf-8")
+
+    def denied(self: Path) -> bytes:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "read_bytes", denied)  # chmod 000 does not stop root
+    with pytest.raises(PermissionError, match=f"^no permission to read query file {path}$"):
+        read_text(path, "query file")
+
+
+def test_check_lists_the_statements_beside_a_duplicate_name() -> None:
+    checked = check_text(
+        "QUERY a ON x WHEN last > 1\nQUERY b ON x WHEN last > 1\nQUERY A ON y WHEN last > 2\n"
+        "QUERY c AS SUM(a.x, b.x) WITHIN 1\nQUERY B ON z WHEN last > 3\n"
+    )
+    assert [s.name for s in checked.statements] == ["a", "b", "c"]
+    assert [e.split(":")[0] + ":" + e.split(":")[1] for _, e in checked.errors] == [
+        "line 3:1",
+        "line 5:1",
+    ]
+    assert all("duplicate query name" in e for _, e in checked.errors)
+
+
+def test_replay_refuses_a_query_file_without_queries(tmp_path: Path) -> None:
+    queries = tmp_path / "q.tsq"
+    queries.write_text("# nothing yet\n", encoding="utf-8")
+    run = tsmon("replay", str(NAB), "--queries", str(queries))
+    out = run.stdout + run.stderr
+    assert run.returncode == 2, out
+    assert f"error: query file {queries} holds no query" in " ".join(out.split()), out
+    assert "points received" not in out
+
+
+def test_replay_refuses_an_empty_series_name(tmp_path: Path) -> None:
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY a ON * WHEN last > 1\n", encoding="utf-8")
+    run = tsmon("replay", str(NAB), "--queries", str(queries), "--series", "")
+    out = run.stdout + run.stderr
+    assert run.returncode == 2, out
+    assert "error: --series '' is no name" in out, out
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"", "x.csv: empty file; a recorded series starts with the header line"),
+        (
+            b"timestamp,value\n2014-01-01 00:00:00,1\n2014-01-01 00:05:00,2,3\n",
+            "Expected 2 fields in line 3, saw 3; fix or remove that line",
+        ),
+        (
+            b'timestamp,value\n"2014-01-01 00:00:00,1\n',
+            "EOF inside string starting at row 1; fix or remove that line",
+        ),
+        (
+            b"timestamp,value\n2014-01-01 00:00:00,1\n2014-01-01 00:05:00,\xff\n",
+            "CSV file {path} is not UTF-8 text: byte 0xff at line 3, column 21",
+        ),
+    ],
+)
+def test_replay_names_a_csv_it_cannot_read(tmp_path: Path, content: bytes, expected: str) -> None:
+    path = tmp_path / "x.csv"
+    path.write_bytes(content)
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY a ON * WHEN last > 1\n", encoding="utf-8")
+    run = tsmon("replay", str(path), "--queries", str(queries))
+    out = run.stdout + run.stderr
+    assert run.returncode == 2, out
+    assert "Traceback" not in out
+    error = " ".join(out.split())
+    assert error.startswith("error:") and str(path) in error, out
+    assert expected.format(path=path) in error, out
+
+
+def test_a_csv_in_the_working_directory_is_named_after_it(tmp_path: Path) -> None:
+    (tmp_path / "x.csv").write_text("timestamp,value\n2014-01-01 00:00:00,1\n", encoding="utf-8")
+    (tmp_path / "q.tsq").write_text("QUERY a ON * WHEN last > 0\n", encoding="utf-8")
+    run = patched("import sys", "replay", "x.csv", "--queries", "q.tsq", cwd=tmp_path)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+    assert f"series={tmp_path.name}.x," in out, out  # not '.x'
