@@ -231,3 +231,49 @@ def test_a_csv_in_the_working_directory_is_named_after_it(tmp_path: Path) -> Non
     out = run.stdout + run.stderr
     assert run.returncode == 0, out
     assert f"series={tmp_path.name}.x," in out, out  # not '.x'
+
+
+def test_replay_of_rows_stamped_ahead_says_how_to_take_them(tmp_path: Path) -> None:
+    path = tmp_path / "x.csv"
+    path.write_text(
+        "timestamp,value\n2014-01-01 00:00:00,1\n2200-01-01 00:00:00,2\n2200-01-01 00:05:00,3\n",
+        encoding="utf-8",
+    )
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY a ON * WHEN last > 0\n", encoding="utf-8")
+    run = tsmon("replay", str(path), "--queries", str(queries))
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 0, out
+    assert "accepted 1 + rejected 2 (future_timestamp: 2)" in out, out
+    assert "note: 2 rows are stamped more than 1d after this machine's clock" in out, out
+    assert "--max-future off replays them" in out, out
+    run = tsmon("replay", str(path), "--queries", str(queries), "--max-future", "off")
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 0, out
+    assert "points received 3 = accepted 3 + rejected 0" in out, out
+    assert "note:" not in out
+
+
+def test_replay_refuses_an_alter_statement_before_reading_the_csv(tmp_path: Path) -> None:
+    queries = tmp_path / "q.tsq"
+    queries.write_text(
+        "QUERY t AS AVG(a.x, b.x) WITHIN 5\nALTER QUERY t WITHIN 2\n", encoding="utf-8"
+    )
+    run = tsmon("replay", str(NAB), "--queries", str(queries))
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 2, out
+    assert f"error: query file {queries}: ALTER QUERY t changes a running job's query" in out
+    assert "alter_query" not in out  # the Python API's name, not a command
+
+
+def test_a_bounded_query_over_the_replayed_series_is_not_said_to_never_fire(
+    tmp_path: Path,
+) -> None:
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY level AS AVG(nab.cpu) WITHIN 5\n", encoding="utf-8")
+    run = tsmon("replay", str(NAB), "--series", "nab.cpu", "--queries", str(queries))
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 0, out
+    assert "will not fire" not in out
+    assert "query 'level' waits: for series 'nab.cpu', which has sent no point yet" in out
+    assert "│ level │ 0 │" in out and "note" not in out  # no longer waiting at the end

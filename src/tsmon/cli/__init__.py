@@ -110,6 +110,17 @@ def _duration(text: str) -> str:
     return text
 
 
+def _duration_or_off(text: str) -> str:
+    """A duration (:func:`_duration`, > 0) or ``off``."""
+    if text == "off":
+        return text
+    try:
+        parse_duration_ms(text)
+    except UnitError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}, or 'off' for no limit") from None
+    return text
+
+
 VERBOSE_HELP = (
     "show Spark's own messages (JVM warnings, log lines, Python workers) on the console instead "
     "of writing them to spark.log"
@@ -251,6 +262,13 @@ def _parser() -> argparse.ArgumentParser:
         type=_duration,
         default="0ms",
         help="how far behind its series' newest point a point may arrive, e.g. 5m (default: 0ms)",
+    )
+    replay.add_argument(
+        "--max-future",
+        type=_duration_or_off,
+        default="1d",
+        help="reject rows stamped more than this after this machine's clock as "
+        "future_timestamp, or 'off' (default: 1d)",
     )
     replay.set_defaults(run=_replay)
     return parser

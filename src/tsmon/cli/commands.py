@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -249,16 +249,16 @@ def _replay(args: argparse.Namespace) -> int:
     layouts = [csv_layout(path) for path in args.csv]
     _check_series_option(args.series, args.csv, layouts)
     queries = read_text(args.queries, "query file")
-    if not parse_queries(queries):  # and a syntax error stops it here, before reading the CSVs
-        raise ValueError(
-            f"query file {args.queries} holds no query, so the replay would show nothing; "
-            "write QUERY statements in it (tsmon check shows what a file holds)"
-        )
+    _check_replayable(args.queries, parse_queries(queries))  # syntax errors too, before the CSVs
     points = merge_by_time([read_series_csv(path, args.series) for path in args.csv])
-    monitor = Monitor(points["series"].unique(), allowed_lateness=args.allowed_lateness)
+    monitor = Monitor(
+        points["series"].unique(),
+        allowed_lateness=args.allowed_lateness,
+        max_future=None if args.max_future == "off" else args.max_future,
+    )
     monitor.add_query(queries)
-    for name, why in monitor.unmatched().items():
-        console.print(f"query {name!r} will not fire: {why}", soft_wrap=True)
+    for name, why in monitor.unmatched().items():  # before any point: the events table says
+        console.print(f"query {name!r} waits: {why}", soft_wrap=True)  # which kept waiting
     shown = 0
     counts: Counter[str] = Counter()
     collected: list[Event] = []
@@ -284,7 +284,15 @@ def _replay(args: argparse.Namespace) -> int:
     if args.events_out is not None:
         _write_events(collected, args.events_out)
     console.print(events_table(counts, monitor.queries(), monitor.unmatched()))
-    console.print(summary_line(monitor.stats()), soft_wrap=True)
+    stats = monitor.stats()
+    console.print(summary_line(stats), soft_wrap=True)
+    future = cast("dict[str, int]", stats["rejected_by_reason"]).get("future_timestamp", 0)
+    if future:
+        console.print(
+            f"note: {future} rows are stamped more than {args.max_future} after this machine's "
+            "clock (future_timestamp); --max-future off replays them",
+            soft_wrap=True,
+        )
     if interrupted.is_set():
         console.print(
             f"interrupted: replayed the first {fed} of {len(points)} rows; the counts above "
@@ -307,6 +315,26 @@ def _deferred_interrupt() -> Iterator[threading.Event]:
         yield interrupted
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _check_replayable(path: Path, statements: list[Any]) -> None:
+    """Refuse a query file a replay cannot run: no query in it (the replay would show
+    nothing), or an ``ALTER QUERY`` (it changes a query while a job runs; a replay has every
+    query from its first row)."""
+    from tsmon.kinds import kind_of
+
+    if not statements:
+        raise ValueError(
+            f"query file {path} holds no query, so the replay would show nothing; "
+            "write QUERY statements in it (tsmon check shows what a file holds)"
+        )
+    for statement in statements:
+        if not kind_of(statement).defines(statement):
+            raise ValueError(
+                f"query file {path}: ALTER QUERY {statement.name} changes a running job's query "
+                "(tsmon query alter); a replay runs each query from the first row, so write "
+                "the new setting in its QUERY statement"
+            )
 
 
 def _check_writable(path: Path) -> None:
