@@ -277,3 +277,85 @@ def test_a_bounded_query_over_the_replayed_series_is_not_said_to_never_fire(
     assert "will not fire" not in out
     assert "query 'level' waits: for series 'nab.cpu', which has sent no point yet" in out
     assert "│ level │ 0 │" in out and "note" not in out  # no longer waiting at the end
+
+
+def test_the_exact_line_of_a_plot_keeps_a_file_with_a_malformed_line(tmp_path: Path) -> None:
+    """The job dead-letters a malformed line and takes the file's other rows; the plot's
+    recomputation of the exact values must take them too (it dropped the whole file)."""
+    from tsmon.cli.oracle import input_points
+    from tsmon.spark.input_spec import InputSpec
+
+    (tmp_path / "a.csv").write_bytes(
+        b"metric,time,v\na.x,1000,1\na.x,2000,2,extra\nb.x,3000,\xff\nb.x,4000,4\n"
+    )
+    (tmp_path / "b.bin").write_bytes(b"\x00\x01")  # unreadable_file: no rows
+    spec = InputSpec(
+        kind="files",
+        path=tmp_path,
+        format="csv",
+        columns={"series": "metric", "ts": "time", "value": "v"},
+    )
+    points = input_points(spec)
+    assert points is not None
+    assert points.values.tolist() == [["a.x", 1000, 1.0], ["b.x", 4000, 4.0]]
+
+
+def test_plot_of_a_watch_query_says_it_has_events(tmp_path: Path) -> None:
+    import pandas as pd
+
+    events = tmp_path / "events"
+    events.mkdir()
+    frame = pd.DataFrame({"query": ["spikes"], "series": ["a.x"], "ts_ms": [1000]})
+    frame.to_parquet(events / "batch-000000000.parquet")
+    run = tsmon("plot", "--job", str(tmp_path), "--query", "spikes")
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 2, out
+    assert "error: query 'spikes' has events, not answers (a watch query)" in out, out
+    assert f"tsmon show events --job {tmp_path} --query spikes" in out, out
+
+
+def test_show_gives_epoch_ms_whole_and_no_time_as_a_dash(tmp_path: Path) -> None:
+    """A dead-letters batch with a malformed line (no ts) made the ts column floats, shown as
+    1.392e+12, and its missing UTC time as NaT; pandas warned about concatenating it."""
+    import pandas as pd
+
+    dead = tmp_path / "dead_letters"
+    dead.mkdir()
+    pd.DataFrame({"series": ["a.x"], "ts": [1392388800000], "reason": ["infinite"]}).to_parquet(
+        dead / "batch-000000000.parquet"
+    )
+    pd.DataFrame({"series": [None], "ts": [None], "reason": ["malformed_line"]}).to_parquet(
+        dead / "batch-000000001.parquet"
+    )
+    run = tsmon("show", "dead-letters", "--job", str(tmp_path))
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+    assert "1392388800000" in out and "1.392e+12" not in out, out
+    assert "NaT" not in out and "FutureWarning" not in out, out
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_a_job_survives_a_row_stamped_beyond_2262(tmp_path: Path) -> None:
+    """A files job whose input has a row of the year 2999: a dead letter bad_timestamp. Its
+    exact ms had no UTC twin for the Parquet sink, and the job died at that batch (again at
+    every restart) with pandas' OutOfBoundsDatetime."""
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    (incoming / "a.csv").write_text(
+        "series,ts,value\na.x,2014-02-14 14:30:00,1\na.x,2999-02-14 14:40:00,5\n",
+        encoding="utf-8",
+    )
+    job = tmp_path / "job.toml"
+    job.write_text(
+        "queries = 'QUERY hot ON a.* WHEN last > 0'\n[job]\ncheckpoint = \"ckpt\"\n"
+        '[input]\nkind = "files"\npath = "incoming"\nformat = "csv"\n'
+        '[[sinks]]\nkind = "parquet"\npath = "out"\n',
+        encoding="utf-8",
+    )
+    run = tsmon("run", str(job), "--once", timeout=600)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-3000:]
+    assert "2 rows in (1 accepted, 1 dead letters)" in out, out[-3000:]
+    shown = tsmon("show", "dead-letters", "--job", str(job))
+    assert "bad_timestamp" in shown.stdout and "32475998400000" in shown.stdout, shown.stdout

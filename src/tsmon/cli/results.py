@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+import warnings
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -76,7 +77,12 @@ def read_batches(directory: Path, seen: set[Path] | None = None) -> pd.DataFrame
     # one thread: pyarrow's pool threads can abort the process at exit (apache/arrow#34314)
     frames = [pq.read_table(p, use_threads=False).to_pandas() for p in files]
     frames = [f for f in frames if not f.empty]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if not frames:
+        return pd.DataFrame()
+    with warnings.catch_warnings():  # batches whose column is all null (dead letters of a
+        # malformed line have no series): pandas warns that it will keep their dtype one day
+        warnings.simplefilter("ignore", FutureWarning)
+        return pd.concat(frames, ignore_index=True)
 
 
 def since_ms(text: str, newest: int | None) -> int | None:
@@ -107,9 +113,17 @@ def select(frame: pd.DataFrame, when: str | None, args: argparse.Namespace) -> p
 
 
 def _cell(column: str, value: Any) -> str:
-    """One cell: JSON payloads and lists decoded, times in UTC, numbers short."""
-    if value is None or (isinstance(value, float) and pd.isna(value)):
+    """One cell: JSON payloads and lists decoded, times in UTC, epoch ms whole, numbers short.
+
+    Examples
+    --------
+    >>> _cell("ts", 1392389100000.0), _cell("ts_utc", pd.NaT), _cell("value", 1392389100000.0)
+    ('1392389100000', '-', '1.392e+12')
+    """
+    if value is None or value is pd.NaT or (isinstance(value, float) and pd.isna(value)):
         return "-"
+    if (column == "ts" or column.endswith("_ms")) and isinstance(value, float):
+        return str(int(value))  # a column with nulls holds its epoch ms as floats
     if isinstance(value, pd.Timestamp):
         return format_instant_ms(int(value.value) // 1_000_000)  # .value is in ns
     if column in ("payload", "members", "positions", "possible") and isinstance(value, str):
@@ -205,6 +219,12 @@ def run_plot(args: argparse.Namespace, console: Console) -> int:
             f"wrote {path}: {len(frame)} answers of {args.query!r} from {out / directory}"
         )
         return 0
+    if not select(read_batches(out / "events"), None, args).empty:
+        raise ValueError(
+            f"query {args.query!r} has events, not answers (a watch query), so there is no "
+            f"answer to plot; list them with tsmon show events --job {args.job} "
+            f"--query {args.query}"
+        )
     raise ValueError(
         f"no answers of query {args.query!r} in {out} (bounded, standing or summary answers); "
         "check the name with tsmon show answers"
