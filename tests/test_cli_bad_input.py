@@ -359,3 +359,24 @@ def test_a_job_survives_a_row_stamped_beyond_2262(tmp_path: Path) -> None:
     assert "2 rows in (1 accepted, 1 dead letters)" in out, out[-3000:]
     shown = tsmon("show", "dead-letters", "--job", str(job))
     assert "bad_timestamp" in shown.stdout and "32475998400000" in shown.stdout, shown.stdout
+
+
+def test_query_remove_of_an_unknown_query_says_at_once_the_job_would_reject_it(
+    tmp_path: Path,
+) -> None:
+    import pickle
+
+    from tsmon.engine.hub import CoordinatorNode
+    from tsmon.engine.settings import HostSettings
+    from tsmon.query import parse_query
+
+    hub = CoordinatorNode(HostSettings(1_000, 0.1))
+    hub.add(parse_query("QUERY spikes ON nab.* WHEN last > 1"))
+    (tmp_path / "coordinator").mkdir()
+    (tmp_path / "coordinator" / "coord-000000001.pkl").write_bytes(pickle.dumps(hub))
+    run = tsmon("query", "remove", "--job", str(tmp_path), "spikez")
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 0, out  # submitted all the same: the job decides
+    assert "note: the job would reject it as things stand: no query 'spikez'" in out, out
+    known = tsmon("query", "remove", "--job", str(tmp_path), "spikes")
+    assert known.returncode == 0 and "note:" not in known.stdout, known.stdout

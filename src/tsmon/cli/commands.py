@@ -144,11 +144,10 @@ def _query_submit(args: argparse.Namespace) -> int:
         f"submitted {args.op} as {command_id}; the job applies it at its next batch",
         soft_wrap=True,
     )
-    if args.op in ("add", "alter"):
-        snapshot = _latest_snapshot(directory)
-        note = None if snapshot is None else _foresee(snapshot[1], log, command_id)
-        if note is not None:
-            console.print(f"note: {note}", soft_wrap=True)
+    snapshot = _latest_snapshot(directory)  # what the job would make of it, told at once
+    note = None if snapshot is None else _foresee(snapshot[1], log, command_id)
+    if note is not None:
+        console.print(f"note: {note}", soft_wrap=True)
     return 0
 
 
@@ -166,6 +165,8 @@ def _foresee(node: Any, log: Any, command_id: str) -> str | None:
     if not mine["ok"]:
         return f"the job would reject it as things stand: {mine['detail']}"
     command = next(c for c in pending if c.id == command_id)
+    if command.op == "remove":
+        return None
     why = node.why_waiting(node.registered_name(check(command.op, command.text).name))
     return None if why is None else f"it will wait: {why}"
 
