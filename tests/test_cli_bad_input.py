@@ -380,3 +380,19 @@ def test_query_remove_of_an_unknown_query_says_at_once_the_job_would_reject_it(
     assert "note: the job would reject it as things stand: no query 'spikez'" in out, out
     known = tsmon("query", "remove", "--job", str(tmp_path), "spikes")
     assert known.returncode == 0 and "note:" not in known.stdout, known.stdout
+
+
+def test_python_dash_m_tsmon_and_version(tmp_path: Path) -> None:
+    from tsmon import __version__
+
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    run = subprocess.run(
+        [sys.executable, "-m", "tsmon", "--version"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.strip() == f"tsmon {__version__}"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from tsmon import __version__
 from tsmon.cli.commands import (
     INTERRUPTED,
     _check,
@@ -130,6 +131,7 @@ VERBOSE_HELP = (
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tsmon", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--version", action="version", version=f"tsmon {__version__}")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
     demo = sub.add_parser(
