@@ -396,3 +396,50 @@ def test_python_dash_m_tsmon_and_version(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.strip() == f"tsmon {__version__}"
+
+
+@pytest.mark.parametrize("which", ["csv", "queries"])
+def test_events_out_never_overwrites_an_input(tmp_path: Path, which: str) -> None:
+    data = tmp_path / "x.csv"
+    data.write_text("timestamp,value\n2014-01-01 00:00:00,1\n", encoding="utf-8")
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY a ON * WHEN last > 0\n", encoding="utf-8")
+    before = {p: p.read_bytes() for p in (data, queries)}
+    target = data if which == "csv" else queries
+    run = tsmon("replay", str(data), "--queries", str(queries), "--events-out", str(target))
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 2, out
+    assert f"error: --events-out {target} is an input of this command" in out, out
+    assert {p: p.read_bytes() for p in before} == before
+
+
+def _answers(tmp_path: Path) -> Path:
+    import pandas as pd
+
+    answers = tmp_path / "out" / "answers"
+    answers.mkdir(parents=True)
+    pd.DataFrame(
+        {"query": ["s", "s"], "as_of_ms": [1000, 2000], "value": [1.0, 2.0]}
+        | {"lo": [0.5, 1.5], "hi": [1.5, 2.5]}
+    ).to_parquet(answers / "batch-000000000.parquet")
+    return tmp_path / "out"
+
+
+def test_plot_writes_a_png_at_exactly_the_path_given(tmp_path: Path) -> None:
+    out = _answers(tmp_path)
+    target = tmp_path / "picture"  # no suffix: matplotlib wrote picture.png and we said picture
+    run = tsmon("plot", "--job", str(out), "--query", "s", "--out", str(target))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not (tmp_path / "picture.png").exists()
+
+
+@pytest.mark.parametrize("where", ["folder", "missing-parent"])
+def test_plot_checks_its_out_path_first(tmp_path: Path, where: str) -> None:
+    out = _answers(tmp_path)
+    target = out if where == "folder" else tmp_path / "no" / "p.png"
+    run = tsmon("plot", "--job", str(out), "--query", "s", "--out", str(target))
+    said = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 2, said
+    expected = "is a folder, not a file" if where == "folder" else "does not exist"
+    assert f"error: --out {target}" in said and expected in said, said

@@ -246,7 +246,7 @@ def _replay(args: argparse.Namespace) -> int:
     from tsmon.streams.csv_series import csv_layout, merge_by_time, read_series_csv
 
     if args.events_out is not None:
-        _check_writable(args.events_out)
+        _check_writable(args.events_out, "--events-out", [*args.csv, args.queries])
     layouts = [csv_layout(path) for path in args.csv]
     _check_series_option(args.series, args.csv, layouts)
     queries = read_text(args.queries, "query file")
@@ -338,25 +338,28 @@ def _check_replayable(path: Path, statements: list[Any]) -> None:
             )
 
 
-def _check_writable(path: Path) -> None:
-    """Raise ``OSError`` with the fix unless ``path`` can be written as a file.
+def _check_writable(path: Path, option: str, inputs: list[Path]) -> None:
+    """Raise ``OSError`` with the fix unless ``path`` (given as ``option``) can be written as a
+    file and is none of the command's ``inputs`` (it would overwrite the recording it reads).
 
-    Run before the replay: finding out afterwards would cost the whole replay and its events.
+    Run before the work: finding out afterwards would cost the whole replay and its events.
     (Permission checks use ``os.access``; a superuser passes them, and the write itself is
     still guarded by the ``OSError`` handler in :func:`main`.)
     """
-    fix = "pass a file path in an existing, writable folder to --events-out"
+    fix = f"pass a file path in an existing, writable folder to {option}"
     if path.is_dir():
-        raise OSError(f"--events-out {path} is a folder, not a file; {fix}")
+        raise OSError(f"{option} {path} is a folder, not a file; {fix}")
     parent = path.parent
     if not parent.exists():
-        raise OSError(f"--events-out {path}: folder {parent} does not exist; {fix}")
+        raise OSError(f"{option} {path}: folder {parent} does not exist; {fix}")
     if not parent.is_dir():
-        raise OSError(f"--events-out {path}: {parent} is not a folder; {fix}")
+        raise OSError(f"{option} {path}: {parent} is not a folder; {fix}")
+    if path.exists() and any(p.exists() and path.samefile(p) for p in inputs):
+        raise OSError(f"{option} {path} is an input of this command: writing would overwrite it")
     if path.exists() and not os.access(path, os.W_OK):
-        raise OSError(f"--events-out {path}: no permission to overwrite the file; {fix}")
+        raise OSError(f"{option} {path}: no permission to overwrite the file; {fix}")
     if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
-        raise OSError(f"--events-out {path}: no permission to create files in {parent}; {fix}")
+        raise OSError(f"{option} {path}: no permission to create files in {parent}; {fix}")
 
 
 def _check_series_option(series: str | None, paths: list[Path], layouts: list[str]) -> None:

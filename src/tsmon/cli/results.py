@@ -178,12 +178,18 @@ def run_show(args: argparse.Namespace, console: Console) -> int:
 
 
 def run_plot(args: argparse.Namespace, console: Console) -> int:
-    """Write a PNG of one query's answers over time, with their bounds as a band."""
+    """Write a PNG of one query's answers over time, with their bounds as a band, to exactly
+    the path given (matplotlib would add ``.png`` to a path without a suffix, and write
+    another format for another suffix); the path is checked before anything is read."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from tsmon.cli.commands import _check_writable
+
+    path = args.out or Path(f"{args.query}.png")
+    _check_writable(path, "--out", [args.job])
     out = output_directory(args.job)
     for directory, when, value, low, high in PLOTTED:
         frame = select(read_batches(out / directory), when, args)
@@ -212,8 +218,7 @@ def run_plot(args: argparse.Namespace, console: Console) -> int:
         axes.set_xlabel("event time (UTC)" if when is not None else "batch")
         axes.legend()
         figure.autofmt_xdate()
-        path = args.out or Path(f"{args.query}.png")
-        figure.savefig(path, dpi=100)
+        figure.savefig(path, dpi=100, format="png")
         plt.close(figure)
         console.print(
             f"wrote {path}: {len(frame)} answers of {args.query!r} from {out / directory}"
