@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tsmon.core.timestamps import read_epoch_ms
+
 __all__ = ["bounded_query", "exact_over_time", "input_points"]
 
 _FORMATS = ("csv", "json", "parquet")
@@ -54,12 +56,8 @@ def input_points(spec: Any) -> pd.DataFrame | None:
     cols = spec.columns
     one = spec.series  # a replay's one series, else each row's
     series = raw[cols["series"]] if one is None else pd.Series(one, index=raw.index)
-    text = raw[cols["ts"]].str.strip()
-    digits = text.str.fullmatch(r"-?\d+")
-    ts = pd.to_numeric(text.where(digits), errors="coerce")
-    stamps = pd.to_datetime(text.where(~digits), utc=True, errors="coerce", format="mixed")
-    parsed = stamps.notna()
-    ts[parsed] = (stamps[parsed] - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(milliseconds=1)
+    millis, read = read_epoch_ms(raw[cols["ts"]].to_numpy(dtype=object))  # as the job reads
+    ts = pd.Series(np.where(read, millis, 0), index=raw.index).where(read)
     value = pd.to_numeric(raw[cols["value"]], errors="coerce")
     out = pd.DataFrame({"series": series, "ts": ts, "value": value})
     out = out[np.isfinite(out["value"]) & out["ts"].notna() & out["series"].notna()]
