@@ -4,6 +4,7 @@ status, never a traceback; an interrupted replay still shows what it replayed.""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -443,3 +444,38 @@ def test_plot_checks_its_out_path_first(tmp_path: Path, where: str) -> None:
     assert run.returncode == 2, said
     expected = "is a folder, not a file" if where == "folder" else "does not exist"
     assert f"error: --out {target}" in said and expected in said, said
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_ctrl_c_stops_the_spark_demo_between_batches(tmp_path: Path) -> None:
+    """Ctrl-C during `tsmon demo` met pyspark's own handler (cancel the jobs, raise in the
+    main thread inside a Py4J call): Py4J's tracebacks on stderr. Now the demo stops between
+    batches, as `tsmon run` does, with one line and status 130."""
+    import signal
+    import time
+
+    env = dict(os.environ, COLUMNS="200", PYTHONPATH=str(REPO / "src"))
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "tsmon", "demo", "--hosts", "20", "--dir", str(tmp_path / "d")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    seen = []
+    assert demo.stdout is not None
+    for line in demo.stdout:
+        seen.append(line)
+        if line.startswith("progress: data batch 1 of"):
+            demo.send_signal(signal.SIGINT)
+            break
+    asked = time.monotonic()
+    rest, _ = demo.communicate(timeout=120)
+    out = "".join(seen) + rest
+    assert demo.returncode == 130, out[-3000:]
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out[-3000:]
+    stopped = re.search(r"interrupted: stopped after ([\d,]+) of ([\d,]+) points", out)
+    assert stopped, out[-3000:]
+    assert int(stopped[1].replace(",", "")) < int(stopped[2].replace(",", ""))  # not the end
+    assert time.monotonic() - asked < 60

@@ -21,10 +21,9 @@ from tsmon.core.textfile import read_text
 from tsmon.engine.events import Event
 from tsmon.engine.monitor import Monitor
 from tsmon.query import parse_queries
+from tsmon.spark.signals import INTERRUPTED
 
 console = Console(highlight=False, markup=False)  # data text may hold [brackets]
-INTERRUPTED = 130
-"""The status of a command ended by Ctrl-C (128 + SIGINT, as a shell reports it)."""
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -32,18 +31,16 @@ def _run(args: argparse.Namespace) -> int:
     input (``--once``); either way it ends with one summary line and Spark stopped.
 
     The job file is checked completely before Spark starts (:func:`tsmon.spark.job.load_job`).
-    The job waits in a thread: a signal only sets a flag in the main thread, which then stops
-    the query, so no call into the JVM is ever interrupted half-way (Py4J would log it with a
-    traceback, and the stream thread would die with a Java one).
+    The job waits in a thread (:func:`tsmon.spark.signals.run_until_signalled`), so no call
+    into the JVM is ever interrupted half-way.
     """
-    import signal
-    import threading
     from dataclasses import replace
 
     from tsmon.http import serve
     from tsmon.spark.api import Monitor
     from tsmon.spark.job import load_job
     from tsmon.spark.session import jvm_output
+    from tsmon.spark.signals import run_until_signalled
 
     job = load_job(args.job)
     http = job.http
@@ -62,37 +59,16 @@ def _run(args: argparse.Namespace) -> int:
         if log is not None:
             console.print(f"Spark's own messages go to {log} (--verbose shows them here)")
         service.subscribe(runner.sinks)
-        signalled, wake = threading.Event(), threading.Event()
 
-        def on_signal(*_: object) -> None:
-            signalled.set()
-            wake.set()
+        def work(_: threading.Event) -> None:
+            runner.start()
+            (runner.process_all_available if args.once else runner.await_termination)()
 
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, on_signal)
-        failure: list[BaseException] = []
-
-        def wait() -> None:
-            try:
-                runner.start()
-                (runner.process_all_available if args.once else runner.await_termination)()
-            except Exception as e:  # raised in the main thread, unless a signal stopped the job
-                failure.append(e)
-            finally:
-                wake.set()
-
-        waiter = threading.Thread(target=wait, name="tsmon-run", daemon=True)
-        waiter.start()
-        while not wake.wait(0.2):
-            pass
-        runner.close()  # ends the query the waiter may still be in, then the session
-        waiter.join()
+        signalled = run_until_signalled(work, runner.close)  # close: the query, then Spark
     finally:
         service.close()
-    if signalled.is_set():
+    if signalled:
         console.print("interrupted: stopped (state is in the checkpoint)")
-    elif failure:
-        raise failure[0]
     accepted = runner.input_rows - runner.dead_letters
     console.print(
         f"done: {runner.batches} batches, {runner.input_rows} rows in ({accepted} accepted, "
@@ -108,7 +84,6 @@ def _cluster(args: argparse.Namespace) -> int:
     Start-up problems (Java, a busy port, a worker that does not register) are a
     :class:`~tsmon.spark.standalone.ClusterError` (an ``OSError``): one ``error:`` line.
     """
-    import signal
     import tempfile
 
     from tsmon.spark.standalone import StandaloneCluster
