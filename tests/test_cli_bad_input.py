@@ -471,7 +471,12 @@ def test_ctrl_c_stops_the_spark_demo_between_batches(tmp_path: Path) -> None:
             demo.send_signal(signal.SIGINT)
             break
     asked = time.monotonic()
-    rest, _ = demo.communicate(timeout=120)
+    try:
+        rest, _ = demo.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        demo.kill()  # and its JVM with it: no demo left running after a failure
+        demo.communicate()
+        raise
     out = "".join(seen) + rest
     assert demo.returncode == 130, out[-3000:]
     assert "Traceback" not in out and "KeyboardInterrupt" not in out, out[-3000:]
