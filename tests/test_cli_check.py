@@ -54,13 +54,13 @@ def test_replay_says_which_queries_match_no_series(tmp_path: Path) -> None:
     out = " ".join(run.stdout.split())
     assert run.returncode == 0, out
     named = "'realAWSCloudwatch.ec2_cpu_utilization_5f5533'"
-    assert f"query 'spikes' will not fire: no series matches nab.* (series now: {named})" in out
-    assert "query 'hot' will not fire: no series matches host*.cpu" in out
+    assert f"query 'spikes' waits: no series matches nab.* (series now: {named})" in out
+    assert "query 'hot' waits: no series matches host*.cpu" in out
     renamed = tsmon(
         "replay", str(NAB), "--series", "nab.cpu", "--queries", str(queries), "--show", "0"
     )
     out = " ".join(renamed.stdout.split())
-    assert "'spikes' will not fire" not in out and "│ spikes │ 25 │ │" in out
+    assert "'spikes' waits" not in out and "│ spikes │ 25 │ │" in out
     assert "│ hot │ 0 │ no series matches host*.cpu (series now: 'nab.cpu') │" in out
 
 

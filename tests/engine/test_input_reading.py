@@ -119,3 +119,17 @@ def test_points_of_unknown_series_is_a_clear_key_error() -> None:
     mon = Monitor(["s"])
     with pytest.raises(KeyError, match="unknown series 'nope'"):
         mon.points("nope")
+
+
+def test_value_text_spark_does_not_read_is_not_numeric() -> None:
+    """Python's float takes "1_000" and digits of other scripts; Spark's cast to double (the
+    job's reading of a text value) gives null, a dead letter not_numeric: so does the Monitor.
+    """
+    mon = Monitor(["s"])
+    texts = ["1_000", "\u0661\u0662", "\uff15", " 5 ", "+5", ".5"]  # 1_000, ١٢, ５, read: 3
+    report = mon.ingest(["s"] * len(texts), [T0 + i for i in range(len(texts))], texts)
+    assert (report.accepted, report.rejected) == (3, 3)
+    dead = mon.dead_letters()
+    assert dead["value"].tolist() == texts[:3]
+    assert set(dead["reason"]) == {"not_numeric"}
+    assert mon.points("s")["value"].tolist() == [5.0, 5.0, 0.5]

@@ -3,7 +3,9 @@
 ``plot --job JOB --query Q``.
 
 Errors a user can fix (a malformed query, a bad file, bad options) print one clear message and
-exit with status 2; nothing prints a bare traceback unless ``--debug`` is given.
+exit with status 2; Ctrl-C ends a command with one line and status 130 (``tsmon replay`` first
+prints what it replayed, ``show --follow`` stops with status 0); nothing prints a bare
+traceback unless ``--debug`` is given.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from tsmon import __version__
 from tsmon.cli.commands import (
+    INTERRUPTED,
     _check,
     _cluster,
     _demo,
@@ -37,8 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``tsmon`` console script.
 
     User errors (bad query, bad file, unwritable output path) print one ``error:`` line and
-    return 2; ``--debug`` shows the traceback instead. Bad option values are rejected by
-    argparse before anything runs (also status 2).
+    return 2; Ctrl-C (SIGINT) prints ``interrupted`` and returns 130, the shell's status for
+    it; ``--debug`` shows the traceback instead. Bad option values are rejected by argparse
+    before anything runs (also status 2).
     """
     parser = _parser()
     args = parser.parse_args(argv)
@@ -51,6 +56,11 @@ def main(argv: list[str] | None = None) -> int:
         text = escape(str(message))  # a message may hold brackets ([input], [[sinks]])
         console.print(f"[bold red]error:[/] {text}", markup=True, soft_wrap=True)
         return 2
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        console.print("interrupted")
+        return INTERRUPTED
 
 
 def _int_at_least(minimum: int, hint: str) -> Callable[[str], int]:
@@ -101,6 +111,17 @@ def _duration(text: str) -> str:
     return text
 
 
+def _duration_or_off(text: str) -> str:
+    """A duration (:func:`_duration`, > 0) or ``off``."""
+    if text == "off":
+        return text
+    try:
+        parse_duration_ms(text)
+    except UnitError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}, or 'off' for no limit") from None
+    return text
+
+
 VERBOSE_HELP = (
     "show Spark's own messages (JVM warnings, log lines, Python workers) on the console instead "
     "of writing them to spark.log"
@@ -110,6 +131,7 @@ VERBOSE_HELP = (
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tsmon", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--version", action="version", version=f"tsmon {__version__}")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
     demo = sub.add_parser(
@@ -242,6 +264,13 @@ def _parser() -> argparse.ArgumentParser:
         type=_duration,
         default="0ms",
         help="how far behind its series' newest point a point may arrive, e.g. 5m (default: 0ms)",
+    )
+    replay.add_argument(
+        "--max-future",
+        type=_duration_or_off,
+        default="1d",
+        help="reject rows stamped more than this after this machine's clock as "
+        "future_timestamp, or 'off' (default: 1d)",
     )
     replay.set_defaults(run=_replay)
     return parser

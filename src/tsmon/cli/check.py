@@ -17,6 +17,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from tsmon.core.textfile import read_text
 from tsmon.kinds import kind_of
 from tsmon.query import QuerySyntaxError, Statement, parse_queries
 
@@ -59,7 +60,8 @@ def check_text(text: str) -> Checked:
     """
     checked = Checked()
     good_lines = ["\n"] * len(text.splitlines())
-    for first, piece in pieces(text):
+    spans = pieces(text)
+    for first, piece in spans:
         try:
             statements = parse_queries("\n" * first + piece)
             for statement in statements:
@@ -72,21 +74,23 @@ def check_text(text: str) -> Checked:
             continue
         for i, line in enumerate(piece.splitlines(keepends=True)):
             good_lines[first + i] = line
-    if checked.errors and not any(line.strip() for line in good_lines):
-        return checked
-    try:  # what only the whole file shows: duplicate names, ALTER of an unknown query
-        checked.statements = parse_queries("".join(good_lines))
-    except QuerySyntaxError as exc:
-        checked.errors.append((exc.line, str(exc)))
+    # what only the whole file shows (a name defined twice): each such error's statement is
+    # left out and the rest read again, so the statements that are fine are still listed
+    while any(line.strip() for line in good_lines):
+        try:
+            checked.statements = parse_queries("".join(good_lines))
+            break
+        except QuerySyntaxError as exc:
+            checked.errors.append((exc.line, str(exc)))
+            first, piece = next((lo, p) for lo, p in reversed(spans) if lo <= max(exc.line - 1, 0))
+            good_lines[first : first + len(piece.splitlines())] = ["\n"] * len(piece.splitlines())
     checked.errors.sort(key=lambda e: e[0])
     return checked
 
 
 def run_check(path: Path, console: Console) -> int:
     """Print every error (status 2 if any) and the table of the statements that are fine."""
-    if not path.is_file():
-        raise FileNotFoundError(f"no such file: {path}")
-    checked = check_text(path.read_text(encoding="utf-8"))
+    checked = check_text(read_text(path, "query file"))
     for _, error in checked.errors:
         console.print(f"error: {error}", soft_wrap=True)
     errors = f", {len(checked.errors)} errors" if checked.errors else ""

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
+import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from tsmon.cli.report import events_table, format_event, summary_line
+from tsmon.core.textfile import read_text
 from tsmon.engine.events import Event
 from tsmon.engine.monitor import Monitor
+from tsmon.query import parse_queries
+from tsmon.spark.signals import INTERRUPTED
 
 console = Console(highlight=False, markup=False)  # data text may hold [brackets]
 
@@ -24,18 +31,16 @@ def _run(args: argparse.Namespace) -> int:
     input (``--once``); either way it ends with one summary line and Spark stopped.
 
     The job file is checked completely before Spark starts (:func:`tsmon.spark.job.load_job`).
-    The job waits in a thread: a signal only sets a flag in the main thread, which then stops
-    the query, so no call into the JVM is ever interrupted half-way (Py4J would log it with a
-    traceback, and the stream thread would die with a Java one).
+    The job waits in a thread (:func:`tsmon.spark.signals.run_until_signalled`), so no call
+    into the JVM is ever interrupted half-way.
     """
-    import signal
-    import threading
     from dataclasses import replace
 
     from tsmon.http import serve
     from tsmon.spark.api import Monitor
     from tsmon.spark.job import load_job
     from tsmon.spark.session import jvm_output
+    from tsmon.spark.signals import run_until_signalled
 
     job = load_job(args.job)
     http = job.http
@@ -54,37 +59,16 @@ def _run(args: argparse.Namespace) -> int:
         if log is not None:
             console.print(f"Spark's own messages go to {log} (--verbose shows them here)")
         service.subscribe(runner.sinks)
-        signalled, wake = threading.Event(), threading.Event()
 
-        def on_signal(*_: object) -> None:
-            signalled.set()
-            wake.set()
+        def work(_: threading.Event) -> None:
+            runner.start()
+            (runner.process_all_available if args.once else runner.await_termination)()
 
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, on_signal)
-        failure: list[BaseException] = []
-
-        def wait() -> None:
-            try:
-                runner.start()
-                (runner.process_all_available if args.once else runner.await_termination)()
-            except Exception as e:  # raised in the main thread, unless a signal stopped the job
-                failure.append(e)
-            finally:
-                wake.set()
-
-        waiter = threading.Thread(target=wait, name="tsmon-run", daemon=True)
-        waiter.start()
-        while not wake.wait(0.2):
-            pass
-        runner.close()  # ends the query the waiter may still be in, then the session
-        waiter.join()
+        signalled = run_until_signalled(work, runner.close)  # close: the query, then Spark
     finally:
         service.close()
-    if signalled.is_set():
+    if signalled:
         console.print("interrupted: stopped (state is in the checkpoint)")
-    elif failure:
-        raise failure[0]
     accepted = runner.input_rows - runner.dead_letters
     console.print(
         f"done: {runner.batches} batches, {runner.input_rows} rows in ({accepted} accepted, "
@@ -100,7 +84,6 @@ def _cluster(args: argparse.Namespace) -> int:
     Start-up problems (Java, a busy port, a worker that does not register) are a
     :class:`~tsmon.spark.standalone.ClusterError` (an ``OSError``): one ``error:`` line.
     """
-    import signal
     import tempfile
 
     from tsmon.spark.standalone import StandaloneCluster
@@ -136,11 +119,10 @@ def _query_submit(args: argparse.Namespace) -> int:
         f"submitted {args.op} as {command_id}; the job applies it at its next batch",
         soft_wrap=True,
     )
-    if args.op in ("add", "alter"):
-        snapshot = _latest_snapshot(directory)
-        note = None if snapshot is None else _foresee(snapshot[1], log, command_id)
-        if note is not None:
-            console.print(f"note: {note}", soft_wrap=True)
+    snapshot = _latest_snapshot(directory)  # what the job would make of it, told at once
+    note = None if snapshot is None else _foresee(snapshot[1], log, command_id)
+    if note is not None:
+        console.print(f"note: {note}", soft_wrap=True)
     return 0
 
 
@@ -158,6 +140,8 @@ def _foresee(node: Any, log: Any, command_id: str) -> str | None:
     if not mine["ok"]:
         return f"the job would reject it as things stand: {mine['detail']}"
     command = next(c for c in pending if c.id == command_id)
+    if command.op == "remove":
+        return None
     why = node.why_waiting(node.registered_name(check(command.op, command.text).name))
     return None if why is None else f"it will wait: {why}"
 
@@ -220,12 +204,6 @@ def _running_table(directory: Path) -> Table | str:
     return table
 
 
-def _read_text(path: Path) -> str:
-    if not path.is_file():
-        raise FileNotFoundError(f"no such file: {path}")
-    return path.read_text(encoding="utf-8")
-
-
 def _check(args: argparse.Namespace) -> int:
     """Every error of a query file (status 2 if any), then its statements (:mod:`.check`)."""
     from tsmon.cli.check import run_check
@@ -243,25 +221,34 @@ def _replay(args: argparse.Namespace) -> int:
     from tsmon.streams.csv_series import csv_layout, merge_by_time, read_series_csv
 
     if args.events_out is not None:
-        _check_writable(args.events_out)
+        _check_writable(args.events_out, "--events-out", [*args.csv, args.queries])
     layouts = [csv_layout(path) for path in args.csv]
     _check_series_option(args.series, args.csv, layouts)
-    queries = _read_text(args.queries)
+    queries = read_text(args.queries, "query file")
+    _check_replayable(args.queries, parse_queries(queries))  # syntax errors too, before the CSVs
     points = merge_by_time([read_series_csv(path, args.series) for path in args.csv])
-    monitor = Monitor(points["series"].unique(), allowed_lateness=args.allowed_lateness)
+    monitor = Monitor(
+        points["series"].unique(),
+        allowed_lateness=args.allowed_lateness,
+        max_future=None if args.max_future == "off" else args.max_future,
+    )
     monitor.add_query(queries)
-    for name, why in monitor.unmatched().items():
-        console.print(f"query {name!r} will not fire: {why}", soft_wrap=True)
+    for name, why in monitor.unmatched().items():  # before any point: the events table says
+        console.print(f"query {name!r} waits: {why}", soft_wrap=True)  # which kept waiting
     shown = 0
     counts: Counter[str] = Counter()
     collected: list[Event] = []
-    with _progress() as progress:
+    fed = 0
+    with _deferred_interrupt() as interrupted, _progress() as progress:
         task = progress.add_task("replaying", total=len(points))
         for lo in range(0, len(points), args.batch):
+            if interrupted.is_set():
+                break
             chunk = points.iloc[lo : lo + args.batch]
             monitor.ingest(
                 chunk["series"].to_numpy(), chunk["ts"].to_numpy(), chunk["value"].to_numpy()
             )
+            fed += len(chunk)
             for event in monitor.events():
                 counts[event.query] += 1
                 if shown < args.show:
@@ -273,29 +260,81 @@ def _replay(args: argparse.Namespace) -> int:
     if args.events_out is not None:
         _write_events(collected, args.events_out)
     console.print(events_table(counts, monitor.queries(), monitor.unmatched()))
-    console.print(summary_line(monitor.stats()), soft_wrap=True)
+    stats = monitor.stats()
+    console.print(summary_line(stats), soft_wrap=True)
+    future = cast("dict[str, int]", stats["rejected_by_reason"]).get("future_timestamp", 0)
+    if future:
+        console.print(
+            f"note: {future} rows are stamped more than {args.max_future} after this machine's "
+            "clock (future_timestamp); --max-future off replays them",
+            soft_wrap=True,
+        )
+    if interrupted.is_set():
+        console.print(
+            f"interrupted: replayed the first {fed} of {len(points)} rows; the counts above "
+            "are theirs",
+            soft_wrap=True,
+        )
+        return INTERRUPTED
     return 0
 
 
-def _check_writable(path: Path) -> None:
-    """Raise ``OSError`` with the fix unless ``path`` can be written as a file.
+@contextmanager
+def _deferred_interrupt() -> Iterator[threading.Event]:
+    """Ctrl-C (SIGINT) sets the event yielded instead of raising, until the block ends: a
+    replay checks it between batches, so a batch is fed whole or not at all and the counts
+    shown after it are those of the rows fed (a ``KeyboardInterrupt`` inside an ``ingest``
+    would leave its batch half-applied)."""
+    interrupted = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set())
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
-    Run before the replay: finding out afterwards would cost the whole replay and its events.
+
+def _check_replayable(path: Path, statements: list[Any]) -> None:
+    """Refuse a query file a replay cannot run: no query in it (the replay would show
+    nothing), or an ``ALTER QUERY`` (it changes a query while a job runs; a replay has every
+    query from its first row)."""
+    from tsmon.kinds import kind_of
+
+    if not statements:
+        raise ValueError(
+            f"query file {path} holds no query, so the replay would show nothing; "
+            "write QUERY statements in it (tsmon check shows what a file holds)"
+        )
+    for statement in statements:
+        if not kind_of(statement).defines(statement):
+            raise ValueError(
+                f"query file {path}: ALTER QUERY {statement.name} changes a running job's query "
+                "(tsmon query alter); a replay runs each query from the first row, so write "
+                "the new setting in its QUERY statement"
+            )
+
+
+def _check_writable(path: Path, option: str, inputs: list[Path]) -> None:
+    """Raise ``OSError`` with the fix unless ``path`` (given as ``option``) can be written as a
+    file and is none of the command's ``inputs`` (it would overwrite the recording it reads).
+
+    Run before the work: finding out afterwards would cost the whole replay and its events.
     (Permission checks use ``os.access``; a superuser passes them, and the write itself is
     still guarded by the ``OSError`` handler in :func:`main`.)
     """
-    fix = "pass a file path in an existing, writable folder to --events-out"
+    fix = f"pass a file path in an existing, writable folder to {option}"
     if path.is_dir():
-        raise OSError(f"--events-out {path} is a folder, not a file; {fix}")
+        raise OSError(f"{option} {path} is a folder, not a file; {fix}")
     parent = path.parent
     if not parent.exists():
-        raise OSError(f"--events-out {path}: folder {parent} does not exist; {fix}")
+        raise OSError(f"{option} {path}: folder {parent} does not exist; {fix}")
     if not parent.is_dir():
-        raise OSError(f"--events-out {path}: {parent} is not a folder; {fix}")
+        raise OSError(f"{option} {path}: {parent} is not a folder; {fix}")
+    if path.exists() and any(p.exists() and path.samefile(p) for p in inputs):
+        raise OSError(f"{option} {path} is an input of this command: writing would overwrite it")
     if path.exists() and not os.access(path, os.W_OK):
-        raise OSError(f"--events-out {path}: no permission to overwrite the file; {fix}")
+        raise OSError(f"{option} {path}: no permission to overwrite the file; {fix}")
     if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
-        raise OSError(f"--events-out {path}: no permission to create files in {parent}; {fix}")
+        raise OSError(f"{option} {path}: no permission to create files in {parent}; {fix}")
 
 
 def _check_series_option(series: str | None, paths: list[Path], layouts: list[str]) -> None:
@@ -306,6 +345,10 @@ def _check_series_option(series: str | None, paths: list[Path], layouts: list[st
     """
     if series is None:
         return
+    if not series.strip():
+        raise ValueError(
+            f"--series {series!r} is no name; pass a series name, e.g. --series nab.cpu"
+        )
     plain = [
         str(p) for p, layout in zip(paths, layouts, strict=True) if layout == "timestamp_value"
     ]

@@ -6,9 +6,10 @@ series' newest point stamped at or before ``t``. A point that reached its node a
 one of its series was stale and ignored by the job; this recomputation cannot know the order
 of arrival and takes every point, the last of equal stamps in file order. The job does not
 record the exact value (the coordinator never sees it: that is the point of the filters), but
-a job that reads files still has them: :func:`input_points` reads them as the job does (its
-format and column mapping; digits-only timestamps are epoch ms, others parsed as instants;
-unreadable rows left out, as they were dead letters), and :func:`exact_over_time` evaluates
+a job that reads files still has them: :func:`input_points` reads them as the job does (with
+:func:`tsmon.spark.filerows.file_rows`, its format and column mapping; digits-only timestamps
+are epoch ms, others parsed as instants; unreadable rows left out, as they were dead letters:
+a malformed line costs that line, not its file), and :func:`exact_over_time` evaluates
 the query's definition, taken from the job's newest coordinator snapshot, at each answer's
 time.
 """
@@ -22,44 +23,41 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tsmon.core.timestamps import read_epoch_ms
+
 __all__ = ["bounded_query", "exact_over_time", "input_points"]
 
-_READERS = {
-    "csv": lambda p: pd.read_csv(p, dtype=str),
-    "json": lambda p: pd.read_json(p, lines=True, dtype=False),
-    "parquet": pd.read_parquet,
-}
+_FORMATS = ("csv", "json", "parquet")
 
 
 def input_points(spec: Any) -> pd.DataFrame | None:
     """``series, ts, value`` of every readable input row of a ``files`` or ``replay`` input
     (``spec``: the job's :class:`~tsmon.spark.input_spec.InputSpec`); None for other inputs or when
     the files are gone."""
-    if spec.kind not in ("files", "replay") or spec.path is None or spec.format not in _READERS:
+    from tsmon.spark.filerows import DETAIL, FILE, LINE, REASON, file_rows
+
+    if spec.kind not in ("files", "replay") or spec.path is None or spec.format not in _FORMATS:
         return None
     path = Path(spec.path)
     files = [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []
-    frames = []
+    names = list(dict.fromkeys(spec.columns.values()))
+    rows = []
     for file in files:
         if file.is_file() and not file.name.startswith((".", "_")):
             try:
-                frames.append(_READERS[spec.format](file).astype(str))
-            except (ValueError, OSError):  # a file the job could not read either
+                content = file.read_bytes()
+            except OSError:  # gone since the job read it
                 continue
-    if not frames:
+            rows.extend(file_rows(str(file), content, spec.format, names))
+    raw = pd.DataFrame(rows, columns=[FILE, LINE, *names, REASON, DETAIL])
+    raw = raw[raw[REASON].isna()]  # the job's dead letters malformed_line, unreadable_file
+    if raw.empty:
         return None
-    raw = pd.concat(frames, ignore_index=True)
     cols = spec.columns
-    if "series" in cols and cols["series"] in raw:
-        series = raw[cols["series"]]
-    else:
-        series = pd.Series(spec.series, index=raw.index)
-    text = raw[cols["ts"]].str.strip()
-    digits = text.str.fullmatch(r"-?\d+")
-    ts = pd.to_numeric(text.where(digits), errors="coerce")
-    stamps = pd.to_datetime(text.where(~digits), utc=True, errors="coerce", format="mixed")
-    parsed = stamps.notna()
-    ts[parsed] = (stamps[parsed] - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(milliseconds=1)
+    one = spec.series  # a replay's one series, else each row's
+    series = raw[cols["series"]] if one is None else pd.Series(one, index=raw.index)
+    millis, read = read_epoch_ms(raw[cols["ts"]].to_numpy(dtype=object))  # as the job reads
+    ts = pd.Series(np.where(read, millis, 0), index=raw.index).where(read)
     value = pd.to_numeric(raw[cols["value"]], errors="coerce")
     out = pd.DataFrame({"series": series, "ts": ts, "value": value})
     out = out[np.isfinite(out["value"]) & out["ts"].notna() & out["series"].notna()]

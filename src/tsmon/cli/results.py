@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+import warnings
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -76,7 +77,12 @@ def read_batches(directory: Path, seen: set[Path] | None = None) -> pd.DataFrame
     # one thread: pyarrow's pool threads can abort the process at exit (apache/arrow#34314)
     frames = [pq.read_table(p, use_threads=False).to_pandas() for p in files]
     frames = [f for f in frames if not f.empty]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if not frames:
+        return pd.DataFrame()
+    with warnings.catch_warnings():  # batches whose column is all null (dead letters of a
+        # malformed line have no series): pandas warns that it will keep their dtype one day
+        warnings.simplefilter("ignore", FutureWarning)
+        return pd.concat(frames, ignore_index=True)
 
 
 def since_ms(text: str, newest: int | None) -> int | None:
@@ -107,9 +113,17 @@ def select(frame: pd.DataFrame, when: str | None, args: argparse.Namespace) -> p
 
 
 def _cell(column: str, value: Any) -> str:
-    """One cell: JSON payloads and lists decoded, times in UTC, numbers short."""
-    if value is None or (isinstance(value, float) and pd.isna(value)):
+    """One cell: JSON payloads and lists decoded, times in UTC, epoch ms whole, numbers short.
+
+    Examples
+    --------
+    >>> _cell("ts", 1392389100000.0), _cell("ts_utc", pd.NaT), _cell("value", 1392389100000.0)
+    ('1392389100000', '-', '1.392e+12')
+    """
+    if value is None or value is pd.NaT or (isinstance(value, float) and pd.isna(value)):
         return "-"
+    if (column == "ts" or column.endswith("_ms")) and isinstance(value, float):
+        return str(int(value))  # a column with nulls holds its epoch ms as floats
     if isinstance(value, pd.Timestamp):
         return format_instant_ms(int(value.value) // 1_000_000)  # .value is in ns
     if column in ("payload", "members", "positions", "possible") and isinstance(value, str):
@@ -138,19 +152,25 @@ def table_of(title: str, frame: pd.DataFrame) -> Table:
 
 
 def run_show(args: argparse.Namespace, console: Console) -> int:
-    """Print the rows asked for; with ``--follow``, then those of every new batch."""
+    """Print the rows asked for; with ``--follow``, then those of every new batch until
+    Ctrl-C (status 0)."""
     out = output_directory(args.job)
     seen: dict[str, set[Path]] = {d: set() for d, _ in SHOWN[args.what]}
     shown = 0
-    while True:
-        for directory, when in SHOWN[args.what]:
-            frame = select(read_batches(out / directory, seen[directory]), when, args)
-            if not frame.empty:
-                console.print(table_of(directory, frame))
-                shown += len(frame)
+    try:
+        while True:
+            for directory, when in SHOWN[args.what]:
+                frame = select(read_batches(out / directory, seen[directory]), when, args)
+                if not frame.empty:
+                    console.print(table_of(directory, frame))
+                    shown += len(frame)
+            if not args.follow:
+                break
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
         if not args.follow:
-            break
-        time.sleep(args.interval)
+            raise
+        # Ctrl-C is how --follow ends: not an interruption of the command
     if shown == 0:
         which = f" of query {args.query!r}" if args.query else ""
         console.print(f"no {args.what}{which} in {out}")
@@ -158,12 +178,18 @@ def run_show(args: argparse.Namespace, console: Console) -> int:
 
 
 def run_plot(args: argparse.Namespace, console: Console) -> int:
-    """Write a PNG of one query's answers over time, with their bounds as a band."""
+    """Write a PNG of one query's answers over time, with their bounds as a band, to exactly
+    the path given (matplotlib would add ``.png`` to a path without a suffix, and write
+    another format for another suffix); the path is checked before anything is read."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from tsmon.cli.commands import _check_writable
+
+    path = args.out or Path(f"{args.query}.png")
+    _check_writable(path, "--out", [args.job])
     out = output_directory(args.job)
     for directory, when, value, low, high in PLOTTED:
         frame = select(read_batches(out / directory), when, args)
@@ -192,13 +218,18 @@ def run_plot(args: argparse.Namespace, console: Console) -> int:
         axes.set_xlabel("event time (UTC)" if when is not None else "batch")
         axes.legend()
         figure.autofmt_xdate()
-        path = args.out or Path(f"{args.query}.png")
-        figure.savefig(path, dpi=100)
+        figure.savefig(path, dpi=100, format="png")
         plt.close(figure)
         console.print(
             f"wrote {path}: {len(frame)} answers of {args.query!r} from {out / directory}"
         )
         return 0
+    if not select(read_batches(out / "events"), None, args).empty:
+        raise ValueError(
+            f"query {args.query!r} has events, not answers (a watch query), so there is no "
+            f"answer to plot; list them with tsmon show events --job {args.job} "
+            f"--query {args.query}"
+        )
     raise ValueError(
         f"no answers of query {args.query!r} in {out} (bounded, standing or summary answers); "
         "check the name with tsmon show answers"

@@ -107,7 +107,7 @@ def read_epoch_ms(ts: object) -> tuple[np.ndarray, np.ndarray]:
 
 
 _INT64 = np.iinfo(np.int64)
-_INT_TEXT = re.compile(r"^\s*[+-]?\d+\s*$")
+_INT_TEXT = re.compile(r"^\s*[+-]?[0-9]+\s*$")  # ASCII digits, as Spark reads them
 
 
 def _read_objects(items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

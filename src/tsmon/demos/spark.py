@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -36,6 +37,7 @@ from tsmon.core.units import format_value, parse_duration_ms
 from tsmon.protocols.filters import Answer
 from tsmon.spark.commands import CommandLog
 from tsmon.spark.job import Job, parse_job
+from tsmon.spark.signals import INTERRUPTED
 from tsmon.spark.sinks import BatchOutput
 from tsmon.streams.fleet import FleetStream
 
@@ -210,10 +212,9 @@ def run_spark_demo(
         jvm = os.environ.get("TSMON_JVM_OPTIONS", SHORT_RUN_JVM_OPTIONS)
         spark = spark_session(job.master, job.name, dict(job.spark_conf), log, jvm)
         try:
-            _stream(spark, job, settings, live, console, log, started)
+            return _stream(spark, job, settings, live, console, log, started)
         finally:  # before the checkpoint goes: Spark's state-store maintenance writes into it
             spark.stop()
-    return 0
 
 
 def _stream(
@@ -224,8 +225,9 @@ def _stream(
     console: Console,
     log: Path | None,
     started: float,
-) -> None:
-    """Run the demo's job on ``spark`` until its input is done and it is quiet; the summary."""
+) -> int:
+    """Run the demo's job on ``spark`` until its input is done and it is quiet, then the
+    summary (status 0); Ctrl-C or SIGTERM stops it first (status :data:`INTERRUPTED`)."""
     from tsmon.spark.runtime import JobRunner
 
     runner = JobRunner(job, spark=spark, callback=live)
@@ -235,9 +237,12 @@ def _stream(
     if log is not None:
         console.print(f"Spark's own messages go to {log} (--verbose shows them here)")
     began = time.perf_counter()
-    stream_to_end(runner, live, settings.points)
+    if stream_to_end(runner, live, settings.points):
+        console.print(f"interrupted: stopped after {live.points:,} of {settings.points:,} points")
+        return INTERRUPTED
     elapsed = time.perf_counter() - began
     _summary(console, job, settings, live, runner, elapsed)
+    return 0
 
 
 def spark_log(directory: Path | None) -> Path:
@@ -249,16 +254,19 @@ def spark_log(directory: Path | None) -> Path:
     return Path(tempfile.gettempdir()) / f"tsmon-demo-{os.getpid()}-spark.log"
 
 
-def stream_to_end(runner: Any, live: _Live, points: int) -> None:
+def stream_to_end(runner: Any, live: _Live, points: int) -> bool:
     """Start ``runner`` and run batches until ``live`` has seen ``points`` points and a batch
-    wrote no control rows (the job is quiet), then stop it."""
-    runner.start()
-    try:
-        while live.points < points or _control_pending(live):
+    wrote no control rows (the job is quiet), or Ctrl-C / SIGTERM (then True), then stop it
+    (:func:`tsmon.spark.signals.run_until_signalled`: no Py4J call interrupted half-way)."""
+    from tsmon.spark.signals import run_until_signalled
+
+    def work(signalled: threading.Event) -> None:
+        runner.start()
+        while (live.points < points or _control_pending(live)) and not signalled.is_set():
             runner.process_all_available()
             time.sleep(0.05)
-    finally:
-        runner.stop()
+
+    return run_until_signalled(work, runner.stop)
 
 
 def _control_pending(live: _Live) -> bool:

@@ -131,10 +131,14 @@ def _read_value(item: object) -> tuple[float, str]:
 
     Bools are not numbers (``True`` is not 1.0); numeric strings such as ``" 2.5 "``,
     ``"nan"`` or ``"-inf"`` are read as numbers, so NaN and infinities are reported as such.
+    Text that Python's ``float`` takes but Spark's cast to double does not is no number, as on
+    Spark: digit separators (``"1_000"``) and digits other than ASCII (``"١٢"``, ``"５"``).
     """
     if item is None or item is pd.NA:
         return np.nan, Reason.MISSING.value
     if isinstance(item, (bool, np.bool_)) or not isinstance(item, (Real, Decimal, str)):
+        return np.nan, Reason.NOT_NUMERIC.value
+    if isinstance(item, str) and ("_" in item or not item.isascii()):
         return np.nan, Reason.NOT_NUMERIC.value
     try:
         return float(item), ""

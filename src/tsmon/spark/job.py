@@ -78,6 +78,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tsmon.core.textfile import read_text
 from tsmon.core.units import UnitError
 from tsmon.engine.replicas import DEFAULT_PHASE_MS
 from tsmon.engine.settings import BACKLOG, DAY_MS, HOUR_MS, RegisterSettings
@@ -180,9 +181,11 @@ def load_job(path: str | Path) -> Job:
     """
     file = Path(path)
     try:
-        raw = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise JobError(f"{file}: no such job file") from None
+        text = read_text(file, "job file")
+    except (OSError, ValueError) as e:  # missing, a folder, unreadable, not UTF-8
+        raise JobError(str(e)) from None
+    try:
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise JobError(f"{file}: not valid TOML: {e}") from None
     return parse_job(raw, file.parent, str(file))
@@ -310,9 +313,13 @@ def _queries(raw: Mapping[str, Any], base: Path, where: str) -> str:
         raise JobError(f"{where}: give either queries = '''...''' or query_file, not both")
     if "query_file" in raw:
         file = base / toml_str(raw, "query_file", where, "top-level")
-        if not file.is_file():
+        if not file.exists():
             raise JobError(f"{where}: query_file {str(file)!r} does not exist")
-        return _checked(file.read_text(encoding="utf-8"), str(file))
+        try:
+            text = read_text(file, "query_file")
+        except (OSError, ValueError) as e:  # a folder, unreadable, not UTF-8
+            raise JobError(f"{where}: {e}") from None
+        return _checked(text, str(file))
     text = raw.get("queries", "")
     if not isinstance(text, str):
         raise JobError(f"{where}: queries must be a string of query statements")

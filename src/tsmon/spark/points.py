@@ -198,7 +198,9 @@ def _timestamp(column: Column, kind: str, typed: Column | None) -> tuple[Column,
     text = column.cast("string")
     if kind != "string":  # an integer type: epoch ms already
         return column.cast("bigint"), text
-    ms = F.when(text.rlike(r"^-?\d+$"), text.try_cast("bigint")).otherwise(
+    # digits are epoch ms, as in-process (tsmon.core.timestamps): " 1000 " and "+1000" too,
+    # which try_to_timestamp read as the year 1000; ASCII digits only (Java's \d)
+    ms = F.when(text.rlike(r"^\s*[+-]?\d+\s*$"), text.try_cast("bigint")).otherwise(
         F.unix_millis(F.try_to_timestamp(text))
     )
     if typed is None:

@@ -310,7 +310,7 @@ def _time_keys(ts: list[str | None]) -> np.ndarray:
     import pandas as pd
 
     text = pd.Series(ts, dtype=object)
-    digits = text.str.fullmatch(r"-?\d+", na=False).astype(bool)
+    digits = text.str.fullmatch(r"\s*[+-]?[0-9]+\s*", na=False).astype(bool)  # as the runtime
     keys = pd.Series(np.nan, index=text.index)
     keys[digits] = text[digits].astype(float)
     iso = ~digits & text.notna()

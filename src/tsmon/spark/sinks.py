@@ -50,7 +50,12 @@ from rich.table import Table
 from rich.text import Text
 
 from tsmon import kinds
-from tsmon.core.timestamps import format_instant_and_ms, format_instant_ms
+from tsmon.core.timestamps import (
+    MAX_INSTANT_MS,
+    MIN_INSTANT_MS,
+    format_instant_and_ms,
+    format_instant_ms,
+)
 from tsmon.core.units import format_value
 from tsmon.spark.files import atomic_file
 from tsmon.spark.job import SinkSpec
@@ -135,7 +140,9 @@ def _write(path: Path, frame: pd.DataFrame) -> None:
 
 def with_utc(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with a UTC timestamp column ``<name>_utc`` after each epoch-ms column
-    (``<name>_ms``, and the ``ts`` of dead letters): the readable time beside the exact one.
+    (``<name>_ms``, and the ``ts`` of dead letters): the readable time beside the exact one;
+    null where the time is none or outside what a timestamp column holds (a dead letter
+    ``bad_timestamp`` of the year 2999 keeps its exact ``ts``).
 
     Examples
     --------
@@ -143,11 +150,14 @@ def with_utc(frame: pd.DataFrame) -> pd.DataFrame:
     ['ts_ms', 'ts_utc', 'v']
     >>> str(with_utc(pd.DataFrame({"ts": [1704067200500]}))["ts_utc"][0])
     '2024-01-01 00:00:00.500000+00:00'
+    >>> with_utc(pd.DataFrame({"ts": [32475998400000, None]}))["ts_utc"].isna().tolist()
+    [True, True]
     """
     out = frame.copy()
     for column in [c for c in frame.columns if c.endswith("_ms") or c == "ts"]:
         twin = f"{column.removesuffix('_ms')}_utc"
         millis = pd.to_numeric(frame[column], errors="coerce")
+        millis = millis.where(millis.between(MIN_INSTANT_MS, MAX_INSTANT_MS))
         stamps = pd.to_datetime(millis, unit="ms", utc=True)
         out.insert(out.columns.get_loc(column) + 1, twin, stamps)
     return out

@@ -15,6 +15,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from tsmon.core.textfile import read_text
 from tsmon.core.timestamps import read_epoch_ms
 
 Layout = Literal["long", "timestamp_value"]
@@ -25,6 +26,25 @@ _NAB = ("timestamp", "value")
 def _require_file(path: Path) -> None:
     if not path.is_file():
         raise FileNotFoundError(f"no such CSV file: {path}; pass the path of a recorded series")
+
+
+def _read_csv(path: Path, **options: object) -> pd.DataFrame:
+    """``pd.read_csv`` of every field as text, its errors naming the file and what to fix (a
+    whole file is refused for these: no row of it is fed)."""
+    try:
+        return pd.read_csv(path, dtype=str, **options)
+    except pd.errors.EmptyDataError:
+        raise ValueError(
+            f"{path}: empty file; a recorded series starts with the header line "
+            "'timestamp,value' or 'series,ts,value'"
+        ) from None
+    except pd.errors.ParserError as e:  # a line with too many fields, an unclosed quote
+        raise ValueError(
+            f"{path}: not readable as CSV: {str(e).strip()}; fix or remove that line"
+        ) from None
+    except UnicodeDecodeError:
+        read_text(path, "CSV file")  # raises, naming the line and column of the bad byte
+        raise
 
 
 def _layout_of(path: Path, columns: Sequence[str]) -> Layout:
@@ -47,7 +67,7 @@ def csv_layout(path: str | Path) -> Layout:
     """
     path = Path(path)
     _require_file(path)
-    header = pd.read_csv(path, dtype=str, nrows=0)
+    header = _read_csv(path, nrows=0)
     return _layout_of(path, list(header.columns))
 
 
@@ -71,10 +91,10 @@ def read_series_csv(path: str | Path, series: str | None = None) -> pd.DataFrame
     """
     path = Path(path)
     _require_file(path)
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame = _read_csv(path, keep_default_na=False)
     if _layout_of(path, list(frame.columns)) == "long":
         return frame[list(_LONG)].reset_index(drop=True)
-    name = series or f"{path.parent.name}.{path.stem}"
+    name = series or f"{path.absolute().parent.name}.{path.stem}"  # ./x.csv: <cwd's name>.x
     return pd.DataFrame(
         {"series": name, "ts": frame["timestamp"].to_numpy(), "value": frame["value"].to_numpy()}
     )

@@ -1,0 +1,87 @@
+"""A text timestamp or value is read the same way by a job on Spark (``tsmon.spark.points``:
+SQL on the input rows) and in-process (``tsmon.core.timestamps``, ``tsmon.engine.points``),
+so a CSV row is accepted or dead-lettered alike by ``tsmon run`` and ``tsmon replay``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tsmon.core.timestamps import read_epoch_ms
+from tsmon.engine.points import _read_value
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+SPARK_ONLY = "Spark reads it (Java's parsers), in-process does not: left as is"
+
+TIMESTAMPS = [
+    "1000",
+    "-1000",
+    " 1000 ",  # Spark read these two as the year 1000
+    "+1000",
+    "\u0661\u0662\u0663",  # Arabic-Indic digits: in-process read 123
+    "\uff11\uff12",  # fullwidth digits
+    "1_000",
+    "1000.0",
+    "1e3",
+    "20140101",
+    "2014-01-01",
+    " 2014-01-01 ",
+    "2014-01-01 00:00",
+    "2014-01-01T00:00:00.123456789Z",
+    "2014-01-01T00:00:00+05:00",
+    "2014-01-01 00:00:00 UTC",
+    "2014-1-1",
+    pytest.param("01/02/2014", marks=pytest.mark.xfail(strict=True, reason="pandas reads it")),
+]
+
+VALUES = [
+    "1",
+    " 5 ",
+    "+5",
+    "5.",
+    ".5",
+    "-0",
+    "1e-400",
+    "1e999",
+    "inf",
+    "-Infinity",
+    "nan",
+    "1_000",  # in-process read 1000
+    "\u0661\u0662",  # in-process read 12
+    "\uff15",  # in-process read 5
+    "1,5",
+    "0x10",
+    "--5",
+    pytest.param("1d", marks=pytest.mark.xfail(strict=True, reason=SPARK_ONLY)),
+    pytest.param("5f", marks=pytest.mark.xfail(strict=True, reason=SPARK_ONLY)),
+    pytest.param("0x1p3", marks=pytest.mark.xfail(strict=True, reason=SPARK_ONLY)),
+]
+
+
+def _spark_one(spark, expression, text: str):
+    from pyspark.sql import functions as F
+
+    frame = spark.createDataFrame([(text,)], "v string")
+    return frame.select(expression(F.col("v")).alias("x")).collect()[0].x
+
+
+@pytest.mark.parametrize("text", TIMESTAMPS)
+def test_a_text_timestamp_is_read_alike(spark, text: str) -> None:
+    from tsmon.spark.points import _timestamp
+
+    on_spark = _spark_one(spark, lambda c: _timestamp(c, "string", None)[0], text)
+    millis, ok = read_epoch_ms(np.array([text], dtype=object))
+    assert on_spark == (int(millis[0]) if ok[0] else None)
+
+
+@pytest.mark.parametrize("text", VALUES)
+def test_a_text_value_is_read_alike(spark, text: str) -> None:
+    on_spark = _spark_one(spark, lambda c: c.try_cast("double"), text)
+    number, reason = _read_value(text)
+    if on_spark is None:
+        assert reason == "not_numeric", number
+    else:
+        assert reason == "" and (number == on_spark or math.isnan(number) == math.isnan(on_spark))

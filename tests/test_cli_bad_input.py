@@ -1,0 +1,486 @@
+"""A new user's mistakes and Ctrl-C: one clear line (naming the file, the line, the fix) and a
+status, never a traceback; an interrupted replay still shows what it replayed."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import NAB, REPO, tsmon
+from tsmon.cli.check import check_text
+from tsmon.core.textfile import read_text
+from tsmon.spark.job import JobError, load_job
+
+ROWS = 4032  # NAB's ec2_cpu_utilization_5f5533.csv
+
+
+def patched(script: str, *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """``tsmon *args`` in a subprocess after ``script`` ran (it patches what raises SIGINT)."""
+    code = textwrap.dedent(script) + "\nfrom tsmon.cli import main\nsys.exit(main(sys.argv[1:]))"
+    src = str(REPO / "src")
+    env = dict(os.environ, COLUMNS="200", PYTHONPATH=src)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+SIGINT_IN_SECOND_INGEST = """
+import os, signal, sys
+from tsmon.engine.monitor import Monitor
+ingest, calls = Monitor.ingest, []
+def interrupted_ingest(self, *args, **kwargs):
+    calls.append(1)
+    if len(calls) == 2:  # Ctrl-C while the second batch is being fed
+        os.kill(os.getpid(), signal.SIGINT)
+    return ingest(self, *args, **kwargs)
+Monitor.ingest = interrupted_ingest
+"""
+
+
+def test_ctrl_c_during_a_replay_shows_the_rows_replayed(tmp_path: Path) -> None:
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY high ON * WHEN last > 50\n", encoding="utf-8")
+    events = tmp_path / "events.csv"
+    run = patched(
+        SIGINT_IN_SECOND_INGEST,
+        *("replay", str(NAB), "--queries", str(queries), "--batch", "500"),
+        *("--events-out", str(events)),
+    )
+    out = run.stdout + run.stderr
+    assert run.returncode == 130, out
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out
+    # the batch being fed when Ctrl-C came is fed whole, and nothing after it
+    assert "points received 1000 = accepted 1000 + rejected 0" in out, out
+    assert f"interrupted: replayed the first 1000 of {ROWS} rows" in out, out
+    assert events.is_file()  # the events of those rows are written
+
+
+def test_ctrl_c_ends_show_follow_quietly(tmp_path: Path) -> None:
+    (tmp_path / "answers").mkdir()
+    script = """
+    import os, signal, sys, time
+    time.sleep = lambda seconds: os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while waiting
+    """
+    run = patched(script, "show", "answers", "--job", str(tmp_path), "--follow")
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+    assert "Traceback" not in out
+    assert f"no answers in {tmp_path}" in " ".join(out.split())
+
+
+def test_ctrl_c_in_any_command_is_one_line(tmp_path: Path) -> None:
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY high ON * WHEN last > 50\n", encoding="utf-8")
+    script = """
+    import os, signal, sys
+    import tsmon.cli.check as check
+    def interrupted(text):
+        os.kill(os.getpid(), signal.SIGINT)
+    check.check_text = interrupted
+    """
+    run = patched(script, "check", str(queries))
+    out = run.stdout + run.stderr
+    assert run.returncode == 130, out
+    assert "Traceback" not in out
+    assert out.strip() == "interrupted", out
+
+
+def _files(tmp_path: Path) -> dict[str, Path]:
+    folder = tmp_path / "folder.tsq"
+    folder.mkdir()
+    latin = tmp_path / "latin.tsq"
+    latin.write_bytes(b"QUERY a ON x WHEN last > 1\nQUERY b ON x WHEN last > 1 -- \xe9t\xe9\n")
+    job = tmp_path / "latin.toml"
+    job.write_bytes(b'[job]\ncheckpoint = "ck" # \xe9t\xe9\n')
+    return {"folder": folder, "latin": latin, "job": job}
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("check", "{folder}"), "query file {folder} is a folder; pass the path of a file"),
+        (
+            ("check", "{latin}"),
+            "query file {latin} is not UTF-8 text: byte 0xe9 at line 2, column 31",
+        ),
+        (
+            ("replay", str(NAB), "--queries", "{folder}"),
+            "query file {folder} is a folder; pass the path of a file",
+        ),
+        (
+            ("replay", str(NAB), "--queries", "{latin}"),
+            "query file {latin} is not UTF-8 text: byte 0xe9 at line 2, column 31",
+        ),
+        (("run", "{folder}"), "job file {folder} is a folder; pass the path of a file"),
+        (("run", "{job}"), "job file {job} is not UTF-8 text: byte 0xe9 at line 2, column 21"),
+    ],
+)
+def test_a_folder_or_bytes_that_are_not_utf8_are_named(
+    tmp_path: Path, args: tuple[str, ...], expected: str
+) -> None:
+    files = _files(tmp_path)
+    run = tsmon(*(a.format(**files) for a in args), timeout=60)
+    out = run.stdout + run.stderr
+    assert run.returncode == 2, out
+    assert "Traceback" not in out
+    assert f"error: {expected.format(**files)}" in " ".join(out.split()), out
+
+
+def test_a_query_file_that_is_not_utf8_fails_the_job_file(tmp_path: Path) -> None:
+    files = _files(tmp_path)
+    job = tmp_path / "job.toml"
+    job.write_text(
+        f'query_file = "{files["latin"].name}"\n[job]\ncheckpoint = "ck"\n'
+        '[input]\nkind = "generator"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(JobError, match=r"query_file .*latin\.tsq is not UTF-8 text: byte 0xe9"):
+        load_job(job)
+
+
+def test_an_unreadable_file_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "q.tsq"
+    path.write_text("QUERY a ON x WHEN last > 1\n", encoding="utf-8")
+
+    def denied(self: Path) -> bytes:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "read_bytes", denied)  # chmod 000 does not stop root
+    with pytest.raises(PermissionError, match=f"^no permission to read query file {path}$"):
+        read_text(path, "query file")
+
+
+def test_check_lists_the_statements_beside_a_duplicate_name() -> None:
+    checked = check_text(
+        "QUERY a ON x WHEN last > 1\nQUERY b ON x WHEN last > 1\nQUERY A ON y WHEN last > 2\n"
+        "QUERY c AS SUM(a.x, b.x) WITHIN 1\nQUERY B ON z WHEN last > 3\n"
+    )
+    assert [s.name for s in checked.statements] == ["a", "b", "c"]
+    assert [e.split(":")[0] + ":" + e.split(":")[1] for _, e in checked.errors] == [
+        "line 3:1",
+        "line 5:1",
+    ]
+    assert all("duplicate query name" in e for _, e in checked.errors)
+
+
+def test_replay_refuses_a_query_file_without_queries(tmp_path: Path) -> None:
+    queries = tmp_path / "q.tsq"
+    queries.write_text("# nothing yet\n", encoding="utf-8")
+    run = tsmon("replay", str(NAB), "--queries", str(queries))
+    out = run.stdout + run.stderr
+    assert run.returncode == 2, out
+    assert f"error: query file {queries} holds no query" in " ".join(out.split()), out
+    assert "points received" not in out
+
+
+def test_replay_refuses_an_empty_series_name(tmp_path: Path) -> None:
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY a ON * WHEN last > 1\n", encoding="utf-8")
+    run = tsmon("replay", str(NAB), "--queries", str(queries), "--series", "")
+    out = run.stdout + run.stderr
+    assert run.returncode == 2, out
+    assert "error: --series '' is no name" in out, out
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"", "x.csv: empty file; a recorded series starts with the header line"),
+        (
+            b"timestamp,value\n2014-01-01 00:00:00,1\n2014-01-01 00:05:00,2,3\n",
+            "Expected 2 fields in line 3, saw 3; fix or remove that line",
+        ),
+        (
+            b'timestamp,value\n"2014-01-01 00:00:00,1\n',
+            "EOF inside string starting at row 1; fix or remove that line",
+        ),
+        (
+            b"timestamp,value\n2014-01-01 00:00:00,1\n2014-01-01 00:05:00,\xff\n",
+            "CSV file {path} is not UTF-8 text: byte 0xff at line 3, column 21",
+        ),
+    ],
+)
+def test_replay_names_a_csv_it_cannot_read(tmp_path: Path, content: bytes, expected: str) -> None:
+    path = tmp_path / "x.csv"
+    path.write_bytes(content)
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY a ON * WHEN last > 1\n", encoding="utf-8")
+    run = tsmon("replay", str(path), "--queries", str(queries))
+    out = run.stdout + run.stderr
+    assert run.returncode == 2, out
+    assert "Traceback" not in out
+    error = " ".join(out.split())
+    assert error.startswith("error:") and str(path) in error, out
+    assert expected.format(path=path) in error, out
+
+
+def test_a_csv_in_the_working_directory_is_named_after_it(tmp_path: Path) -> None:
+    (tmp_path / "x.csv").write_text("timestamp,value\n2014-01-01 00:00:00,1\n", encoding="utf-8")
+    (tmp_path / "q.tsq").write_text("QUERY a ON * WHEN last > 0\n", encoding="utf-8")
+    run = patched("import sys", "replay", "x.csv", "--queries", "q.tsq", cwd=tmp_path)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+    assert f"series={tmp_path.name}.x," in out, out  # not '.x'
+
+
+def test_replay_of_rows_stamped_ahead_says_how_to_take_them(tmp_path: Path) -> None:
+    path = tmp_path / "x.csv"
+    path.write_text(
+        "timestamp,value\n2014-01-01 00:00:00,1\n2200-01-01 00:00:00,2\n2200-01-01 00:05:00,3\n",
+        encoding="utf-8",
+    )
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY a ON * WHEN last > 0\n", encoding="utf-8")
+    run = tsmon("replay", str(path), "--queries", str(queries))
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 0, out
+    assert "accepted 1 + rejected 2 (future_timestamp: 2)" in out, out
+    assert "note: 2 rows are stamped more than 1d after this machine's clock" in out, out
+    assert "--max-future off replays them" in out, out
+    run = tsmon("replay", str(path), "--queries", str(queries), "--max-future", "off")
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 0, out
+    assert "points received 3 = accepted 3 + rejected 0" in out, out
+    assert "note:" not in out
+
+
+def test_replay_refuses_an_alter_statement_before_reading_the_csv(tmp_path: Path) -> None:
+    queries = tmp_path / "q.tsq"
+    queries.write_text(
+        "QUERY t AS AVG(a.x, b.x) WITHIN 5\nALTER QUERY t WITHIN 2\n", encoding="utf-8"
+    )
+    run = tsmon("replay", str(NAB), "--queries", str(queries))
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 2, out
+    assert f"error: query file {queries}: ALTER QUERY t changes a running job's query" in out
+    assert "alter_query" not in out  # the Python API's name, not a command
+
+
+def test_a_bounded_query_over_the_replayed_series_is_not_said_to_never_fire(
+    tmp_path: Path,
+) -> None:
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY level AS AVG(nab.cpu) WITHIN 5\n", encoding="utf-8")
+    run = tsmon("replay", str(NAB), "--series", "nab.cpu", "--queries", str(queries))
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 0, out
+    assert "will not fire" not in out
+    assert "query 'level' waits: for series 'nab.cpu', which has sent no point yet" in out
+    assert "│ level │ 0 │" in out and "note" not in out  # no longer waiting at the end
+
+
+def test_the_exact_line_of_a_plot_keeps_a_file_with_a_malformed_line(tmp_path: Path) -> None:
+    """The job dead-letters a malformed line and takes the file's other rows; the plot's
+    recomputation of the exact values must take them too (it dropped the whole file)."""
+    from tsmon.cli.oracle import input_points
+    from tsmon.spark.input_spec import InputSpec
+
+    (tmp_path / "a.csv").write_bytes(
+        b"metric,time,v\na.x,1000,1\na.x,2000,2,extra\nb.x,3000,\xff\nb.x,4000,4\n"
+    )
+    (tmp_path / "b.bin").write_bytes(b"\x00\x01")  # unreadable_file: no rows
+    spec = InputSpec(
+        kind="files",
+        path=tmp_path,
+        format="csv",
+        columns={"series": "metric", "ts": "time", "value": "v"},
+    )
+    points = input_points(spec)
+    assert points is not None
+    assert points.values.tolist() == [["a.x", 1000, 1.0], ["b.x", 4000, 4.0]]
+
+
+def test_plot_of_a_watch_query_says_it_has_events(tmp_path: Path) -> None:
+    import pandas as pd
+
+    events = tmp_path / "events"
+    events.mkdir()
+    frame = pd.DataFrame({"query": ["spikes"], "series": ["a.x"], "ts_ms": [1000]})
+    frame.to_parquet(events / "batch-000000000.parquet")
+    run = tsmon("plot", "--job", str(tmp_path), "--query", "spikes")
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 2, out
+    assert "error: query 'spikes' has events, not answers (a watch query)" in out, out
+    assert f"tsmon show events --job {tmp_path} --query spikes" in out, out
+
+
+def test_show_gives_epoch_ms_whole_and_no_time_as_a_dash(tmp_path: Path) -> None:
+    """A dead-letters batch with a malformed line (no ts) made the ts column floats, shown as
+    1.392e+12, and its missing UTC time as NaT; pandas warned about concatenating it."""
+    import pandas as pd
+
+    dead = tmp_path / "dead_letters"
+    dead.mkdir()
+    pd.DataFrame({"series": ["a.x"], "ts": [1392388800000], "reason": ["infinite"]}).to_parquet(
+        dead / "batch-000000000.parquet"
+    )
+    pd.DataFrame({"series": [None], "ts": [None], "reason": ["malformed_line"]}).to_parquet(
+        dead / "batch-000000001.parquet"
+    )
+    run = tsmon("show", "dead-letters", "--job", str(tmp_path))
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+    assert "1392388800000" in out and "1.392e+12" not in out, out
+    assert "NaT" not in out and "FutureWarning" not in out, out
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_a_job_survives_a_row_stamped_beyond_2262(tmp_path: Path) -> None:
+    """A files job whose input has a row of the year 2999: a dead letter bad_timestamp. Its
+    exact ms had no UTC twin for the Parquet sink, and the job died at that batch (again at
+    every restart) with pandas' OutOfBoundsDatetime."""
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    (incoming / "a.csv").write_text(
+        "series,ts,value\na.x,2014-02-14 14:30:00,1\na.x,2999-02-14 14:40:00,5\n",
+        encoding="utf-8",
+    )
+    job = tmp_path / "job.toml"
+    job.write_text(
+        "queries = 'QUERY hot ON a.* WHEN last > 0'\n[job]\ncheckpoint = \"ckpt\"\n"
+        '[input]\nkind = "files"\npath = "incoming"\nformat = "csv"\n'
+        '[[sinks]]\nkind = "parquet"\npath = "out"\n',
+        encoding="utf-8",
+    )
+    run = tsmon("run", str(job), "--once", timeout=600)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-3000:]
+    assert "2 rows in (1 accepted, 1 dead letters)" in out, out[-3000:]
+    shown = tsmon("show", "dead-letters", "--job", str(job))
+    assert "bad_timestamp" in shown.stdout and "32475998400000" in shown.stdout, shown.stdout
+
+
+def test_query_remove_of_an_unknown_query_says_at_once_the_job_would_reject_it(
+    tmp_path: Path,
+) -> None:
+    import pickle
+
+    from tsmon.engine.hub import CoordinatorNode
+    from tsmon.engine.settings import HostSettings
+    from tsmon.query import parse_query
+
+    hub = CoordinatorNode(HostSettings(1_000, 0.1))
+    hub.add(parse_query("QUERY spikes ON nab.* WHEN last > 1"))
+    (tmp_path / "coordinator").mkdir()
+    (tmp_path / "coordinator" / "coord-000000001.pkl").write_bytes(pickle.dumps(hub))
+    run = tsmon("query", "remove", "--job", str(tmp_path), "spikez")
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 0, out  # submitted all the same: the job decides
+    assert "note: the job would reject it as things stand: no query 'spikez'" in out, out
+    known = tsmon("query", "remove", "--job", str(tmp_path), "spikes")
+    assert known.returncode == 0 and "note:" not in known.stdout, known.stdout
+
+
+def test_python_dash_m_tsmon_and_version(tmp_path: Path) -> None:
+    from tsmon import __version__
+
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    run = subprocess.run(
+        [sys.executable, "-m", "tsmon", "--version"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.strip() == f"tsmon {__version__}"
+
+
+@pytest.mark.parametrize("which", ["csv", "queries"])
+def test_events_out_never_overwrites_an_input(tmp_path: Path, which: str) -> None:
+    data = tmp_path / "x.csv"
+    data.write_text("timestamp,value\n2014-01-01 00:00:00,1\n", encoding="utf-8")
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY a ON * WHEN last > 0\n", encoding="utf-8")
+    before = {p: p.read_bytes() for p in (data, queries)}
+    target = data if which == "csv" else queries
+    run = tsmon("replay", str(data), "--queries", str(queries), "--events-out", str(target))
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 2, out
+    assert f"error: --events-out {target} is an input of this command" in out, out
+    assert {p: p.read_bytes() for p in before} == before
+
+
+def _answers(tmp_path: Path) -> Path:
+    import pandas as pd
+
+    answers = tmp_path / "out" / "answers"
+    answers.mkdir(parents=True)
+    pd.DataFrame(
+        {"query": ["s", "s"], "as_of_ms": [1000, 2000], "value": [1.0, 2.0]}
+        | {"lo": [0.5, 1.5], "hi": [1.5, 2.5]}
+    ).to_parquet(answers / "batch-000000000.parquet")
+    return tmp_path / "out"
+
+
+def test_plot_writes_a_png_at_exactly_the_path_given(tmp_path: Path) -> None:
+    out = _answers(tmp_path)
+    target = tmp_path / "picture"  # no suffix: matplotlib wrote picture.png and we said picture
+    run = tsmon("plot", "--job", str(out), "--query", "s", "--out", str(target))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not (tmp_path / "picture.png").exists()
+
+
+@pytest.mark.parametrize("where", ["folder", "missing-parent"])
+def test_plot_checks_its_out_path_first(tmp_path: Path, where: str) -> None:
+    out = _answers(tmp_path)
+    target = out if where == "folder" else tmp_path / "no" / "p.png"
+    run = tsmon("plot", "--job", str(out), "--query", "s", "--out", str(target))
+    said = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 2, said
+    expected = "is a folder, not a file" if where == "folder" else "does not exist"
+    assert f"error: --out {target}" in said and expected in said, said
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_ctrl_c_stops_the_spark_demo_between_batches(tmp_path: Path) -> None:
+    """Ctrl-C during `tsmon demo` met pyspark's own handler (cancel the jobs, raise in the
+    main thread inside a Py4J call): Py4J's tracebacks on stderr. Now the demo stops between
+    batches, as `tsmon run` does, with one line and status 130."""
+    import signal
+    import time
+
+    env = dict(os.environ, COLUMNS="200", PYTHONPATH=str(REPO / "src"))
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "tsmon", "demo", "--hosts", "20", "--dir", str(tmp_path / "d")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    seen = []
+    assert demo.stdout is not None
+    for line in demo.stdout:
+        seen.append(line)
+        if line.startswith("progress: data batch 1 of"):
+            demo.send_signal(signal.SIGINT)
+            break
+    asked = time.monotonic()
+    try:
+        rest, _ = demo.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        demo.kill()  # and its JVM with it: no demo left running after a failure
+        demo.communicate()
+        raise
+    out = "".join(seen) + rest
+    assert demo.returncode == 130, out[-3000:]
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out[-3000:]
+    stopped = re.search(r"interrupted: stopped after ([\d,]+) of ([\d,]+) points", out)
+    assert stopped, out[-3000:]
+    assert int(stopped[1].replace(",", "")) < int(stopped[2].replace(",", ""))  # not the end
+    assert time.monotonic() - asked < 60
