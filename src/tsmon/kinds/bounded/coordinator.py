@@ -4,7 +4,7 @@ queries over globs expanded as series appear (the time it runs at: :mod:`tsmon.k
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -68,14 +68,18 @@ class BoundedCoordinator(CoordinatorPart):
         return list(dict.fromkeys([*self.planned(), *self.globbed]))
 
     def pinned_series(self) -> set[str]:
-        return {o for q in self.planned().values() for o in q.objects}
+        return set().union(*(q.weights for q in self.planned().values()))
 
-    def reads(self) -> dict[str, tuple[tuple[str, ...], ...]]:
+    def reads(self, names: Iterable[str] | None = None) -> dict[str, tuple[tuple[str, ...], ...]]:
         """Each series of a query, or each term's glob of a query over globs (dropped ones
         are left out: they say why in ``droppedQueries``)."""
-        out = {name: tuple((o,) for o in q.objects) for name, q in self.planned().items()}
-        for name, statement in self.globbed.items():
-            out[name] = tuple((t.series,) for t in statement.terms)
+        planned, globbed = self.planned(), self.globbed
+        out = {}
+        for name in [*planned, *globbed] if names is None else names:
+            if name in globbed:
+                out[name] = tuple((t.series,) for t in globbed[name].terms)
+            elif name in planned:
+                out[name] = tuple(zip(planned[name].weights))  # ((object,), ...) in order
         return out
 
     def add_query(

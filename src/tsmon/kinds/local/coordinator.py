@@ -159,8 +159,10 @@ class LocalCoordinator(CoordinatorPart):
         for known in [n for n in self.patterns if query_key(n) == query_key(name)]:
             del self.patterns[known]
 
-    def reads(self) -> dict[str, tuple[tuple[str, ...], ...]]:
-        return {name: (patterns,) for name, patterns in self.patterns.items()}
+    def reads(self, names: Iterable[str] | None = None) -> dict[str, tuple[tuple[str, ...], ...]]:
+        patterns = self.patterns
+        wanted = patterns if names is None else [n for n in names if n in patterns]
+        return {name: (patterns[name],) for name in wanted}
 
     def names(self) -> list[str]:
         return self.watch.names()
