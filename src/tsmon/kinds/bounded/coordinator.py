@@ -4,6 +4,7 @@ queries over globs expanded as series appear (the time it runs at: :mod:`tsmon.k
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,16 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from tsmon.engine.settings import HostSettings
 
 __all__ = ["BoundedCoordinator"]
+
+# Not state (a copy starts with none): what every step asks again, kept per part while the
+# queries it comes from are the same objects (a query change replaces them), so that it does
+# not cost every query each step.
+_PINNED: weakref.WeakKeyDictionary[BoundedCoordinator, tuple[dict[str, Query], frozenset[str]]] = (
+    weakref.WeakKeyDictionary()
+)
+_GROUPS: weakref.WeakKeyDictionary[
+    BoundedCoordinator, dict[str, tuple[Query, tuple[tuple[str, ...], ...]]]
+] = weakref.WeakKeyDictionary()
 
 
 class BoundedCoordinator(CoordinatorPart):
@@ -68,7 +79,16 @@ class BoundedCoordinator(CoordinatorPart):
         return list(dict.fromkeys([*self.planned(), *self.globbed]))
 
     def pinned_series(self) -> set[str]:
-        return set().union(*(q.weights for q in self.planned().values()))
+        if self.deferred:
+            return set().union(*(q.weights for q in self.planned().values()))
+        queries = self.coordinator.queries  # replaced, never changed, by a query change
+        last = _PINNED.get(self)
+        if last is None or last[0] is not queries:
+            last = _PINNED[self] = (
+                queries,
+                frozenset().union(*(q.weights for q in queries.values())),
+            )
+        return set(last[1])
 
     def reads(self, names: Iterable[str] | None = None) -> dict[str, tuple[tuple[str, ...], ...]]:
         """Each series of a query, or each term's glob of a query over globs (dropped ones
@@ -79,8 +99,18 @@ class BoundedCoordinator(CoordinatorPart):
             if name in globbed:
                 out[name] = tuple((t.series,) for t in globbed[name].terms)
             elif name in planned:
-                out[name] = tuple(zip(planned[name].weights))  # ((object,), ...) in order
+                out[name] = self._groups(name, planned[name])
         return out
+
+    def _groups(self, name: str, query: Query) -> tuple[tuple[str, ...], ...]:
+        """``((object,), ...)`` of ``query``, kept while it is the same query object."""
+        memo = _GROUPS.setdefault(self, {})
+        last = memo.get(name)
+        if last is None or last[0] is not query:
+            if len(memo) > 2 * len(self.coordinator.queries) + 64:  # many removed since
+                memo.clear()
+            last = memo[name] = query, tuple(zip(query.weights))
+        return last[1]
 
     def add_query(
         self, hub: CoordinatorNode, query: Query, source_of: Mapping[str, str] | None = None
