@@ -94,23 +94,19 @@ class BoundedCoordinator(CoordinatorPart):
         """Each series of a query, or each term's glob of a query over globs (dropped ones
         are left out: they say why in ``droppedQueries``)."""
         planned, globbed = self.planned(), self.globbed
+        memo = _GROUPS.setdefault(self, {})  # query -> (query object, groups), kept
+        if len(memo) > 2 * len(planned) + 64:  # many removed since
+            memo.clear()
         out = {}
         for name in [*planned, *globbed] if names is None else names:
             if name in globbed:
                 out[name] = tuple((t.series,) for t in globbed[name].terms)
             elif name in planned:
-                out[name] = self._groups(name, planned[name])
+                query, last = planned[name], memo.get(name)
+                if last is None or last[0] is not query:  # ((object,), ...) in order
+                    last = memo[name] = query, tuple(zip(query.weights))
+                out[name] = last[1]
         return out
-
-    def _groups(self, name: str, query: Query) -> tuple[tuple[str, ...], ...]:
-        """``((object,), ...)`` of ``query``, kept while it is the same query object."""
-        memo = _GROUPS.setdefault(self, {})
-        last = memo.get(name)
-        if last is None or last[0] is not query:
-            if len(memo) > 2 * len(self.coordinator.queries) + 64:  # many removed since
-                memo.clear()
-            last = memo[name] = query, tuple(zip(query.weights))
-        return last[1]
 
     def add_query(
         self, hub: CoordinatorNode, query: Query, source_of: Mapping[str, str] | None = None
