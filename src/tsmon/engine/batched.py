@@ -15,8 +15,8 @@ import copy
 import functools
 import pickle
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from tsmon.engine import guard
 from tsmon.engine.events import event_order
@@ -35,6 +35,7 @@ from tsmon.query import parse_queries
 __all__ = ["BatchedRuntime"]
 
 Row = dict[str, Any]
+T = TypeVar("T")
 
 
 class BatchedRuntime:
@@ -167,6 +168,20 @@ class BatchedRuntime:
             self._hub_journal.changed()
         return self._hub
 
+    def change(self, change: Callable[[CoordinatorNode], T]) -> T:
+        """``change(coordinator)`` before the next batch, logged in the coordinator's journal
+        (:meth:`~tsmon.engine.journal.Journal.applied`: it must give the same state again
+        from the same state, and what it reads must not change after it), so that the next
+        step needs no snapshot; returns what it returns. One that raises is not logged: the
+        next step starts from a snapshot, as after :meth:`hub` with ``change=True``."""
+        try:
+            out = change(self._hub)
+        except BaseException:
+            self._hub_journal.changed()
+            raise
+        self._hub_journal.applied(change)
+        return out
+
     def node(self, key: str) -> Any | None:
         """The node of ``key`` (None before its first step), to read at once and not keep."""
         return self._nodes.get(key)
@@ -179,16 +194,16 @@ class BatchedRuntime:
     def add_query(self, query: Query, source_of: Mapping[str, str] | None = None) -> None:
         """Register a bounded aggregate of the filter protocol (see
         :meth:`tsmon.kinds.bounded.BoundedCoordinator.add_query`)."""
-        hub = self.hub(change=True)
-        hub.part("bounded").add_query(hub, query, source_of)
+        given = dict(source_of or {})  # as of now: the change is replayed later
+        self.change(lambda hub: hub.part("bounded").add_query(hub, query, given))
 
     def alter_query(self, name: str, delta: float, *, immediately: bool = False) -> None:
         """Change the precision constraint of query ``name`` (any kind that has one)."""
-        self.hub(change=True).alter_precision(name, delta, now=immediately)
+        self.change(lambda hub: hub.alter_precision(name, delta, now=immediately))
 
     def remove_query(self, name: str) -> None:
         """Unregister query ``name``."""
-        self.hub(change=True).remove_query(name)
+        self.change(lambda hub: hub.remove_query(name))
 
     def run_batch(
         self, points: Sequence[tuple[str, str, int, float]], clock_ms: int | None = None

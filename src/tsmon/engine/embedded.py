@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tsmon.engine.batched import BatchedRuntime
+from tsmon.engine.hub import CoordinatorNode
 from tsmon.engine.replicas import SummaryReader, phase_ends
 from tsmon.engine.settings import HostSettings
 from tsmon.query import query_key
@@ -77,15 +78,19 @@ class InstantHost:
     # -- statements ----------------------------------------------------------------------
     def add(self, statement: Any, series: Iterable[str]) -> None:
         """Register a definition; ``series`` (the Monitor's) all live at :data:`SOURCE`."""
-        coordinator = self.runtime.hub(change=True)
-        coordinator.declare(dict.fromkeys(series, SOURCE))
-        coordinator.add(statement, source_of=lambda names: dict.fromkeys(names, SOURCE))
+        declared = dict.fromkeys(series, SOURCE)  # as of now: the change is replayed later
+
+        def add(coordinator: CoordinatorNode) -> None:
+            coordinator.declare(declared)
+            coordinator.add(statement, source_of=lambda names: dict.fromkeys(names, SOURCE))
+
+        self.runtime.change(add)
         self.statements[query_key(statement.name)] = statement
         self.step([])
 
     def alter(self, statement: Any) -> None:
         """Apply an alter statement of a registered query."""
-        self.runtime.hub(change=True).alter(statement)
+        self.runtime.change(lambda coordinator: coordinator.alter(statement))
         self.step([])
 
     def remove(self, name: str) -> None:

@@ -148,7 +148,10 @@ class MonitorHosts:
         return texts | hosted
 
     def defines(self, name: str) -> bool:
-        return query_key(name) in {query_key(n) for n in self.texts()}
+        instant = self.instant
+        return query_key(name) in self.store.queries or (
+            instant is not None and instant.defines(name)
+        )
 
     def unmatched(self) -> dict[str, str]:
         """The queries of every host that wait for series: name -> why

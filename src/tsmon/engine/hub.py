@@ -190,9 +190,10 @@ class CoordinatorNode:
                 return known
         raise KeyError(f"no query {name!r}; registered: {sorted(self.names())!r}")
 
-    def reads(self) -> dict[str, Groups]:
-        """The series patterns every query reads, by name (:mod:`tsmon.engine.waiting`)."""
-        return {n: g for p in self.parts.values() for n, g in p.reads().items()}
+    def reads(self, names: Collection[str] | None = None) -> dict[str, Groups]:
+        """The series patterns every query reads, by name (:mod:`tsmon.engine.waiting`);
+        ``names``: only these queries (None: all)."""
+        return {n: g for p in self.parts.values() for n, g in p.reads(names).items()}
 
     def why_waiting(self, name: str) -> str | None:
         """Why query ``name`` has no answer yet as of now (None: its series have sent points,
@@ -203,7 +204,8 @@ class CoordinatorNode:
         """Why each query of ``names`` that has no answer yet as of now waits (the others
         left out), in the order of ``names``: every query's reads and the series looked up
         once, not once per query."""
-        reads, known = self.reads(), self.known_series()
+        names = list(names)
+        reads, known = self.reads(names), self.known_series()
         out = {}
         for name in names:
             groups = reads.get(name)
@@ -299,8 +301,8 @@ class CoordinatorNode:
         self.counts.rows_in += len(outputs)
         self.counts.heartbeats += len(heartbeats)
         self.counts.batches += 1
-        key = (len(self.learned), len(self.declared), len(self.sources), self._revision)
-        self.waiting.step(self, key)
+        series = (len(self.learned), len(self.declared), len(self.sources))
+        self.waiting.step(self, series, self._revision)
         self.last_batch_id, self.last_control = int(batch_id), control
         return _copied(control)
 

@@ -12,8 +12,12 @@ current step: the same a copy taken just before it would give.
 
 The log's inputs must not change after their step: the hosts log the data they made for that
 step (a source's points as its own columns) and pickle what others may still hold (control
-rows, the coordinator's input rows). A change made to the object outside its steps cannot be
-replayed: the host calls :meth:`Journal.changed`, and the next step starts from a snapshot.
+rows, the coordinator's input rows). A change made to the object outside its steps is logged
+too when it is deterministic and its inputs do not change after it (:meth:`Journal.applied`: a
+query added, with its statement): registering many queries one by one, each followed by a
+step, then costs a snapshot every :data:`EVERY` log entries, not one per query. Any other
+change cannot be replayed: the host calls :meth:`Journal.changed`, and the next step starts
+from a snapshot.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from typing import Any
 __all__ = ["BOUND", "EVERY", "Journal"]
 
 EVERY = 64
-"""Steps logged at most between two snapshots (a failing step replays at most these)."""
+"""Steps and changes logged at most between two snapshots (a failing step replays at most
+these)."""
 
 BOUND = 1024
 """Input rows logged at most between two snapshots: this bounds the memory a journal keeps
@@ -55,7 +60,10 @@ class Journal:
         self._replay = replay
         self._fresh = fresh
         self._snapshot: bytes | None = None  # None: fresh()
-        self._log: list[tuple[Any, ...]] | None = None if fresh is None else []
+        # (replay, inputs) per logged step or change since the snapshot; None: take one
+        self._log: list[tuple[Callable[..., Any], tuple[Any, ...]]] | None = (
+            None if fresh is None else []
+        )
         self._rows = 0  # input rows in the log
         self._copying = False  # this step started from a snapshot taken for it alone
 
@@ -76,8 +84,21 @@ class Journal:
         if self._copying or len(log) >= EVERY or self._rows + rows > BOUND:
             self._log = None
         else:
-            log.append(inputs())
+            log.append((self._replay, inputs()))
             self._rows += rows
+
+    def applied(self, change: Callable[[Any], Any]) -> None:
+        """``change(obj)`` was applied to the object outside its steps, cleanly: log it, to be
+        replayed in its place (it must give the same state again from the same state, and
+        what it reads must not change after it), or, when the log is full, take a snapshot
+        before the next step instead."""
+        log = self._log
+        if log is None:
+            return  # the next step starts from a snapshot, taken after this change
+        if len(log) >= EVERY:
+            self._log = None
+        else:
+            log.append((change, ()))
 
     def changed(self) -> None:
         """The object changed outside its steps (a query added, a step quarantined): the next
@@ -92,6 +113,6 @@ class Journal:
             obj = self._fresh()
         else:
             obj = pickle.loads(self._snapshot)
-        for inputs in self._log:
-            self._replay(obj, *inputs)
+        for replay, inputs in self._log:
+            replay(obj, *inputs)
         return obj

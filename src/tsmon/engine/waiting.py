@@ -109,23 +109,39 @@ class Waiting:
     notes: dict[str, str] = field(default_factory=dict)
     started: dict[str, str] = field(default_factory=dict)
     _key: Any = None
+    _last: Any = None  # (series, declared, {query: (groups, why)}) of the last look
 
-    def step(self, hub: CoordinatorNode, key: Any) -> None:
+    def __getstate__(self) -> dict[str, Any]:
+        """The state without the last look (a cache: a copy looks at every query again)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_last"}
+
+    def step(self, hub: CoordinatorNode, series: Any, queries: Any) -> None:
         """Look at ``hub``'s queries (:meth:`~tsmon.engine.hub.CoordinatorNode.reads`) and
-        series again, unless ``key`` (what they depend on) is the last step's."""
+        series again, unless ``series`` and ``queries`` (what they depend on) are the last
+        step's. When only the queries changed (the same ``series`` and the same sources
+        declared), a query whose groups did not keeps its note (:func:`why_waiting` depends on
+        nothing else): a query added costs its own look."""
         self.started = {}
-        if key == self._key:
+        if (series, queries) == self._key:
             return
-        self._key = key
+        self._key = series, queries
+        last = {}
+        if self._last is not None and self._last[:2] == (series, hub.declared):
+            last = self._last[2]
         names, seen = hub.known_series(), hub.learned.keys()
-        notes = {}
+        notes, looked = {}, {}
         for name, groups in hub.reads().items():
-            why = why_waiting(groups, names, seen, hub.declared, hub.sources)
+            before = last.get(name)
+            if before is not None and before[0] == groups:
+                why = before[1]
+            else:
+                why = why_waiting(groups, names, seen, hub.declared, hub.sources)
+            looked[name] = groups, why
             if why is not None:
                 notes[name] = why
             elif name in self.notes:
                 self.started[name] = "now matches " + _some(_seen(groups, names, seen))
-        self.notes = notes
+        self.notes, self._last = notes, (series, dict(hub.declared), looked)
 
 
 def _seen(groups: Groups, names: Sequence[str], seen: Set[str]) -> list[str]:

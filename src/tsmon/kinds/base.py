@@ -13,7 +13,7 @@ always an argument; parts do no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
@@ -154,11 +154,13 @@ class CoordinatorPart:
         """Series that must come from one source (a bounded filter has one home)."""
         return set()
 
-    def reads(self) -> dict[str, tuple[tuple[str, ...], ...]]:
+    def reads(self, names: Iterable[str] | None = None) -> dict[str, tuple[tuple[str, ...], ...]]:
         """The series patterns each query reads, by name, as groups: the query has no answer
         until every group matches a series that sent a point (a watch query's ``ON`` list is
         one group, each term of an aggregate one). The hub says why a query waits from these
-        (:mod:`tsmon.engine.waiting`); queries that read no series are left out."""
+        (:mod:`tsmon.engine.waiting`); queries that read no series are left out. ``names``:
+        only the queries of these registered names (None: every query), so that asking
+        about one query does not cost every query's patterns."""
         return {}
 
     def heartbeat(self, source: str, payload: Mapping[str, Any]) -> None:

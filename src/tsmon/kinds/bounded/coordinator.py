@@ -4,7 +4,8 @@ queries over globs expanded as series appear (the time it runs at: :mod:`tsmon.k
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,6 +24,16 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from tsmon.engine.settings import HostSettings
 
 __all__ = ["BoundedCoordinator"]
+
+# Not state (a copy starts with none): what every step asks again, kept per part while the
+# queries it comes from are the same objects (a query change replaces them), so that it does
+# not cost every query each step.
+_PINNED: weakref.WeakKeyDictionary[BoundedCoordinator, tuple[dict[str, Query], frozenset[str]]] = (
+    weakref.WeakKeyDictionary()
+)
+_GROUPS: weakref.WeakKeyDictionary[
+    BoundedCoordinator, dict[str, tuple[Query, tuple[tuple[str, ...], ...]]]
+] = weakref.WeakKeyDictionary()
 
 
 class BoundedCoordinator(CoordinatorPart):
@@ -68,14 +79,33 @@ class BoundedCoordinator(CoordinatorPart):
         return list(dict.fromkeys([*self.planned(), *self.globbed]))
 
     def pinned_series(self) -> set[str]:
-        return {o for q in self.planned().values() for o in q.objects}
+        if self.deferred:
+            return set().union(*(q.weights for q in self.planned().values()))
+        queries = self.coordinator.queries  # replaced, never changed, by a query change
+        last = _PINNED.get(self)
+        if last is None or last[0] is not queries:
+            last = _PINNED[self] = (
+                queries,
+                frozenset().union(*(q.weights for q in queries.values())),
+            )
+        return set(last[1])
 
-    def reads(self) -> dict[str, tuple[tuple[str, ...], ...]]:
+    def reads(self, names: Iterable[str] | None = None) -> dict[str, tuple[tuple[str, ...], ...]]:
         """Each series of a query, or each term's glob of a query over globs (dropped ones
         are left out: they say why in ``droppedQueries``)."""
-        out = {name: tuple((o,) for o in q.objects) for name, q in self.planned().items()}
-        for name, statement in self.globbed.items():
-            out[name] = tuple((t.series,) for t in statement.terms)
+        planned, globbed = self.planned(), self.globbed
+        memo = _GROUPS.setdefault(self, {})  # query -> (query object, groups), kept
+        if len(memo) > 2 * len(planned) + 64:  # many removed since
+            memo.clear()
+        out = {}
+        for name in [*planned, *globbed] if names is None else names:
+            if name in globbed:
+                out[name] = tuple((t.series,) for t in globbed[name].terms)
+            elif name in planned:
+                query, last = planned[name], memo.get(name)
+                if last is None or last[0] is not query:  # ((object,), ...) in order
+                    last = memo[name] = query, tuple(zip(query.weights))
+                out[name] = last[1]
         return out
 
     def add_query(

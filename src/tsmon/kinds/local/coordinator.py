@@ -60,11 +60,12 @@ class WatchLog:
     def add(self, text: str, taken: Iterable[str]) -> list[str]:
         """Log new watch queries; ``taken`` are the other queries' names (bounded ones)."""
         statements = local_statements(text)
-        used = set(self._names) | {query_key(n) for n in taken}
+        others, seen = {query_key(n) for n in taken}, set()
         for q in statements:
-            if query_key(q.name) in used:
+            key = query_key(q.name)
+            if key in self._names or key in others or key in seen:
                 raise ValueError(f"query {q.name!r} exists (names ignore case); remove it first")
-            used.add(query_key(q.name))
+            seen.add(key)
         self._log("add", text)
         self._names.update({query_key(q.name): q.name for q in statements})
         return [q.name for q in statements]
@@ -159,16 +160,20 @@ class LocalCoordinator(CoordinatorPart):
         for known in [n for n in self.patterns if query_key(n) == query_key(name)]:
             del self.patterns[known]
 
-    def reads(self) -> dict[str, tuple[tuple[str, ...], ...]]:
-        return {name: (patterns,) for name, patterns in self.patterns.items()}
+    def reads(self, names: Iterable[str] | None = None) -> dict[str, tuple[tuple[str, ...], ...]]:
+        patterns = self.patterns
+        wanted = patterns if names is None else [n for n in names if n in patterns]
+        return {name: (patterns[name],) for name in wanted}
 
     def names(self) -> list[str]:
         return self.watch.names()
 
     def add(self, hub: CoordinatorNode, text: str) -> list[str]:
         """Register watch or summary queries at every source node, from the next control on."""
-        names = self.watch.add(text, taken=hub.names())
-        self._read(text)
+        others = [n for part in hub.parts.values() if part is not self for n in part.names()]
+        names = self.watch.add(text, taken=others)  # its own names: the log knows them
+        for statement in local_statements(text):  # new names: none to forget
+            self.patterns[statement.name] = patterns_of(statement)
         return names
 
     def alter(self, text: str) -> list[str]:

@@ -230,8 +230,8 @@ class StandingPart(CoordinatorPart):
     def names(self) -> list[str]:
         return self.standing.names()
 
-    def reads(self) -> dict[str, tuple[tuple[str, ...], ...]]:
-        return self.standing.reads()
+    def reads(self, names: Iterable[str] | None = None) -> dict[str, tuple[tuple[str, ...], ...]]:
+        return self.standing.reads(names)
 
     def remove(self, hub: CoordinatorNode, name: str) -> None:
         self.standing.remove(name)

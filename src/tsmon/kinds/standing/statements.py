@@ -63,10 +63,12 @@ class StandingRegistry:
         self.series_of.pop(statement.name, None)
         self._drop(statement)
 
-    def reads(self) -> dict[str, Groups]:
+    def reads(self, names: Iterable[str] | None = None) -> dict[str, Groups]:
         """Each series of each query (globs were expanded when it was added), for
-        :mod:`tsmon.engine.waiting`."""
-        return {name: tuple((s,) for s in series) for name, series in self.series_of.items()}
+        :mod:`tsmon.engine.waiting`; ``names``: only these queries (None: all)."""
+        series_of = self.series_of
+        wanted = series_of if names is None else [n for n in names if n in series_of]
+        return {name: tuple((s,) for s in series_of[name]) for name in wanted}
 
     def answers(self) -> dict[str, Answer]:
         """The last evaluation of every query (queries not evaluated yet are left out)."""

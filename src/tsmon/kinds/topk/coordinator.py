@@ -307,11 +307,16 @@ class TopKPart(CoordinatorPart):
     def names(self) -> list[str]:
         return self.topk.names()
 
-    def reads(self) -> dict[str, tuple[tuple[str, ...], ...]]:
+    def reads(self, names: Iterable[str] | None = None) -> dict[str, tuple[tuple[str, ...], ...]]:
         """Each query's series ``<object>.<metric>``, ``object`` matching its pattern."""
+        running = self.topk.running  # by query key
+        wanted = list(running.values()) if names is None else []
+        for name in () if names is None else names:
+            r = running.get(query_key(name))
+            if r is not None and r.statement.name == name:
+                wanted.append(r)
         return {
-            r.statement.name: ((f"{r.statement.objects}.{r.statement.metric}",),)
-            for r in self.topk.running.values()
+            r.statement.name: ((f"{r.statement.objects}.{r.statement.metric}",),) for r in wanted
         }
 
     def remove(self, hub: CoordinatorNode, name: str) -> None:

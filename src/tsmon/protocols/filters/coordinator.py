@@ -293,9 +293,5 @@ Shrink(object_id='b', width=1.0, ts_ms=0, seq=2, adaptive=True)]
 
     def set_objects(self, objects: Iterable[str]) -> None:
         """Make ``objects`` known (``W = inf``) before any query reads them."""
-        for obj in objects:
-            self.cache.add(obj)
-        more = len(self.cache) - len(self.counts)
-        self.counts = np.concatenate([self.counts, np.zeros(more, dtype=np.int64)])
-        self.escapes = np.concatenate([self.escapes, np.full(more, np.inf)])
+        self._grow(objects)
         self.system = self._build(self.queries)

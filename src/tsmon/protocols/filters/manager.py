@@ -22,7 +22,7 @@ streamed updates) and moves time.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -168,7 +168,8 @@ class PrecisionManager:
         """
         if query.name in self.queries:
             raise ValueError(f"query {query.name!r} exists; remove it first or alter its δ")
-        return self._change({**self.queries, query.name: query}, tighten={query.name})
+        new = {**self.queries, query.name: query}
+        return self._change(new, tighten={query.name}, objects=query.objects)
 
     def remove_query(self, name: str) -> list[WidthMessage]:
         """Unregister query ``name``; objects left in no query stop sending (``W = inf``)."""
@@ -191,15 +192,33 @@ class PrecisionManager:
         except KeyError:
             raise KeyError(f"no query {name!r}; registered: {sorted(self.queries)!r}") from None
 
-    def _change(self, queries: dict[str, Query], tighten: set[str]) -> list[WidthMessage]:
+    def _change(
+        self, queries: dict[str, Query], tighten: set[str], objects: Sequence[str] = ()
+    ) -> list[WidthMessage]:
+        """Make ``queries`` the registered ones; ``objects``: those of the new query, the
+        others are known already."""
         if self.settled_ms is None:
             raise ValueError("start the coordinator's clock first: call start(now_ms) or advance")
-        self.set_objects(o for q in queries.values() for o in q.objects)
-        system = self._build(queries)  # raises before any state changes
+        fresh = [o for o in objects if o not in self.cache.index]
+        self._grow(fresh)
+        try:
+            system = self._build(queries)  # raises before any other state changes
+        except ValueError:  # the new objects stay known, as :meth:`set_objects` leaves them
+            self.system = self._build(self.queries)
+            raise
         self.queries = queries
         self.system = system
         rows = [system.rows_of[n] for n in tighten]
         return self._reconcile(np.concatenate(rows) if rows else np.empty(0, dtype=int))
+
+    def _grow(self, objects: Iterable[str]) -> None:
+        """Make ``objects`` known (``W = inf``); the system is not rebuilt."""
+        for obj in objects:
+            self.cache.add(obj)
+        more = len(self.cache) - len(self.counts)
+        if more:
+            self.counts = np.concatenate([self.counts, np.zeros(more, dtype=np.int64)])
+            self.escapes = np.concatenate([self.escapes, np.full(more, np.inf)])
 
     def _build(self, queries: Mapping[str, Query]) -> System:
         # static until T is chosen, and for good once the safety net tripped

@@ -7,6 +7,7 @@ their caps, the growth rows, the padding ``φ`` (§4.1) and the uniform static w
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -55,26 +56,17 @@ def build_system(
     >>> s.adaptive.tolist(), s.uniform.tolist()
     ([True, True, False], [1.0, 1.0, inf])
     """
-    rows, cols, data, budgets, owners = [], [], [], [], []
-    rows_of: dict[str, np.ndarray] = {}
-    for q in queries.values():
-        first = len(budgets)
-        for absk, budget in q.constraints():
-            for obj, k in absk.items():
-                rows.append(len(budgets))
-                cols.append(cache.i(obj))
-                data.append(k)
-            budgets.append(budget)
-            owners.append(q.name)
-        rows_of[q.name] = np.arange(first, len(budgets))
+    built = _entries(list(queries.values()), cache)
+    cols, data, rows, budgets = built.cols, built.data, built.rows, built.budgets
     n = len(cache)
     k = sp.csr_matrix((data, (rows, cols)), shape=(len(budgets), n), dtype=float)
     phi = _padding(queries, cache, max_rates, latency_ms)
-    budget_arr = np.array(budgets, dtype=float) - k @ phi  # §4.1: δ′ leaves room for φ
+    budget_arr = budgets - k @ phi  # §4.1: δ′ leaves room for φ
     bad = np.flatnonzero(budget_arr <= 0)
     if len(bad):
+        owner = list(queries)[int(np.searchsorted(built.ends, bad[0], side="right"))]
         raise ValueError(
-            f"query {owners[bad[0]]!r}: padding φ = 2·R·λ (§4.1) uses all of δ; "
+            f"query {owner!r}: padding φ = 2·R·λ (§4.1) uses all of δ; "
             "raise δ, lower λ or the objects' max change rates"
         )
     sizes = np.diff(k.indptr)
@@ -86,11 +78,88 @@ def build_system(
     np.minimum.at(cap, single.col, budget_arr[sizes == 1][single.row] / single.data)
     queried = np.asarray((k != 0).sum(axis=0)).ravel() > 0
     growth_rows = np.flatnonzero(np.asarray((k[:, adaptive] != 0).sum(axis=1)).ravel() > 0)
-    index_of = {q.name: np.array([cache.i(o) for o in q.objects]) for q in queries.values()}
     uniform = initial_widths(k, budget_arr) if k.shape[0] else np.full(n, np.inf)
     return System(
-        k, budget_arr, rows_of, adaptive, cap, queried, multi, uniform, growth_rows, phi, index_of
+        k,
+        budget_arr,
+        built.rows_of,
+        adaptive,
+        cap,
+        queried,
+        multi,
+        uniform,
+        growth_rows,
+        phi,
+        built.index_of,
     )
+
+
+@dataclass(frozen=True)
+class _Entries:
+    """The entries of ``K`` for some queries, in order: each entry's column (the cache index of
+    its object), ``|K|`` and row; each row's budget; where each query's rows end; and per
+    query its rows and its objects' cache indices (in the order of :attr:`Query.objects`)."""
+
+    ids: list[int]  # the queries' ids (the memo holds the queries, so the ids stay theirs)
+    queries: list[Query]
+    cols: np.ndarray
+    data: np.ndarray
+    rows: np.ndarray
+    budgets: np.ndarray
+    ends: np.ndarray
+    rows_of: dict[str, np.ndarray]
+    index_of: dict[str, np.ndarray]
+
+
+_NONE = _Entries(
+    [], [], *(np.empty(0, dtype=t) for t in (np.int64, float, np.int64, float, np.int64)), {}, {}
+)
+
+_MEMO: weakref.WeakKeyDictionary[BoundCache, _Entries] = weakref.WeakKeyDictionary()
+"""Per bound cache, the entries of the last query set built over it. Queries are immutable and
+a cache's indices never change, so when the queries are those of the last build followed by
+new ones (queries added), only the new ones' entries are computed and appended: a build after an
+add costs the add, not a loop over every query. Not state: a copy of the cache starts over."""
+
+
+def _entries(queries: list[Query], cache: BoundCache) -> _Entries:
+    ids = list(map(id, queries))
+    last = _MEMO.get(cache, _NONE)
+    if ids[: len(last.ids)] != last.ids:  # not the last build's queries followed by others
+        last = _NONE
+    new = queries[len(last.ids) :]
+    cols: list[int] = []
+    data: list[float] = []
+    rows: list[int] = []
+    budgets: list[float] = []
+    ends: list[int] = []
+    rows_of, index_of = dict(last.rows_of), dict(last.index_of)
+    first = len(last.budgets)
+    for q in new:
+        start, first_row = len(cols), first + len(budgets)
+        for absk, budget in q.constraints():
+            row = first + len(budgets)
+            for obj, k in absk.items():
+                rows.append(row)
+                cols.append(cache.i(obj))
+                data.append(k)
+            budgets.append(budget)
+        ends.append(first + len(budgets))
+        rows_of[q.name] = np.arange(first_row, first + len(budgets))
+        index_of[q.name] = np.array(cols[start:], dtype=np.int64)
+    entries = _Entries(
+        last.ids + ids[len(last.ids) :],
+        last.queries + new,
+        np.concatenate([last.cols, np.array(cols, dtype=np.int64)]),
+        np.concatenate([last.data, np.array(data, dtype=float)]),
+        np.concatenate([last.rows, np.array(rows, dtype=np.int64)]),
+        np.concatenate([last.budgets, np.array(budgets, dtype=float)]),
+        np.concatenate([last.ends, np.array(ends, dtype=np.int64)]),
+        rows_of,
+        index_of,
+    )
+    _MEMO[cache] = entries
+    return entries
 
 
 def _padding(
