@@ -14,8 +14,6 @@ from tsmon.engine.points import _read_value
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-SPARK_ONLY = "Spark reads it (Java's parsers), in-process does not: left as is"
-
 TIMESTAMPS = [
     "1000",
     "-1000",
@@ -49,15 +47,22 @@ VALUES = [
     "inf",
     "-Infinity",
     "nan",
+    "NaN",
+    "+inf",
+    "1e5\t",
+    "INF",
+    "-nan",
+    "1e",
+    ".e5",
     "1_000",  # in-process read 1000
     "\u0661\u0662",  # in-process read 12
     "\uff15",  # in-process read 5
     "1,5",
     "0x10",
     "--5",
-    pytest.param("1d", marks=pytest.mark.xfail(strict=True, reason=SPARK_ONLY)),
-    pytest.param("5f", marks=pytest.mark.xfail(strict=True, reason=SPARK_ONLY)),
-    pytest.param("0x1p3", marks=pytest.mark.xfail(strict=True, reason=SPARK_ONLY)),
+    "1d",  # Java's number syntax: Spark's cast read it
+    "5f",  # Java's number syntax: Spark's cast read it
+    "0x1p3",  # Java's number syntax: Spark's cast read it
 ]
 
 
@@ -79,7 +84,9 @@ def test_a_text_timestamp_is_read_alike(spark, text: str) -> None:
 
 @pytest.mark.parametrize("text", VALUES)
 def test_a_text_value_is_read_alike(spark, text: str) -> None:
-    on_spark = _spark_one(spark, lambda c: c.try_cast("double"), text)
+    from tsmon.spark.points import _value
+
+    on_spark = _spark_one(spark, lambda c: _value(c, "string", None)[0], text)
     number, reason = _read_value(text)
     if on_spark is None:
         assert reason == "not_numeric", number

@@ -9,6 +9,7 @@ bad item rejects only its own point and no item is silently converted (``True`` 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 from numbers import Real
@@ -19,6 +20,12 @@ import pandas as pd
 from tsmon.core.moments import MAX_ABS_VALUE, value_in_range
 from tsmon.core.timestamps import as_column, read_epoch_ms
 from tsmon.engine.deadletters import DeadLetters, Reason
+
+NUMBER_TEXT = r"^\s*([+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|(?i:inf|infinity))|(?i:nan))\s*$"
+"""A value's text that is a number, in-process and on Spark (``spark/points.py``: a Java
+regex there, ASCII here): decimal with an exponent or not, infinity (signed) or NaN (not),
+in any case, with white space around. Python's ``float`` and Spark's cast each take more."""
+_NUMBER = re.compile(NUMBER_TEXT, re.ASCII)
 
 
 @dataclass
@@ -131,14 +138,15 @@ def _read_value(item: object) -> tuple[float, str]:
 
     Bools are not numbers (``True`` is not 1.0); numeric strings such as ``" 2.5 "``,
     ``"nan"`` or ``"-inf"`` are read as numbers, so NaN and infinities are reported as such.
-    Text that Python's ``float`` takes but Spark's cast to double does not is no number, as on
-    Spark: digit separators (``"1_000"``) and digits other than ASCII (``"١٢"``, ``"５"``).
+    Text is a number when it is one by :data:`NUMBER_TEXT`, as on Spark: not the digit
+    separators (``"1_000"``), digits other than ASCII (``"١٢"``, ``"５"``) or a signed NaN
+    that Python's ``float`` takes, nor Java's ``"1d"`` or ``"0x1p3"`` that Spark's cast takes.
     """
     if item is None or item is pd.NA:
         return np.nan, Reason.MISSING.value
     if isinstance(item, (bool, np.bool_)) or not isinstance(item, (Real, Decimal, str)):
         return np.nan, Reason.NOT_NUMERIC.value
-    if isinstance(item, str) and ("_" in item or not item.isascii()):
+    if isinstance(item, str) and _NUMBER.match(item) is None:
         return np.nan, Reason.NOT_NUMERIC.value
     try:
         return float(item), ""

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from tsmon.core.moments import MAX_ABS_VALUE
 from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS
 from tsmon.engine.deadletters import Reason
+from tsmon.engine.points import NUMBER_TEXT
 from tsmon.kinds import PARTS
 from tsmon.query.patterns import is_glob
 from tsmon.spark.filerows import TYPED_TS, TYPED_VALUE, file_origin
@@ -216,9 +217,11 @@ def _value(column: Column, kind: str, typed: Column | None) -> tuple[Column, Col
     text = column.cast("string")
     if kind != "string":
         return column.cast("double"), text, column.isNull()
+    # the cast also takes Java's "1d" and "0x1p3": only the numbers in-process reads are read
+    number = F.when(text.rlike(NUMBER_TEXT), text.try_cast("double"))
     if typed is None:
-        return text.try_cast("double"), text, column.isNull()
-    value = F.coalesce(typed, text.try_cast("double"))
+        return number, text, column.isNull()
+    value = F.coalesce(typed, number)
     return value, F.coalesce(text, typed.cast("string")), column.isNull() & typed.isNull()
 
 
