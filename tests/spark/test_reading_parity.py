@@ -21,6 +21,12 @@ TIMESTAMPS = [
     "-1000",
     " 1000 ",  # Spark read these two as the year 1000
     "+1000",
+    "\u00a01000",  # Unicode spaces (Python's \s): in-process read 1000, Spark did not
+    "1000\u3000",
+    "\x011000",  # what Spark trims (0x00-0x20, 0x7f): it read these as the year 1000
+    "\x1c1000",
+    "1000\x7f",
+    "1000\x85",  # Java's $ matches before it
     "\u0661\u0662\u0663",  # Arabic-Indic digits: in-process read 123
     "\uff11\uff12",  # fullwidth digits
     "1_000",
