@@ -56,6 +56,10 @@ VALUES = [
     "-Infinity",
     "nan",
     "1_000",  # in-process read 1000
+    "\x015",  # what Spark's cast trims (0x00-0x20): in-process read no number
+    "5\x00",
+    "\x1f5",
+    "\x7f5",
     "\u0661\u0662",  # in-process read 12
     "\uff15",  # in-process read 5
     "1,5",

@@ -126,13 +126,19 @@ def _read_values(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return numbers, reasons
 
 
+_TRIMMED = "".join(map(chr, range(0x21)))
+"""What Spark's cast to double trims from text (Java's ``String.trim``: 0x00-0x20); Python's
+``float`` trims only the whitespace among them."""
+
+
 def _read_value(item: object) -> tuple[float, str]:
     """One value as a float, or NaN and why it is not a number.
 
     Bools are not numbers (``True`` is not 1.0); numeric strings such as ``" 2.5 "``,
     ``"nan"`` or ``"-inf"`` are read as numbers, so NaN and infinities are reported as such.
     Text that Python's ``float`` takes but Spark's cast to double does not is no number, as on
-    Spark: digit separators (``"1_000"``) and digits other than ASCII (``"١٢"``, ``"５"``).
+    Spark: digit separators (``"1_000"``) and digits other than ASCII (``"١٢"``, ``"５"``); and
+    text Spark takes with control characters around it (``"\\x015"``) is a number, as on Spark.
     """
     if item is None or item is pd.NA:
         return np.nan, Reason.MISSING.value
@@ -141,7 +147,7 @@ def _read_value(item: object) -> tuple[float, str]:
     if isinstance(item, str) and ("_" in item or not item.isascii()):
         return np.nan, Reason.NOT_NUMERIC.value
     try:
-        return float(item), ""
+        return float(item.strip(_TRIMMED) if isinstance(item, str) else item), ""
     except OverflowError:  # an int too large for a float
         return np.inf, ""
     except ValueError:  # a non-numeric string
