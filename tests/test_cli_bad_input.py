@@ -288,6 +288,7 @@ def test_the_exact_line_of_a_plot_keeps_a_file_with_a_malformed_line(tmp_path: P
 
     (tmp_path / "a.csv").write_bytes(
         b"metric,time,v\na.x,1000,1\na.x,2000,2,extra\nb.x,3000,\xff\nb.x,4000,4\n"
+        b"b.x,5000,1e141\nb.x,6000,\x016\n"  # value_out_of_range; the 6 Spark's cast reads
     )
     (tmp_path / "b.bin").write_bytes(b"\x00\x01")  # unreadable_file: no rows
     spec = InputSpec(
@@ -298,7 +299,7 @@ def test_the_exact_line_of_a_plot_keeps_a_file_with_a_malformed_line(tmp_path: P
     )
     points = input_points(spec)
     assert points is not None
-    assert points.values.tolist() == [["a.x", 1000, 1.0], ["b.x", 4000, 4.0]]
+    assert points.values.tolist() == [["a.x", 1000, 1.0], ["b.x", 4000, 4.0], ["b.x", 6000, 6.0]]
 
 
 def test_plot_of_a_watch_query_says_it_has_events(tmp_path: Path) -> None:

@@ -287,6 +287,18 @@ def test_a_recording_is_sorted_by_time_and_keeps_unreadable_rows_in_place(
     assert [r[0] for r in one] == ["nab.x"] * len(RECORDED)  # the job names the one series
 
 
+def test_a_recording_sorts_timestamp_text_as_the_runtime_reads_it() -> None:
+    """Digits between the characters Spark trims are epoch ms (the runtime reads them so);
+    digits between Unicode spaces are no timestamp: the key of the row before."""
+    from tsmon.core.timestamps import read_epoch_ms
+    from tsmon.spark.pysources import _time_keys
+
+    ts = ["5000", "\x012000", "1000\x7f", "\u00a03000", " +4000 "]
+    millis, ok = read_epoch_ms(np.array(ts, dtype=object))
+    assert np.where(ok, millis, -1).tolist() == [5000, 2000, 1000, -1, 4000]
+    assert _time_keys(ts).tolist() == [5000.0, 2000.0, 1000.0, 1000.0, 4000.0]
+
+
 def test_json_recordings_keep_number_text_and_bad_lines_become_empty_rows(tmp_path: Path) -> None:
     path = tmp_path / "rec.json"
     path.write_text(

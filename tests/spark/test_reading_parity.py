@@ -19,6 +19,12 @@ TIMESTAMPS = [
     "-1000",
     " 1000 ",  # Spark read these two as the year 1000
     "+1000",
+    "\u00a01000",  # Unicode spaces (Python's \s): in-process read 1000, Spark did not
+    "1000\u3000",
+    "\x011000",  # what Spark trims (0x00-0x20, 0x7f): it read these as the year 1000
+    "\x1c1000",
+    "1000\x7f",
+    "1000\x85",  # Java's $ matches before it
     "\u0661\u0662\u0663",  # Arabic-Indic digits: in-process read 123
     "\uff11\uff12",  # fullwidth digits
     "1_000",
@@ -55,6 +61,10 @@ VALUES = [
     "1e",
     ".e5",
     "1_000",  # in-process read 1000
+    "\x015",  # what Spark's cast trims (0x00-0x20): in-process read no number
+    "5\x00",
+    "\x1f5",
+    "\x7f5",
     "\u0661\u0662",  # in-process read 12
     "\uff15",  # in-process read 5
     "1,5",

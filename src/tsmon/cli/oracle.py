@@ -8,7 +8,8 @@ of arrival and takes every point, the last of equal stamps in file order. The jo
 record the exact value (the coordinator never sees it: that is the point of the filters), but
 a job that reads files still has them: :func:`input_points` reads them as the job does (with
 :func:`tsmon.spark.filerows.file_rows`, its format and column mapping; digits-only timestamps
-are epoch ms, others parsed as instants; unreadable rows left out, as they were dead letters:
+are epoch ms, others parsed as instants; a value as :func:`tsmon.engine.points.read_batch`
+reads it; unreadable rows left out, as they were dead letters:
 a malformed line costs that line, not its file), and :func:`exact_over_time` evaluates
 the query's definition, taken from the job's newest coordinator snapshot, at each answer's
 time.
@@ -23,7 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tsmon.core.timestamps import read_epoch_ms
+from tsmon.engine.deadletters import DeadLetters
+from tsmon.engine.points import read_batch
 
 __all__ = ["bounded_query", "exact_over_time", "input_points"]
 
@@ -56,12 +58,10 @@ def input_points(spec: Any) -> pd.DataFrame | None:
     cols = spec.columns
     one = spec.series  # a replay's one series, else each row's
     series = raw[cols["series"]] if one is None else pd.Series(one, index=raw.index)
-    millis, read = read_epoch_ms(raw[cols["ts"]].to_numpy(dtype=object))  # as the job reads
-    ts = pd.Series(np.where(read, millis, 0), index=raw.index).where(read)
-    value = pd.to_numeric(raw[cols["value"]], errors="coerce")
-    out = pd.DataFrame({"series": series, "ts": ts, "value": value})
-    out = out[np.isfinite(out["value"]) & out["ts"].notna() & out["series"].notna()]
-    return out.astype({"ts": "int64"}).reset_index(drop=True)
+    texts = (raw[cols[role]].to_numpy(dtype=object) for role in ("ts", "value"))
+    read = read_batch(series.to_numpy(dtype=object), *texts, 0, DeadLetters())  # as the job
+    out = pd.DataFrame({"series": read.series, "ts": read.ts_ms, "value": read.values})
+    return out[out["series"].notna()].reset_index(drop=True)
 
 
 def bounded_query(hub: Any, name: str) -> Any:

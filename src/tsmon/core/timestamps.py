@@ -107,7 +107,14 @@ def read_epoch_ms(ts: object) -> tuple[np.ndarray, np.ndarray]:
 
 
 _INT64 = np.iinfo(np.int64)
-_INT_TEXT = re.compile(r"^\s*[+-]?[0-9]+\s*$")  # ASCII digits, as Spark reads them
+
+#: The characters Spark trims from text it casts to a number or an instant (``UTF8String``'s
+#: ``trimAll``: the bytes 0x00-0x20 and 0x7f), not the Unicode spaces of Python's ``\s``.
+TRIMMED = "".join(map(chr, range(0x21))) + "\x7f"
+#: Text read as epoch ms, whole, in the syntax of Python's and Java's regexes alike: ASCII
+#: digits (Java's ``\d``) and a sign, between :data:`TRIMMED` characters.
+EPOCH_MS_TEXT = r"[\x00-\x20\x7f]*[+-]?[0-9]+[\x00-\x20\x7f]*"
+_INT_TEXT = re.compile(EPOCH_MS_TEXT)
 
 
 def _read_objects(items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -118,9 +125,9 @@ def _read_objects(items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     for i, item in enumerate(items):
         if item is None or isinstance(item, (bool, np.bool_)):
             continue
-        if isinstance(item, str) and _INT_TEXT.match(item):
+        if isinstance(item, str) and _INT_TEXT.fullmatch(item):
             try:
-                item = int(item)
+                item = int(item.strip(TRIMMED))  # int() strips other characters than Spark
             except ValueError:  # more digits than int() reads: far beyond int64 anyway
                 continue
         if isinstance(item, (int, np.integer, float, np.floating)):

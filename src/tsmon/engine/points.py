@@ -21,10 +21,13 @@ from tsmon.core.moments import MAX_ABS_VALUE, value_in_range
 from tsmon.core.timestamps import as_column, read_epoch_ms
 from tsmon.engine.deadletters import DeadLetters, Reason
 
-NUMBER_TEXT = r"^\s*([+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|(?i:inf|infinity))|(?i:nan))\s*$"
-"""A value's text that is a number, in-process and on Spark (``spark/points.py``: a Java
-regex there, ASCII here): decimal with an exponent or not, infinity (signed) or NaN (not),
-in any case, with white space around. Python's ``float`` and Spark's cast each take more."""
+NUMBER_TEXT = (
+    r"[\x00-\x20]*([+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|(?i:inf|infinity))|(?i:nan))[\x00-\x20]*"
+)
+"""A value's text that is a number, whole, in-process and on Spark (``spark/points.py``: a
+Java regex there, ASCII here): decimal with an exponent or not, infinity (signed) or NaN (not),
+in any case, between the characters Spark's cast trims (0x00-0x20). Python's ``float`` and
+Spark's cast each take more."""
 _NUMBER = re.compile(NUMBER_TEXT, re.ASCII)
 
 
@@ -133,6 +136,11 @@ def _read_values(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return numbers, reasons
 
 
+_TRIMMED = "".join(map(chr, range(0x21)))
+"""What Spark's cast to double trims from text (Java's ``String.trim``: 0x00-0x20); Python's
+``float`` trims only the whitespace among them."""
+
+
 def _read_value(item: object) -> tuple[float, str]:
     """One value as a float, or NaN and why it is not a number.
 
@@ -140,16 +148,17 @@ def _read_value(item: object) -> tuple[float, str]:
     ``"nan"`` or ``"-inf"`` are read as numbers, so NaN and infinities are reported as such.
     Text is a number when it is one by :data:`NUMBER_TEXT`, as on Spark: not the digit
     separators (``"1_000"``), digits other than ASCII (``"١٢"``, ``"５"``) or a signed NaN
-    that Python's ``float`` takes, nor Java's ``"1d"`` or ``"0x1p3"`` that Spark's cast takes.
+    that Python's ``float`` takes, nor Java's ``"1d"`` or ``"0x1p3"`` that Spark's cast takes;
+    and with control characters around it (``"\\x015"``), as Spark's cast reads it.
     """
     if item is None or item is pd.NA:
         return np.nan, Reason.MISSING.value
     if isinstance(item, (bool, np.bool_)) or not isinstance(item, (Real, Decimal, str)):
         return np.nan, Reason.NOT_NUMERIC.value
-    if isinstance(item, str) and _NUMBER.match(item) is None:
+    if isinstance(item, str) and _NUMBER.fullmatch(item) is None:
         return np.nan, Reason.NOT_NUMERIC.value
     try:
-        return float(item), ""
+        return float(item.strip(_TRIMMED) if isinstance(item, str) else item), ""
     except OverflowError:  # an int too large for a float
         return np.inf, ""
     except ValueError:  # a non-numeric string

@@ -30,7 +30,7 @@ from itertools import chain
 from typing import TYPE_CHECKING
 
 from tsmon.core.moments import MAX_ABS_VALUE
-from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS
+from tsmon.core.timestamps import EPOCH_MS_TEXT, MAX_INSTANT_MS, MIN_INSTANT_MS
 from tsmon.engine.deadletters import Reason
 from tsmon.engine.points import NUMBER_TEXT
 from tsmon.kinds import PARTS
@@ -199,9 +199,9 @@ def _timestamp(column: Column, kind: str, typed: Column | None) -> tuple[Column,
     text = column.cast("string")
     if kind != "string":  # an integer type: epoch ms already
         return column.cast("bigint"), text
-    # digits are epoch ms, as in-process (tsmon.core.timestamps): " 1000 " and "+1000" too,
-    # which try_to_timestamp read as the year 1000; ASCII digits only (Java's \d)
-    ms = F.when(text.rlike(r"^\s*[+-]?\d+\s*$"), text.try_cast("bigint")).otherwise(
+    # digits are epoch ms, as in-process (EPOCH_MS_TEXT): " 1000 ", "+1000" and "\x011000" too,
+    # which try_to_timestamp read as the year 1000; \z: Java's $ also matches before a \x85
+    ms = F.when(text.rlike(f"^{EPOCH_MS_TEXT}\\z"), text.try_cast("bigint")).otherwise(
         F.unix_millis(F.try_to_timestamp(text))
     )
     if typed is None:
@@ -218,7 +218,7 @@ def _value(column: Column, kind: str, typed: Column | None) -> tuple[Column, Col
     if kind != "string":
         return column.cast("double"), text, column.isNull()
     # the cast also takes Java's "1d" and "0x1p3": only the numbers in-process reads are read
-    number = F.when(text.rlike(NUMBER_TEXT), text.try_cast("double"))
+    number = F.when(text.rlike(f"^{NUMBER_TEXT}\\z"), text.try_cast("double"))
     if typed is None:
         return number, text, column.isNull()
     value = F.coalesce(typed, number)

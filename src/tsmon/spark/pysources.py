@@ -309,10 +309,12 @@ def _time_keys(ts: list[str | None]) -> np.ndarray:
     takes the key of the row before it (the earliest key before the first readable one)."""
     import pandas as pd
 
+    from tsmon.core.timestamps import EPOCH_MS_TEXT, TRIMMED
+
     text = pd.Series(ts, dtype=object)
-    digits = text.str.fullmatch(r"\s*[+-]?[0-9]+\s*", na=False).astype(bool)  # as the runtime
+    digits = text.str.fullmatch(EPOCH_MS_TEXT, na=False).astype(bool)  # as the runtime
     keys = pd.Series(np.nan, index=text.index)
-    keys[digits] = text[digits].astype(float)
+    keys[digits] = text[digits].str.strip(TRIMMED).astype(float)
     iso = ~digits & text.notna()
     if iso.any():
         instants = pd.to_datetime(text[iso], utc=True, format="ISO8601", errors="coerce")
