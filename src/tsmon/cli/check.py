@@ -82,8 +82,13 @@ def check_text(text: str) -> Checked:
             break
         except QuerySyntaxError as exc:
             checked.errors.append((exc.line, str(exc)))
-            first, piece = next((lo, p) for lo, p in reversed(spans) if lo <= max(exc.line - 1, 0))
-            good_lines[first : first + len(piece.splitlines())] = ["\n"] * len(piece.splitlines())
+            first, piece = next(
+                ((lo, p) for lo, p in reversed(spans) if lo <= max(exc.line - 1, 0)), (0, text)
+            )
+            blank = ["\n"] * len(piece.splitlines())
+            if good_lines[first : first + len(blank)] == blank:
+                break  # nothing left to take out: the error is the file's
+            good_lines[first : first + len(blank)] = blank
     checked.errors.sort(key=lambda e: e[0])
     return checked
 

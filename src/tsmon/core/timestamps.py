@@ -139,13 +139,20 @@ def _read_objects(items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if instants.any():
         stamps = pd.DatetimeIndex(
             pd.to_datetime(
-                pd.Series(items[instants], dtype=object), utc=True, format="mixed", errors="coerce"
+                pd.Series(items[instants], dtype=object).map(_trimmed),  # as Spark trims
+                utc=True,
+                format="mixed",
+                errors="coerce",
             )
         )
         read = ~stamps.isna()
         millis[instants] = np.where(read, stamps.as_unit("ns").asi8 // 1_000_000, 0)
         ok[instants] = read
     return millis, ok
+
+
+def _trimmed(item: object) -> object:
+    return item.strip(TRIMMED) if isinstance(item, str) else item
 
 
 def _whole_ms(number: float | int | np.number) -> int | None:

@@ -25,7 +25,8 @@ def run_until_signalled(work: Callable[[threading.Event], None], stop: Callable[
     ``signalled`` is set before ``stop`` is called: a ``work`` that loops over JVM calls
     checks it between them (a stopped query's ``processAllAvailable`` returns at once). An
     exception of ``work`` is raised here, unless a signal came first (stopping a query makes
-    its waiter fail). The previous handlers are restored. Outside the main thread, where no
+    its waiter fail). A second signal while ``stop`` waits raises ``KeyboardInterrupt``. The
+    previous handlers are restored. Outside the main thread, where no
     handler can be set, ``work`` then ``stop`` just run."""
     signalled, wake = threading.Event(), threading.Event()
     if threading.current_thread() is not threading.main_thread():
@@ -37,6 +38,8 @@ def run_until_signalled(work: Callable[[threading.Event], None], stop: Callable[
     failure: list[BaseException] = []
 
     def on_signal(*_: object) -> None:
+        if signalled.is_set():  # a second one while stop() waits: give up waiting
+            raise KeyboardInterrupt
         signalled.set()
         wake.set()
 
