@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from tests.engine.test_journal import CLOCK, HOME, observed, runtime, same_state
 from tsmon.engine import journal
 from tsmon.engine.batched import BatchedRuntime
+from tsmon.protocols.filters.queries import Query
 from tsmon.query import parse_query
 
 TEXTS = [
@@ -81,3 +82,15 @@ def _change(rt: BatchedRuntime, what: Any, b: int) -> str:
     except (ValueError, KeyError) as e:
         return f"{type(e).__name__}: {e}"
     return "ok"
+
+
+def test_a_query_object_added_is_noted_waiting_at_the_next_step() -> None:
+    rt = BatchedRuntime(1_000, 0.1, 0, source_of={"z.x": "n9"})
+    rt.run_batch([("n1", "a.x", 1_000, 1.0)], CLOCK)
+    rt.add_query(Query.avg("q", ["a.x", "z.x"], 1.0))  # z.x declared, its source silent
+    rt.run_batch([("n1", "a.x", 2_000, 1.0)], CLOCK)
+    hub = rt.hub()
+    assert hub.progress()["unmatchedQueries"] == hub.waiting_now(hub.names())
+    assert hub.progress()["unmatchedQueries"] == {
+        "q": "for source 'n9', which has sent nothing yet"
+    }
