@@ -195,7 +195,7 @@ class BatchedRuntime:
         """Register a bounded aggregate of the filter protocol (see
         :meth:`tsmon.kinds.bounded.BoundedCoordinator.add_query`)."""
         given = dict(source_of or {})  # as of now: the change is replayed later
-        self.change(lambda hub: hub.part("bounded").add_query(hub, query, given))
+        self.change(lambda hub: hub.add_query(query, given))
 
     def alter_query(self, name: str, delta: float, *, immediately: bool = False) -> None:
         """Change the precision constraint of query ``name`` (any kind that has one)."""

@@ -14,7 +14,7 @@ import numbers
 import pickle
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tsmon import kinds
 from tsmon.engine.settings import HostSettings
@@ -22,6 +22,9 @@ from tsmon.engine.waiting import Groups, Waiting, why_waiting
 from tsmon.kinds import CoordinatorPart
 from tsmon.protocols.filters.messages import MessageCounts
 from tsmon.query import query_key
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from tsmon.protocols.filters.queries import Query
 
 __all__ = ["BatchCounts", "CoordinatorNode"]
 
@@ -235,6 +238,13 @@ class CoordinatorNode:
         what = kind.add(self, statement, source_of)
         self._revision += 1
         return what + self._waits(statement.name)
+
+    def add_query(self, query: Query, source_of: Mapping[str, str] | None = None) -> None:
+        """Register a bounded aggregate of the filter protocol, a
+        :class:`~tsmon.protocols.filters.queries.Query` (see
+        :meth:`tsmon.kinds.bounded.BoundedCoordinator.add_query`)."""
+        self.part("bounded").add_query(self, query, source_of)
+        self._revision += 1
 
     def alter(self, statement: Any) -> str:
         """Apply an alter statement (or a watch query redefined in place)."""
