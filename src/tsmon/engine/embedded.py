@@ -78,7 +78,10 @@ class InstantHost:
     # -- statements ----------------------------------------------------------------------
     def add(self, statement: Any, series: Iterable[str]) -> None:
         """Register a definition; ``series`` (the Monitor's) all live at :data:`SOURCE`."""
-        declared = dict.fromkeys(series, SOURCE)  # as of now: the change is replayed later
+        # as of now (the change is replayed later), and only what is new: the journal keeps
+        # it until its next snapshot, and every add would hold a copy of every series
+        known = self.runtime.hub().declared
+        declared = {s: SOURCE for s in series if known.get(s) != SOURCE}
 
         def add(coordinator: CoordinatorNode) -> None:
             coordinator.declare(declared)
