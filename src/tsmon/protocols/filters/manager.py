@@ -203,7 +203,7 @@ class PrecisionManager:
         self._grow(fresh)
         try:
             system = self._build(queries)  # raises before any other state changes
-        except ValueError:  # the new objects stay known, as :meth:`set_objects` leaves them
+        except Exception:  # the new objects stay known, as :meth:`set_objects` leaves them
             self.system = self._build(self.queries)
             raise
         self.queries = queries
