@@ -36,13 +36,13 @@ def patched(script: str, *args: str, cwd: Path = REPO) -> subprocess.CompletedPr
 
 
 SIGINT_IN_SECOND_INGEST = """
-import os, signal, sys
+import signal, sys
 from tsmon.engine.monitor import Monitor
 ingest, calls = Monitor.ingest, []
 def interrupted_ingest(self, *args, **kwargs):
     calls.append(1)
     if len(calls) == 2:  # Ctrl-C while the second batch is being fed
-        os.kill(os.getpid(), signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)
     return ingest(self, *args, **kwargs)
 Monitor.ingest = interrupted_ingest
 """
@@ -69,8 +69,8 @@ def test_ctrl_c_during_a_replay_shows_the_rows_replayed(tmp_path: Path) -> None:
 def test_ctrl_c_ends_show_follow_quietly(tmp_path: Path) -> None:
     (tmp_path / "answers").mkdir()
     script = """
-    import os, signal, sys, time
-    time.sleep = lambda seconds: os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while waiting
+    import signal, sys, time
+    time.sleep = lambda seconds: signal.raise_signal(signal.SIGINT)  # Ctrl-C while waiting
     """
     run = patched(script, "show", "answers", "--job", str(tmp_path), "--follow")
     out = run.stdout + run.stderr
@@ -83,10 +83,10 @@ def test_ctrl_c_in_any_command_is_one_line(tmp_path: Path) -> None:
     queries = tmp_path / "q.tsq"
     queries.write_text("QUERY high ON * WHEN last > 50\n", encoding="utf-8")
     script = """
-    import os, signal, sys
+    import signal, sys
     import tsmon.cli.check as check
     def interrupted(text):
-        os.kill(os.getpid(), signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)
     check.check_text = interrupted
     """
     run = patched(script, "check", str(queries))
