@@ -21,8 +21,17 @@ ROWS = 4032  # NAB's ec2_cpu_utilization_5f5533.csv
 
 
 def patched(script: str, *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    """``tsmon *args`` in a subprocess after ``script`` ran (it patches what raises SIGINT)."""
-    code = textwrap.dedent(script) + "\nfrom tsmon.cli import main\nsys.exit(main(sys.argv[1:]))"
+    """``tsmon *args`` in a subprocess after ``script`` ran (it patches what raises SIGINT).
+
+    Ctrl-C comes as at a terminal: Python's own SIGINT handler is set first, since a process
+    started where SIGINT is ignored (``nohup``, a background job of a CI runner's shell)
+    inherits the ignoring, and Python then leaves SIGINT ignored."""
+    terminal = "import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    code = (
+        terminal
+        + textwrap.dedent(script)
+        + "\nfrom tsmon.cli import main\nsys.exit(main(sys.argv[1:]))"
+    )
     src = str(REPO / "src")
     env = dict(os.environ, COLUMNS="200", PYTHONPATH=src)
     return subprocess.run(
