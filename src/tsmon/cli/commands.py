@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tsmon.cli.report import events_table, format_event, summary_line
-from tsmon.core.textfile import read_text
+from tsmon.core.textfile import check_writable, read_text
 from tsmon.engine.events import Event
 from tsmon.engine.monitor import Monitor
 from tsmon.query import parse_queries
@@ -221,7 +221,7 @@ def _replay(args: argparse.Namespace) -> int:
     from tsmon.streams.csv_series import csv_layout, merge_by_time, read_series_csv
 
     if args.events_out is not None:
-        _check_writable(args.events_out, "--events-out", [*args.csv, args.queries])
+        check_writable(args.events_out, "--events-out", [*args.csv, args.queries])
     layouts = [csv_layout(path) for path in args.csv]
     _check_series_option(args.series, args.csv, layouts)
     queries = read_text(args.queries, "query file")
@@ -311,30 +311,6 @@ def _check_replayable(path: Path, statements: list[Any]) -> None:
                 "(tsmon query alter); a replay runs each query from the first row, so write "
                 "the new setting in its QUERY statement"
             )
-
-
-def _check_writable(path: Path, option: str, inputs: list[Path]) -> None:
-    """Raise ``OSError`` with the fix unless ``path`` (given as ``option``) can be written as a
-    file and is none of the command's ``inputs`` (it would overwrite the recording it reads).
-
-    Run before the work: finding out afterwards would cost the whole replay and its events.
-    (Permission checks use ``os.access``; a superuser passes them, and the write itself is
-    still guarded by the ``OSError`` handler in :func:`main`.)
-    """
-    fix = f"pass a file path in an existing, writable folder to {option}"
-    if path.is_dir():
-        raise OSError(f"{option} {path} is a folder, not a file; {fix}")
-    parent = path.parent
-    if not parent.exists():
-        raise OSError(f"{option} {path}: folder {parent} does not exist; {fix}")
-    if not parent.is_dir():
-        raise OSError(f"{option} {path}: {parent} is not a folder; {fix}")
-    if path.exists() and any(p.exists() and path.samefile(p) for p in inputs):
-        raise OSError(f"{option} {path} is an input of this command: writing would overwrite it")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise OSError(f"{option} {path}: no permission to overwrite the file; {fix}")
-    if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
-        raise OSError(f"{option} {path}: no permission to create files in {parent}; {fix}")
 
 
 def _check_series_option(series: str | None, paths: list[Path], layouts: list[str]) -> None:

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
 
+from tsmon.core.textfile import check_writable
 from tsmon.core.timestamps import format_instant_ms, parse_instant_ms
 from tsmon.core.units import format_value, parse_duration_ms
 
@@ -186,10 +187,8 @@ def run_plot(args: argparse.Namespace, console: Console) -> int:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from tsmon.cli.commands import _check_writable
-
     path = args.out or Path(f"{args.query}.png")
-    _check_writable(path, "--out", [args.job])
+    check_writable(path, "--out", [args.job])
     out = output_directory(args.job)
     for directory, when, value, low, high in PLOTTED:
         frame = select(read_batches(out / directory), when, args)

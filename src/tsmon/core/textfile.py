@@ -1,4 +1,5 @@
-"""Reading a user's text file (a query file, a job file) with an error that says what is wrong.
+"""A user's files: reading one (a query file, a job file) and checking one a command will write,
+with an error that says what is wrong.
 
 ``Path.read_text`` fails with ``[Errno 21] Is a directory: 'x'`` or ``'utf-8' codec can't
 decode byte 0xff in position 58``: neither names the file's role nor, for bad bytes, the line.
@@ -7,9 +8,10 @@ decode byte 0xff in position 58``: neither names the file's role nor, for bad by
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-__all__ = ["read_text"]
+__all__ = ["check_writable", "read_text"]
 
 
 def read_text(path: Path, what: str = "file") -> str:
@@ -48,3 +50,27 @@ def read_text(path: Path, what: str = "file") -> str:
             f"{what} {path} is not UTF-8 text: byte 0x{data[e.start]:02x} at line {line}, "
             f"column {column}; save it as UTF-8"
         ) from None
+
+
+def check_writable(path: Path, option: str, inputs: list[Path]) -> None:
+    """Raise ``OSError`` with the fix unless ``path`` (given as ``option``) can be written as a
+    file and is none of the command's ``inputs`` (it would overwrite the recording it reads).
+
+    Run before the work: finding out afterwards would cost the whole replay and its events.
+    (Permission checks use ``os.access``; a superuser passes them, and the write itself is
+    still guarded by the ``OSError`` handler of :func:`tsmon.cli.main`.)
+    """
+    fix = f"pass a file path in an existing, writable folder to {option}"
+    if path.is_dir():
+        raise OSError(f"{option} {path} is a folder, not a file; {fix}")
+    parent = path.parent
+    if not parent.exists():
+        raise OSError(f"{option} {path}: folder {parent} does not exist; {fix}")
+    if not parent.is_dir():
+        raise OSError(f"{option} {path}: {parent} is not a folder; {fix}")
+    if path.exists() and any(p.exists() and path.samefile(p) for p in inputs):
+        raise OSError(f"{option} {path} is an input of this command: writing would overwrite it")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise OSError(f"{option} {path}: no permission to overwrite the file; {fix}")
+    if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        raise OSError(f"{option} {path}: no permission to create files in {parent}; {fix}")
