@@ -206,18 +206,10 @@ def test_replay_refuses_an_empty_series_name(tmp_path: Path) -> None:
     ("content", "expected"),
     [
         (b"", "x.csv: empty file; a recorded series starts with the header line"),
-        (
-            b"timestamp,value\n2014-01-01 00:00:00,1\n2014-01-01 00:05:00,2,3\n",
-            "Expected 2 fields in line 3, saw 3; fix or remove that line",
-        ),
-        (
-            b'timestamp,value\n"2014-01-01 00:00:00,1\n',
-            "EOF inside string starting at row 1; fix or remove that line",
-        ),
-        (
-            b"timestamp,value\n2014-01-01 00:00:00,1\n2014-01-01 00:05:00,\xff\n",
-            "CSV file {path} is not UTF-8 text: byte 0xff at line 3, column 21",
-        ),
+        (b"\n\n", "x.csv: empty file; a recorded series starts with the header line"),
+        (b"\x1f\x8b\x08\x00\x00,1\n", "x.csv: its header line is binary content"),
+        (b"\xfftimestamp,value\n1,2\n", "x.csv: its header line is not UTF-8 text"),
+        (b"time,val\n1,2\n", "expected columns 'timestamp,value' or 'series,ts,value'"),
     ],
 )
 def test_replay_names_a_csv_it_cannot_read(tmp_path: Path, content: bytes, expected: str) -> None:
@@ -232,6 +224,25 @@ def test_replay_names_a_csv_it_cannot_read(tmp_path: Path, content: bytes, expec
     error = " ".join(out.split())
     assert error.startswith("error:") and str(path) in error, out
     assert expected.format(path=path) in error, out
+
+
+def test_replay_dead_letters_a_line_that_is_no_record(tmp_path: Path) -> None:
+    """A line with another number of fields, an unclosed quote or bytes that are not UTF-8
+    costs that line (``malformed_line``, as on Spark), not the file: the rows after it are
+    replayed and counted."""
+    path = tmp_path / "x.csv"
+    path.write_bytes(
+        b"\xef\xbb\xbftimestamp,value\n2014-01-01 00:00:00,1\n2014-01-01 00:05:00,2,3\n"
+        b'"2014-01-01 00:10:00,4\n\n2014-01-01 00:15:00,\xff\n2014-01-01 00:20:00,9\n'
+    )
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY a ON * WHEN last > 1\n", encoding="utf-8")
+    run = tsmon("replay", str(path), "--queries", str(queries), "--max-future", "off")
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 0, out
+    assert "points received 5 = accepted 2 + rejected 3 (malformed_line: 3)" in out, out
+    assert f"note: 3 lines are no records (malformed_line), e.g. {path}:3: 3 fields" in out, out
+    assert "2014-01-01 00:20:00 a" in out, out  # the row after them, its event
 
 
 def test_a_csv_in_the_working_directory_is_named_after_it(tmp_path: Path) -> None:

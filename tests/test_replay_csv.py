@@ -9,6 +9,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tsmon.engine.monitor import Monitor
 from tsmon.streams.csv_series import csv_layout, merge_by_time, read_series_csv
 
 # A timestamp is epoch ms, or None for an unreadable one (written as text in the file).
@@ -70,7 +71,8 @@ def test_read_series_csv_keeps_rows_and_raw_text(tmp_path: Path) -> None:
     )
     assert csv_layout(long) == "long"
     frame = read_series_csv(long)
-    assert frame.values.tolist() == [
+    assert frame["reason"].isna().all() and (frame["detail"] == "").all()
+    assert frame[["series", "ts", "value"]].values.tolist() == [
         ["b", "2024-01-01T00:00:05Z", "1"],
         ["b", "oops", ""],
         ["a", "1000", "n/a"],
@@ -79,8 +81,56 @@ def test_read_series_csv_keeps_rows_and_raw_text(tmp_path: Path) -> None:
     nab.parent.mkdir()
     nab.write_text("timestamp,value\n2024-01-01 00:00:10,3\nnever,4\n", encoding="utf-8")
     assert csv_layout(nab) == "timestamp_value"
-    assert read_series_csv(nab).values.tolist() == [
+    assert read_series_csv(nab)[["series", "ts", "value"]].values.tolist() == [
         ["metrics.cpu", "2024-01-01 00:00:10", "3"],
         ["metrics.cpu", "never", "4"],
     ]
     assert read_series_csv(nab, "mine")["series"].tolist() == ["mine", "mine"]
+
+
+# A data line of a series,ts,value file and what it is: a record, a malformed line, or blank.
+_LINE = st.sampled_from(
+    [
+        (b"a,1000,1.5", "record"),
+        (b'"b",2000,"2"', "record"),
+        (b"a,oops,1", "record"),  # a record: its bad timestamp is the monitor's to reject
+        (b"a,1,2,3", "malformed"),  # another number of fields than the header
+        (b"a,1", "malformed"),
+        (b'"a,1,2', "malformed"),  # an unclosed quote
+        (b"a,\xff,1", "malformed"),  # not UTF-8
+        (b"   ", "blank"),
+        (b"", "blank"),
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_LINE, max_size=12), st.booleans(), st.booleans())
+def test_every_line_of_a_file_is_accepted_or_a_dead_letter(
+    tmp_path_factory, lines: list[tuple[bytes, str]], bom: bool, crlf: bool
+) -> None:
+    """Fed as ``tsmon replay`` feeds it (records to ``ingest``, the rest to ``refuse``), a
+    file's every non-blank line after the header is received once: accepted, or rejected with
+    its reason, malformed lines as ``malformed_line`` naming their line."""
+    path = tmp_path_factory.mktemp("csv") / "f.csv"
+    end = b"\r\n" if crlf else b"\n"
+    header = (b"\xef\xbb\xbf" if bom else b"") + b"series,ts,value"
+    path.write_bytes(end.join([header, *(line for line, _ in lines)]) + end)
+    rows = read_series_csv(path)
+    kinds = [kind for _, kind in lines if kind != "blank"]
+    assert len(rows) == len(kinds)
+    malformed = rows["reason"].notna().to_numpy()
+    assert malformed.tolist() == [kind == "malformed" for kind in kinds]
+    numbers = [n for n, (_, kind) in enumerate(lines, 2) if kind != "blank"]
+    want = [f"{path.as_posix()}:{n}:" for n, bad in zip(numbers, malformed, strict=True) if bad]
+    assert [d[: len(w)] for d, w in zip(rows["detail"][malformed], want, strict=True)] == want
+    monitor = Monitor(["a", "b"], max_future=None)
+    monitor.refuse("malformed_line", rows["detail"][malformed].tolist())
+    records = rows[~malformed]
+    monitor.ingest(records["series"], records["ts"], records["value"])
+    stats = monitor.stats()
+    assert stats["received"] == len(kinds) == stats["accepted"] + stats["rejected"]
+    by_reason = stats["rejected_by_reason"]
+    assert by_reason.get("malformed_line", 0) == kinds.count("malformed")
+    oops = sum(line == b"a,oops,1" for line, _ in lines)
+    assert by_reason.get("bad_timestamp", 0) == oops

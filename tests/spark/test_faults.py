@@ -170,7 +170,10 @@ def test_bad_files_are_dead_letters_and_the_job_goes_on(spark, tmp_path: Path) -
     assert len(written) >= 2 and left <= {f"ctrl-{written[-1]}.json"}, (left, written)
     path = str(tmp_path / "incoming")
     assert f"{path}/malformed.csv:7: 2 fields, the header has 3" in details
-    assert f"{path}/malformed.csv:9: not UTF-8 CSV text" in details
+    assert f"{path}/malformed.csv:9: not UTF-8 text" in details
+    assert f"{path}/malformed.csv:10: not CSV (unexpected end of data: an unclosed" in " ".join(
+        details
+    )
     assert f"{path}/malformed.csv:12" in details  # the bad timestamp's line (blank 11 skipped)
     assert any(d.startswith(f"{path}/garbage.csv: binary content") for d in details)
     no_value = f"{path}/missing.csv:2: the header has no column 'value' (it has ['series', 'ts'])"

@@ -228,7 +228,7 @@ def _replay(args: argparse.Namespace) -> int:
     _check_replayable(args.queries, parse_queries(queries))  # syntax errors too, before the CSVs
     points = merge_by_time([read_series_csv(path, args.series) for path in args.csv])
     monitor = Monitor(
-        points["series"].unique(),
+        points["series"].dropna().unique(),
         allowed_lateness=args.allowed_lateness,
         max_future=None if args.max_future == "off" else args.max_future,
     )
@@ -244,11 +244,15 @@ def _replay(args: argparse.Namespace) -> int:
         for lo in range(0, len(points), args.batch):
             if interrupted.is_set():
                 break
-            chunk = points.iloc[lo : lo + args.batch]
+            rows = points.iloc[lo : lo + args.batch]
+            malformed = rows["reason"].notna()
+            if malformed.any():  # lines that are no records: dead letters, as on Spark
+                monitor.refuse("malformed_line", rows["detail"][malformed].tolist())
+            chunk = rows[~malformed]
             monitor.ingest(
                 chunk["series"].to_numpy(), chunk["ts"].to_numpy(), chunk["value"].to_numpy()
             )
-            fed += len(chunk)
+            fed += len(rows)
             for event in monitor.events():
                 counts[event.query] += 1
                 if shown < args.show:
@@ -256,12 +260,19 @@ def _replay(args: argparse.Namespace) -> int:
                     progress.console.print(format_event(event), soft_wrap=True)
                 if args.events_out is not None:
                     collected.append(event)
-            progress.update(task, advance=len(chunk))
+            progress.update(task, advance=len(rows))
     if args.events_out is not None:
         _write_events(collected, args.events_out)
     console.print(events_table(counts, monitor.queries(), monitor.unmatched()))
     stats = monitor.stats()
     console.print(summary_line(stats), soft_wrap=True)
+    malformed = points["detail"].iloc[:fed][points["reason"].iloc[:fed].notna()]
+    if len(malformed):
+        console.print(
+            f"note: {len(malformed)} lines are no records (malformed_line), e.g. "
+            f"{malformed.iloc[0]}",
+            soft_wrap=True,
+        )
     future = cast("dict[str, int]", stats["rejected_by_reason"]).get("future_timestamp", 0)
     if future:
         console.print(

@@ -15,13 +15,14 @@ Query names are case-insensitive, as in query files.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from tsmon.core.window_spec import WindowSpec
+from tsmon.engine.deadletters import Reason
 from tsmon.engine.events import Event
 from tsmon.engine.guard import future_limit
 from tsmon.engine.hosts import MonitorHosts
@@ -247,6 +248,21 @@ class Monitor:
             rejected,
             store.events.emitted - before_events,
         )
+
+    def refuse(self, reason: str, details: Sequence[str]) -> None:
+        """Count input rows that hold no point (a file's lines that are no records) as
+        received and rejected with ``reason`` (a :class:`~tsmon.engine.deadletters.Reason`
+        value, e.g. ``"malformed_line"``), one dead letter each with its detail: so received =
+        accepted + rejected counts every row of a file, not only its records.
+
+        Examples
+        --------
+        >>> mon = Monitor(["cpu"])
+        >>> mon.refuse("malformed_line", ["x.csv:3: 3 fields, the header has 2"])
+        >>> mon.stats()["rejected_by_reason"], mon.dead_letters()["detail"].tolist()
+        ({'malformed_line': 1}, ['x.csv:3: 3 fields, the header has 2'])
+        """
+        self._store.refuse(Reason(reason), details)
 
     # -- outputs -------------------------------------------------------------------------------
     def events(self) -> list[Event]:

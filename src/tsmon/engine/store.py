@@ -17,7 +17,7 @@ node's local part (:mod:`tsmon.kinds.local`). Query names are case-insensitive.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 
 import numpy as np
@@ -187,6 +187,15 @@ class SeriesStore:
         self.counts["seq"] += batch.received
         self.counts["received"] += batch.received - len(batch.seq)  # rejected while reading
         return batch
+
+    def refuse(self, reason: Reason, details: Sequence[str]) -> None:
+        """Count input rows that hold no point (a file's malformed lines) as received and
+        rejected with ``reason``, one detail each, numbered after the points read so far."""
+        n, none = len(details), np.full(len(details), None, dtype=object)
+        seq = np.arange(self.counts["seq"], self.counts["seq"] + n, dtype=np.int64)
+        self.dead.add(seq, none, none, none, reason, list(details))
+        self.counts["seq"] += n
+        self.counts["received"] += n
 
     def ingest(
         self,

@@ -47,6 +47,8 @@ __all__ = [
     "TYPED_TS",
     "TYPED_VALUE",
     "arrow_rows",
+    "csv_fields",
+    "csv_header",
     "file_origin",
     "file_rows",
     "json_object",
@@ -292,21 +294,19 @@ def _csv(
     if not lines:
         return
     first, raw = lines[0]
-    header = _fields(raw)
-    if header is None:
-        what = "its header is not UTF-8 CSV text"
-        yield (path, first, *empty, Reason.UNREADABLE_FILE.value, what)
+    header = csv_header(raw)
+    if isinstance(header, str):
+        yield (path, first, *empty, Reason.UNREADABLE_FILE.value, f"its header is {header}")
         return
-    header = [h.strip() for h in header]
     index = {h: i for i, h in reversed(list(enumerate(header)))}  # a name twice: the first
     missing = [n for n in names if n not in index]
     detail = f"the header has no column {missing[0]!r} (it has {header})" if missing else ""
     for n, raw in lines[1:]:
-        fields = _fields(raw)
-        if fields is None or len(fields) != len(header):
+        fields = csv_fields(raw)
+        if isinstance(fields, str) or len(fields) != len(header):
             what = (
-                "not UTF-8 CSV text"
-                if fields is None
+                fields
+                if isinstance(fields, str)
                 else (f"{len(fields)} fields, the header has {len(header)}")
             )
             yield (path, n, *empty, Reason.MALFORMED_LINE.value, what)
@@ -322,15 +322,35 @@ def _decoded(raw: bytes) -> str | None:
         return None
 
 
-def _fields(raw: bytes) -> list[str] | None:
-    """The fields of one CSV line (quotes as in RFC 4180), or None if it is not text."""
+def csv_header(raw: bytes) -> list[str] | str:
+    """A CSV file's column names from its header line (a UTF-8 byte order mark dropped, names
+    stripped), or what keeps it from being one.
+
+    Examples
+    --------
+    >>> csv_header(b"\\xef\\xbb\\xbftimestamp, value ")
+    ['timestamp', 'value']
+    """
+    fields = csv_fields(raw.removeprefix(b"\xef\xbb\xbf"))
+    return fields if isinstance(fields, str) else [h.strip() for h in fields]
+
+
+def csv_fields(raw: bytes) -> list[str] | str:
+    """The fields of one CSV line (quotes as in RFC 4180), or what keeps it from being one.
+
+    Examples
+    --------
+    >>> csv_fields(b'a,"b,c"'), csv_fields(b"\\xff,1"), csv_fields(b'"a,1')
+    (['a', 'b,c'], 'not UTF-8 text', 'not CSV (unexpected end of data: an unclosed quote?)')
+    """
     text = _decoded(raw)
     if text is None:
-        return None
+        return "not UTF-8 text"
     try:
         return next(csv.reader([text], strict=True))
-    except csv.Error:
-        return None
+    except csv.Error as e:
+        hint = ": an unclosed quote?" if "end of data" in str(e) else ""
+        return f"not CSV ({e}{hint})"
 
 
 def json_object(line: str) -> dict[str, Any] | None:

@@ -3,7 +3,10 @@
 Rows are handed to the monitor as they were recorded: timestamps and values stay the strings of
 the file, so one unreadable timestamp or value is rejected on its own (to the dead letters, with
 its reason) instead of aborting the file, and out-of-order rows stay out of order so that the
-monitor's lateness handling sees them.
+monitor's lateness handling sees them. Lines are read as the Spark job reads a CSV input
+(:func:`tsmon.spark.filerows.file_rows`): columns by name, and a line that is no record (another
+number of fields than the header, an unclosed quote, bytes that are not UTF-8) is one row with
+the reason ``malformed_line``, costing that line only.
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from tsmon.core.textfile import read_text
 from tsmon.core.timestamps import read_epoch_ms
+from tsmon.engine.deadletters import Reason
 
 Layout = Literal["long", "timestamp_value"]
 _LONG = ("series", "ts", "value")
@@ -28,23 +31,24 @@ def _require_file(path: Path) -> None:
         raise FileNotFoundError(f"no such CSV file: {path}; pass the path of a recorded series")
 
 
-def _read_csv(path: Path, **options: object) -> pd.DataFrame:
-    """``pd.read_csv`` of every field as text, its errors naming the file and what to fix (a
-    whole file is refused for these: no row of it is fed)."""
-    try:
-        return pd.read_csv(path, dtype=str, **options)
-    except pd.errors.EmptyDataError:
+def _header(path: Path) -> list[str]:
+    """The fields of a CSV file's first line that is not blank, read as
+    :func:`tsmon.spark.filerows.file_rows` reads it; ``ValueError`` naming what to fix if there
+    is none or it is no CSV text."""
+    from tsmon.spark.filerows import csv_header
+
+    with path.open("rb") as f:
+        first = next((line for line in f if line.strip()), None)
+    if first is None:
         raise ValueError(
             f"{path}: empty file; a recorded series starts with the header line "
             "'timestamp,value' or 'series,ts,value'"
-        ) from None
-    except pd.errors.ParserError as e:  # a line with too many fields, an unclosed quote
-        raise ValueError(
-            f"{path}: not readable as CSV: {str(e).strip()}; fix or remove that line"
-        ) from None
-    except UnicodeDecodeError:
-        read_text(path, "CSV file")  # raises, naming the line and column of the bad byte
-        raise
+        )
+    fields = csv_header(first.rstrip(b"\r\n"))
+    if isinstance(fields, str) or b"\x00" in first:
+        what = "binary content" if b"\x00" in first else fields
+        raise ValueError(f"{path}: its header line is {what}; is it a CSV file?")
+    return fields
 
 
 def _layout_of(path: Path, columns: Sequence[str]) -> Layout:
@@ -67,36 +71,64 @@ def csv_layout(path: str | Path) -> Layout:
     """
     path = Path(path)
     _require_file(path)
-    header = _read_csv(path, nrows=0)
-    return _layout_of(path, list(header.columns))
+    return _layout_of(path, _header(path))
 
 
 def read_series_csv(path: str | Path, series: str | None = None) -> pd.DataFrame:
-    """Load a CSV as (series, ts, value) rows, in the file's row order, all as read.
+    """Load a CSV as ``series, ts, value, reason, detail`` rows, in the file's line order.
 
     A two-column ``timestamp,value`` file (NAB's format) becomes one series named ``series`` or
     ``<folder>.<file stem>``; a file with ``series``, ``ts`` and ``value`` columns is taken as is.
     Timestamps and values are left as the file's strings: :meth:`tsmon.Monitor.ingest` reads
     them point by point (digit-only timestamps as epoch ms, others as ISO-8601 instants) and
-    rejects unreadable ones to its dead letters, so one bad row costs that row only.
+    rejects unreadable ones to its dead letters, so one bad row costs that row only. A record's
+    ``reason`` is None; a line that is no record has ``reason`` ``malformed_line``, no series,
+    timestamp or value, and the ``detail`` ``<file>:<line>: <what>`` (for
+    :meth:`tsmon.Monitor.refuse`). A file that is no text at all is refused whole
+    (``ValueError``).
 
     Examples
     --------
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     p = Path(tmp) / "m.csv"
-    ...     _ = p.write_text("series,ts,value\\na,2000,1\\na,oops,2\\na,1000,x\\n")
-    ...     read_series_csv(p).values.tolist()
-    [['a', '2000', '1'], ['a', 'oops', '2'], ['a', '1000', 'x']]
+    ...     _ = p.write_text("series,ts,value\\na,2000,1\\na,oops,2,3\\na,1000,x\\n")
+    ...     rows = read_series_csv(p)
+    >>> rows[["series", "ts", "value", "reason"]].values.tolist()
+    [['a', '2000', '1', None], [None, None, None, 'malformed_line'], ['a', '1000', 'x', None]]
+    >>> rows["detail"][1].endswith("m.csv:3: 4 fields, the header has 3")
+    True
     """
+    from tsmon.spark.filerows import DETAIL, FILE, LINE, REASON, file_rows
+
     path = Path(path)
     _require_file(path)
-    frame = _read_csv(path, keep_default_na=False)
-    if _layout_of(path, list(frame.columns)) == "long":
-        return frame[list(_LONG)].reset_index(drop=True)
+    long = csv_layout(path) == "long"
+    names = list(_LONG) if long else list(_NAB)
+    try:
+        content = path.read_bytes()
+    except OSError as e:
+        raise ValueError(f"{path}: cannot be read: {e.strerror or e}") from None
+    rows = pd.DataFrame(
+        file_rows(str(path), content, "csv", names), columns=[FILE, LINE, *names, REASON, DETAIL]
+    )
+    unreadable = rows[rows[REASON] == Reason.UNREADABLE_FILE.value]
+    if len(unreadable):
+        raise ValueError(f"{path}: not a CSV file: {unreadable[DETAIL].iloc[0]}")
+    record = rows[REASON].isna()
+    where = path.as_posix() + ":" + rows[LINE].astype(str)
+    detail = where.where(record, where + ": " + rows[DETAIL])
     name = series or f"{path.absolute().parent.name}.{path.stem}"  # ./x.csv: <cwd's name>.x
     return pd.DataFrame(
-        {"series": name, "ts": frame["timestamp"].to_numpy(), "value": frame["value"].to_numpy()}
+        {
+            "series": (rows["series"] if long else pd.Series(name, index=rows.index)).where(
+                record, None
+            ),
+            "ts": rows["ts" if long else "timestamp"],
+            "value": rows["value"],
+            "reason": rows[REASON].where(~record, None),
+            "detail": detail.where(~record, ""),
+        }
     )
 
 
