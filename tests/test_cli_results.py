@@ -252,3 +252,37 @@ def test_query_add_says_at_once_that_a_query_will_wait(job, tmp_path: Path) -> N
     )
     listed = flat(tsmon("query", "list", "--job", str(checkpoint)).stdout)
     assert "QUERY cold ON host*.mem │ pending" in listed
+
+
+def test_show_dead_letters_since_selects_by_when_their_batch_was_written(tmp_path: Path) -> None:
+    """A dead letter's own timestamp may be missing (a malformed line) or far ahead (a
+    ``future_timestamp`` in 2999): ``--since`` selects dead letters by their batch file's
+    write time, so neither hides nor drops the others."""
+    out = tmp_path / "out" / "dead_letters"
+    out.mkdir(parents=True)
+    far = 32_503_680_000_000  # 3000-01-01
+    batches = {  # batch: (rows' ts, reasons), written hours ago
+        0: ([1_000, None], ["too_late", "malformed_line"], 5),
+        1: ([far, None], ["future_timestamp", "bad_timestamp"], 0.5),
+        2: ([None], ["malformed_line"], 0.1),
+    }
+    now = time.time()
+    for batch, (ts, reasons, hours_ago) in batches.items():
+        path = out / f"batch-{batch}.parquet"
+        frame = pd.DataFrame({"batch_id": batch, "ts": pd.array(ts, dtype="Int64")})
+        frame["reason"] = reasons
+        frame.to_parquet(path)
+        os.utime(path, (now - hours_ago * 3600, now - hours_ago * 3600))
+    recent = tsmon("show", "dead-letters", "--job", str(tmp_path / "out"), "--since=-1h")
+    text = recent.stdout + recent.stderr
+    assert recent.returncode == 0, text
+    shown = [
+        r for r in ("too_late", "future_timestamp", "bad_timestamp", "malformed_line") if r in text
+    ]
+    assert shown == ["future_timestamp", "bad_timestamp", "malformed_line"], text
+    assert "__written" not in text, text
+    since = format_instant_ms(int((now - 2 * 3600) * 1000))
+    absolute = tsmon("show", "dead-letters", "--job", str(tmp_path / "out"), "--since", since)
+    assert "too_late" not in absolute.stdout and absolute.stdout.count("malformed_line") == 1
+    everything = tsmon("show", "dead-letters", "--job", str(tmp_path / "out"))
+    assert everything.stdout.count("malformed_line") == 2 and "too_late" in everything.stdout

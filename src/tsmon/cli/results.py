@@ -5,8 +5,10 @@ back as tables and pictures, without pandas on the user's side.
 holding ``answers/``, ``events/``, ...). Times are shown in UTC beside the exact milliseconds;
 event payloads and JSON lists are decoded. ``--since`` takes an ISO-8601 instant or a
 look-back such as ``--since=-1h`` (with ``=``: argparse reads ``-1h`` alone as an option)
-from the newest row shown; ``--follow`` keeps printing the rows of
-new batches until Ctrl-C.
+from the newest row shown. Answers and events are selected by their event time; dead letters by
+when the job wrote their batch (its file's modification time, :data:`WRITTEN`): a dead letter's
+own timestamp is often missing, unreadable or absurd — the reason it is one — and would hide it
+or every other row. ``--follow`` keeps printing the rows of new batches until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from tsmon.core.textfile import check_writable
 from tsmon.core.timestamps import format_instant_ms, parse_instant_ms
 from tsmon.core.units import format_value, parse_duration_ms
 
+#: The time a row's batch file was written (epoch ms): what ``--since`` selects dead letters by.
+WRITTEN = "__written_ms"
 #: What ``show`` can show: the sink directories read, and the column holding each row's time.
 SHOWN = {
     "answers": (
@@ -38,7 +42,7 @@ SHOWN = {
         ("topk", None),
     ),
     "events": (("events", "ts_ms"),),
-    "dead-letters": (("dead_letters", "ts"),),
+    "dead-letters": (("dead_letters", WRITTEN),),
 }
 #: The colour of exact values in plots (the recomputed line, and answers with no width).
 EXACT_COLOR = "#d62728"
@@ -69,14 +73,21 @@ def output_directory(job: Path) -> Path:
     )
 
 
-def read_batches(directory: Path, seen: set[Path] | None = None) -> pd.DataFrame:
+def read_batches(
+    directory: Path, seen: set[Path] | None = None, written: bool = False
+) -> pd.DataFrame:
     """Every ``batch-N.parquet`` of ``directory`` not in ``seen`` (which is updated), in batch
-    order; empty when there are none."""
+    order, with ``written`` also the column :data:`WRITTEN`; empty when there are none."""
     files = sorted(p for p in directory.glob("batch-*.parquet") if seen is None or p not in seen)
     if seen is not None:
         seen.update(files)
-    # one thread: pyarrow's pool threads can abort the process at exit (apache/arrow#34314)
-    frames = [pq.read_table(p, use_threads=False).to_pandas() for p in files]
+    frames = []
+    for path in files:
+        # one thread: pyarrow's pool threads can abort the process at exit (apache/arrow#34314)
+        frame = pq.read_table(path, use_threads=False).to_pandas()
+        if written:
+            frame[WRITTEN] = path.stat().st_mtime_ns // 1_000_000
+        frames.append(frame)
     frames = [f for f in frames if not f.empty]
     if not frames:
         return pd.DataFrame()
@@ -161,7 +172,8 @@ def run_show(args: argparse.Namespace, console: Console) -> int:
     try:
         while True:
             for directory, when in SHOWN[args.what]:
-                frame = select(read_batches(out / directory, seen[directory]), when, args)
+                rows = read_batches(out / directory, seen[directory], when == WRITTEN)
+                frame = select(rows, when, args).drop(columns=WRITTEN, errors="ignore")
                 if not frame.empty:
                     console.print(table_of(directory, frame))
                     shown += len(frame)
@@ -272,7 +284,8 @@ def add_parsers(sub: argparse._SubParsersAction, console: Console) -> None:
     parser.add_argument("--query", help="only this query (names ignore case)")
     parser.add_argument(
         "--since",
-        help="an ISO-8601 instant, or =-DURATION back from the newest row (--since=-1h)",
+        help="an ISO-8601 instant, or =-DURATION back from the newest row (--since=-1h); "
+        "dead letters by when their batch was written",
     )
     parser.add_argument("--follow", action="store_true", help="keep printing new batches")
     parser.add_argument("--interval", type=float, default=1.0, help=argparse.SUPPRESS)
