@@ -41,6 +41,11 @@ def test_check_command_prints_every_error_and_exits_2(tmp_path: Path) -> None:
     path.write_text("# only good ones\nQUERY ok ON a WHEN mean(5m) > 1  # why\n", encoding="utf-8")
     good = tsmon("check", str(path))
     assert good.returncode == 0 and "1 statements OK" in good.stdout
+    assert "no statement" not in good.stdout
+    path.write_text("# nothing yet\n", encoding="utf-8")
+    empty = tsmon("check", str(path))
+    out = " ".join(empty.stdout.split())
+    assert empty.returncode == 0 and "0 statements OK note: no statement in it;" in out, out
 
 
 def test_replay_says_which_queries_match_no_series(tmp_path: Path) -> None:

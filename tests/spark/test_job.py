@@ -99,7 +99,7 @@ def test_the_module_docstring_example_is_a_valid_job(tmp_path: Path) -> None:
         (('growth = "paper"', 'growth = "fast"'), "growth must be one of"),
         (('path = "out"', ""), "parquet sink needs path"),
         (('master = "local[2]"', 'mastr = "local"'), "unknown key 'mastr' in [job]"),
-        (('query_file = "q.tsq"', 'query_file = "nope.tsq"'), "does not exist"),
+        (('query_file = "q.tsq"', 'query_file = "nope.tsq"'), "no such query_file: "),
         (('series = "metric"', 'serie = "metric"'), "unknown key 'serie'"),
         (('kind = "files"', 'kind = "socket"'), "needs port = <1..65535>"),
         (('master = "local[2]"', "buckets = 0"), "[job] buckets must be an integer 1..100000"),

@@ -101,6 +101,13 @@ def run_check(path: Path, console: Console) -> int:
     errors = f", {len(checked.errors)} errors" if checked.errors else ""
     # one line, whatever the path's length (a table title wraps to the table's width)
     console.print(f"{path}: {len(checked.statements)} statements OK{errors}", soft_wrap=True)
+    if not checked.statements and not checked.errors:  # an empty file, or comments only
+        console.print(
+            "note: no statement in it; a query file holds lines such as "
+            "QUERY hot ON cpu.* WHEN last > 0.9",
+            soft_wrap=True,
+        )
+        return 0
     table = Table()
     for column in ("query", "on / as", "windows", "since / within"):
         table.add_column(column)

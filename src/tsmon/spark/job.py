@@ -313,11 +313,9 @@ def _queries(raw: Mapping[str, Any], base: Path, where: str) -> str:
         raise JobError(f"{where}: give either queries = '''...''' or query_file, not both")
     if "query_file" in raw:
         file = base / toml_str(raw, "query_file", where, "top-level")
-        if not file.exists():
-            raise JobError(f"{where}: query_file {str(file)!r} does not exist")
         try:
             text = read_text(file, "query_file")
-        except (OSError, ValueError) as e:  # a folder, unreadable, not UTF-8
+        except (OSError, ValueError) as e:  # missing, a folder, unreadable, not UTF-8
             raise JobError(f"{where}: {e}") from None
         return _checked(text, str(file))
     text = raw.get("queries", "")
