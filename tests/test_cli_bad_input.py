@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from tests.test_cli import NAB, REPO, tsmon
@@ -237,12 +238,23 @@ def test_replay_dead_letters_a_line_that_is_no_record(tmp_path: Path) -> None:
     )
     queries = tmp_path / "q.tsq"
     queries.write_text("QUERY a ON * WHEN last > 1\n", encoding="utf-8")
-    run = tsmon("replay", str(path), "--queries", str(queries), "--max-future", "off")
+    dead = tmp_path / "dead.csv"
+    run = tsmon(
+        "replay", str(path), "--queries", str(queries), "--max-future", "off",
+        "--dead-letters-out", str(dead),
+    )  # fmt: skip
     out = " ".join((run.stdout + run.stderr).split())
     assert run.returncode == 0, out
     assert "points received 5 = accepted 2 + rejected 3 (malformed_line: 3)" in out, out
     assert f"note: 3 lines are no records (malformed_line), e.g. {path}:3: 3 fields" in out, out
     assert "2014-01-01 00:20:00 a" in out, out  # the row after them, its event
+    assert f"wrote 3 dead letters to {dead}" in out, out
+    rows = pd.read_csv(dead)
+    assert rows["reason"].tolist() == ["malformed_line"] * 3
+    assert [d.split(": ", 1)[0] for d in rows["detail"]] == [f"{path}:{n}" for n in (3, 4, 6)]
+    assert rows["detail"][2].endswith("not UTF-8 text"), rows
+    again = tsmon("replay", str(path), "--queries", str(queries), "--dead-letters-out", str(path))
+    assert again.returncode == 2 and "--dead-letters-out" in again.stdout + again.stderr
 
 
 def test_a_csv_in_the_working_directory_is_named_after_it(tmp_path: Path) -> None:

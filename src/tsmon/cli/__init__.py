@@ -19,20 +19,20 @@ from rich.markup import escape
 
 from tsmon import __version__
 from tsmon.cli.commands import (
-    INTERRUPTED,
     _check,
     _cluster,
     _demo,
     _query_list,
     _query_submit,
-    _replay,
     _run,
     console,
 )
+from tsmon.cli.replay import run_replay
 from tsmon.cli.results import add_parsers as add_result_parsers
 from tsmon.core.units import UnitError, parse_duration_ms
 from tsmon.query import QuerySyntaxError
 from tsmon.spark.session import JavaError
+from tsmon.spark.signals import INTERRUPTED
 
 _USER_ERRORS = (QuerySyntaxError, UnitError, ValueError, KeyError, OSError, JavaError)
 
@@ -260,6 +260,11 @@ def _parser() -> argparse.ArgumentParser:
         "--events-out", type=Path, help="write every event to this CSV (checked before replaying)"
     )
     replay.add_argument(
+        "--dead-letters-out",
+        type=Path,
+        help="write every rejected row, with its reason and detail, to this CSV",
+    )
+    replay.add_argument(
         "--allowed-lateness",
         type=_duration,
         default="0ms",
@@ -272,7 +277,7 @@ def _parser() -> argparse.ArgumentParser:
         help="reject rows stamped more than this after this machine's clock as "
         "future_timestamp, or 'off' (default: 1d)",
     )
-    replay.set_defaults(run=_replay)
+    replay.set_defaults(run=run_replay)
     return parser
 
 

@@ -6,22 +6,11 @@ import argparse
 import os
 import signal
 import threading
-from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-
-from tsmon.cli.report import events_table, format_event, summary_line
-from tsmon.core.textfile import check_writable, read_text
-from tsmon.engine.events import Event
-from tsmon.engine.monitor import Monitor
-from tsmon.query import parse_queries
-from tsmon.spark.signals import INTERRUPTED
 
 console = Console(highlight=False, markup=False)  # data text may hold [brackets]
 
@@ -211,147 +200,6 @@ def _check(args: argparse.Namespace) -> int:
     return run_check(args.file, console)
 
 
-def _replay(args: argparse.Namespace) -> int:
-    """Feed recorded CSV rows to a :class:`Monitor` in batches, printing events as they come.
-
-    Everything that can be checked cheaply is checked before the replay (the events output
-    path, the CSV headers, ``--series``, the query file), so a mistake costs no replay time.
-    Rows keep their file's order; several files are merged by time (:func:`merge_by_time`).
-    """
-    from tsmon.streams.csv_series import csv_layout, merge_by_time, read_series_csv
-
-    if args.events_out is not None:
-        check_writable(args.events_out, "--events-out", [*args.csv, args.queries])
-    layouts = [csv_layout(path) for path in args.csv]
-    _check_series_option(args.series, args.csv, layouts)
-    queries = read_text(args.queries, "query file")
-    _check_replayable(args.queries, parse_queries(queries))  # syntax errors too, before the CSVs
-    points = merge_by_time([read_series_csv(path, args.series) for path in args.csv])
-    monitor = Monitor(
-        points["series"].dropna().unique(),
-        allowed_lateness=args.allowed_lateness,
-        max_future=None if args.max_future == "off" else args.max_future,
-    )
-    monitor.add_query(queries)
-    for name, why in monitor.unmatched().items():  # before any point: the events table says
-        console.print(f"query {name!r} waits: {why}", soft_wrap=True)  # which kept waiting
-    shown = 0
-    counts: Counter[str] = Counter()
-    collected: list[Event] = []
-    fed = 0
-    with _deferred_interrupt() as interrupted, _progress() as progress:
-        task = progress.add_task("replaying", total=len(points))
-        for lo in range(0, len(points), args.batch):
-            if interrupted.is_set():
-                break
-            rows = points.iloc[lo : lo + args.batch]
-            malformed = rows["reason"].notna()
-            if malformed.any():  # lines that are no records: dead letters, as on Spark
-                monitor.refuse("malformed_line", rows["detail"][malformed].tolist())
-            chunk = rows[~malformed]
-            monitor.ingest(
-                chunk["series"].to_numpy(), chunk["ts"].to_numpy(), chunk["value"].to_numpy()
-            )
-            fed += len(rows)
-            for event in monitor.events():
-                counts[event.query] += 1
-                if shown < args.show:
-                    shown += 1
-                    progress.console.print(format_event(event), soft_wrap=True)
-                if args.events_out is not None:
-                    collected.append(event)
-            progress.update(task, advance=len(rows))
-    if args.events_out is not None:
-        _write_events(collected, args.events_out)
-    console.print(events_table(counts, monitor.queries(), monitor.unmatched()))
-    stats = monitor.stats()
-    console.print(summary_line(stats), soft_wrap=True)
-    malformed = points["detail"].iloc[:fed][points["reason"].iloc[:fed].notna()]
-    if len(malformed):
-        console.print(
-            f"note: {len(malformed)} lines are no records (malformed_line), e.g. "
-            f"{malformed.iloc[0]}",
-            soft_wrap=True,
-        )
-    future = cast("dict[str, int]", stats["rejected_by_reason"]).get("future_timestamp", 0)
-    if future:
-        console.print(
-            f"note: {future} rows are stamped more than {args.max_future} after this machine's "
-            "clock (future_timestamp); --max-future off replays them",
-            soft_wrap=True,
-        )
-    if interrupted.is_set():
-        console.print(
-            f"interrupted: replayed the first {fed} of {len(points)} rows; the counts above "
-            "are theirs",
-            soft_wrap=True,
-        )
-        return INTERRUPTED
-    return 0
-
-
-@contextmanager
-def _deferred_interrupt() -> Iterator[threading.Event]:
-    """Ctrl-C (SIGINT) sets the event yielded instead of raising, until the block ends: a
-    replay checks it between batches, so a batch is fed whole or not at all and the counts
-    shown after it are those of the rows fed (a ``KeyboardInterrupt`` inside an ``ingest``
-    would leave its batch half-applied)."""
-    interrupted = threading.Event()
-    previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set())
-    try:
-        yield interrupted
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _check_replayable(path: Path, statements: list[Any]) -> None:
-    """Refuse a query file a replay cannot run: no query in it (the replay would show
-    nothing), or an ``ALTER QUERY`` (it changes a query while a job runs; a replay has every
-    query from its first row)."""
-    from tsmon.kinds import kind_of
-
-    if not statements:
-        raise ValueError(
-            f"query file {path} holds no query, so the replay would show nothing; "
-            "write QUERY statements in it (tsmon check shows what a file holds)"
-        )
-    for statement in statements:
-        if not kind_of(statement).defines(statement):
-            raise ValueError(
-                f"query file {path}: ALTER QUERY {statement.name} changes a running job's query "
-                "(tsmon query alter); a replay runs each query from the first row, so write "
-                "the new setting in its QUERY statement"
-            )
-
-
-def _check_series_option(series: str | None, paths: list[Path], layouts: list[str]) -> None:
-    """Reject ``--series`` where it would be ignored or would merge several files into one.
-
-    ``--series`` names the one series of a ``timestamp,value`` file; given with several such
-    files it would silently make all of them one series, and with none it would do nothing.
-    """
-    if series is None:
-        return
-    if not series.strip():
-        raise ValueError(
-            f"--series {series!r} is no name; pass a series name, e.g. --series nab.cpu"
-        )
-    plain = [
-        str(p) for p, layout in zip(paths, layouts, strict=True) if layout == "timestamp_value"
-    ]
-    if len(plain) > 1:
-        raise ValueError(
-            f"--series {series!r} would merge {len(plain)} timestamp,value files "
-            f"({', '.join(plain)}) into one series; drop --series (each file is then named "
-            "<folder>.<file stem>) or replay the files one at a time"
-        )
-    if not plain:
-        raise ValueError(
-            f"--series {series!r} names the series of a timestamp,value file, but every CSV "
-            "given has a series column; drop --series"
-        )
-
-
 def _demo(args: argparse.Namespace) -> int:
     """The Spark demo (:mod:`tsmon.demos.spark`), or the in-process one with ``--in-process``."""
     if args.in_process:
@@ -362,35 +210,3 @@ def _demo(args: argparse.Namespace) -> int:
 
     settings = DemoSettings(hosts=args.hosts or 200, ticks=args.ticks, master=args.master)
     return run_spark_demo(Console(highlight=False), settings, args.dir, args.verbose)
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("points"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=not console.is_terminal,
-    )
-
-
-def _write_events(events: list[Event], path: Path) -> None:
-    """Write events as CSV: one row each, payload entries as ``payload.<name>`` columns."""
-    import pandas as pd
-
-    rows = [
-        {
-            "query": e.query,
-            "series": e.series,
-            "ts_ms": e.ts_ms,
-            "value": e.value,
-            "coverage": e.coverage,
-            "replayed": e.replayed,
-            **{f"payload.{k}": v for k, v in e.payload.items()},
-        }
-        for e in events
-    ]
-    pd.DataFrame(rows).to_csv(path, index=False)
-    console.print(f"wrote {len(rows)} events to {path}")
