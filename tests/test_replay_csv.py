@@ -6,10 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tsmon.engine.monitor import Monitor
+from tsmon.spark.filerows import file_rows
 from tsmon.streams.csv_series import csv_layout, merge_by_time, read_series_csv
 
 # A timestamp is epoch ms, or None for an unreadable one (written as text in the file).
@@ -134,3 +136,24 @@ def test_every_line_of_a_file_is_accepted_or_a_dead_letter(
     assert by_reason.get("malformed_line", 0) == kinds.count("malformed")
     oops = sum(line == b"a,oops,1" for line, _ in lines)
     assert by_reason.get("bad_timestamp", 0) == oops
+
+
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
+def test_a_file_is_read_as_the_spark_job_reads_it_whatever_its_line_ends(
+    tmp_path: Path, end: bytes
+) -> None:
+    """The header is found with the lines split as :func:`file_rows` splits them (LF, CRLF or
+    a lone CR, as old Mac files end lines), so a file the Spark job reads is no "header line
+    that is not CSV" to ``tsmon replay``."""
+    path = tmp_path / "x.csv"
+    content = end.join([b"", b"timestamp,value", b"1000,1", b"2000,2,3", b"3000,3"]) + end
+    path.write_bytes(content)
+    spark = [row[2:5] for row in file_rows(str(path), content, "csv", ["timestamp", "value"])]
+    assert spark == [
+        ("1000", "1", None),
+        (None, None, "malformed_line"),
+        ("3000", "3", None),
+    ]
+    assert csv_layout(path) == "timestamp_value"
+    rows = read_series_csv(path)
+    assert list(zip(rows["ts"], rows["value"], rows["reason"], strict=True)) == spark

@@ -37,14 +37,14 @@ def _header(path: Path) -> list[str]:
     is none or it is no CSV text."""
     from tsmon.spark.filerows import csv_header
 
-    with path.open("rb") as f:
-        first = next((line for line in f if line.strip()), None)
+    with path.open("rb") as f:  # lines split as file_rows splits them: LF, CRLF or a lone CR
+        first = next((part for line in f for part in line.splitlines() if part.strip()), None)
     if first is None:
         raise ValueError(
             f"{path}: empty file; a recorded series starts with the header line "
             "'timestamp,value' or 'series,ts,value'"
         )
-    fields = csv_header(first.rstrip(b"\r\n"))
+    fields = csv_header(first)
     if isinstance(fields, str) or b"\x00" in first:
         what = "binary content" if b"\x00" in first else fields
         raise ValueError(f"{path}: its header line is {what}; is it a CSV file?")
