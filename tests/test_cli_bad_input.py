@@ -517,3 +517,21 @@ def test_ctrl_c_stops_the_spark_demo_between_batches(tmp_path: Path) -> None:
     assert stopped, out[-3000:]
     assert int(stopped[1].replace(",", "")) < int(stopped[2].replace(",", ""))  # not the end
     assert time.monotonic() - asked < 60
+
+
+def test_events_out_and_dead_letters_out_are_two_files(tmp_path: Path) -> None:
+    """The same path for both outputs is refused before the replay: the dead letters,
+    written second, would replace the events (both 'wrote' lines printed, one file left)."""
+    data = tmp_path / "x.csv"
+    data.write_text("timestamp,value\n2014-01-01 00:00:00,1\n", encoding="utf-8")
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY a ON * WHEN last > 0\n", encoding="utf-8")
+    target = tmp_path / "out.csv"
+    run = tsmon(
+        "replay", str(data), "--queries", str(queries), "--events-out", str(target),
+        "--dead-letters-out", str(tmp_path / "." / "out.csv"),
+    )  # fmt: skip
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 2, out
+    assert f"error: --dead-letters-out {tmp_path}/out.csv is --events-out too" in out, out
+    assert not target.exists()

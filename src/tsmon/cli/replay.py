@@ -35,10 +35,14 @@ __all__ = ["run_replay"]
 def run_replay(args: argparse.Namespace) -> int:
     """Feed recorded CSV rows to a :class:`Monitor` in batches, printing events as they come;
     then the events per query, the counts, notes, and the files asked for."""
+    outputs: dict[Path, str] = {}
     for option in ("events_out", "dead_letters_out"):
-        path = getattr(args, option)
+        path, flag = getattr(args, option), "--" + option.replace("_", "-")
         if path is not None:
-            check_writable(path, "--" + option.replace("_", "-"), [*args.csv, args.queries])
+            check_writable(path, flag, [*args.csv, args.queries])
+            if path.resolve() in outputs:  # written second, it would replace the first
+                raise OSError(f"{flag} {path} is {outputs[path.resolve()]} too; pass two files")
+            outputs[path.resolve()] = flag
     layouts = [csv_layout(path) for path in args.csv]
     _check_series_option(args.series, args.csv, layouts)
     queries = read_text(args.queries, "query file")
