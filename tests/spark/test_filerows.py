@@ -3,12 +3,13 @@ a record or a dead letter with its reason and line; columns are found by name.""
 
 from __future__ import annotations
 
+import csv
 import json
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tsmon.spark.filerows import file_rows
+from tsmon.spark.filerows import csv_fields, file_rows
 
 NAMES = ["series", "ts", "value"]
 # text lines: no newline characters, no NUL (a NUL makes the whole file unreadable)
@@ -175,3 +176,17 @@ def test_parquet_numbers_go_typed_to_spark_and_other_columns_as_text() -> None:
     assert (got["t"], got["__ts"], got["__value"]) == ("7", None, float(2**53))
     (got,) = rows(b"not parquet", names, ("t", "v"))
     assert got["__reason"] == "unreadable_file" and got["__ts"] is got["__value"] is None
+
+
+@settings(max_examples=500)
+@given(st.text(st.sampled_from(list("ab,\"\x00\r\n \t\x0b\x0c\x85\u2028é;'\\")), max_size=12))
+def test_csv_fields_are_those_of_a_strict_csv_reader(text: str) -> None:
+    """Whatever the line (quotes or none, line breaks, NUL, other separators), its fields are
+    those of Python's strict CSV reader, or its error: a line without quotes is split on commas
+    without one, and must read the same."""
+    try:
+        want: list[str] | str = next(csv.reader([text], strict=True))
+    except csv.Error as e:
+        want = f"not CSV ({e}"
+    got = csv_fields(text.encode())
+    assert got == want if isinstance(want, list) else got.startswith(want), (got, want)
