@@ -157,3 +157,22 @@ def test_a_file_is_read_as_the_spark_job_reads_it_whatever_its_line_ends(
     assert csv_layout(path) == "timestamp_value"
     rows = read_series_csv(path)
     assert list(zip(rows["ts"], rows["value"], rows["reason"], strict=True)) == spark
+
+
+def test_a_long_file_is_read_whole_and_in_order(tmp_path: Path) -> None:
+    """A file of more lines than one chunk of rows (65,536) keeps every line in its place,
+    a malformed one on each side of the chunk's edge."""
+    lines = [f"a,{t},{t % 7}".encode() for t in range(70_000)]
+    for i in (65_535, 65_536):
+        lines[i] = b"a,1,2,3"
+    path = tmp_path / "long.csv"
+    path.write_bytes(b"\n".join([b"series,ts,value", *lines]) + b"\n")
+    rows = read_series_csv(path)
+    assert rows.index.tolist() == list(range(70_000))
+    bad = rows.index[rows["reason"].notna()].tolist()
+    assert bad == [65_535, 65_536]
+    assert rows["detail"][bad].tolist() == [
+        f"{path.as_posix()}:{i + 2}: 4 fields, the header has 3" for i in bad
+    ]
+    good = rows.drop(index=bad)
+    assert good["ts"].tolist() == [str(t) for t in range(70_000) if t not in bad]
