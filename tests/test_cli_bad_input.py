@@ -535,3 +535,24 @@ def test_events_out_and_dead_letters_out_are_two_files(tmp_path: Path) -> None:
     assert run.returncode == 2, out
     assert f"error: --dead-letters-out {tmp_path}/out.csv is --events-out too" in out, out
     assert not target.exists()
+
+
+def test_replay_takes_series_names_literally(tmp_path: Path) -> None:
+    """A series named with glob characters (``cpu[0]``, ``db*``, or a file in a folder
+    ``[prod]``: ``[prod].x``) is that series, not a glob matching others: every row of it is
+    replayed, none an ``unknown_series``."""
+    folder = tmp_path / "[prod]"
+    folder.mkdir()
+    (folder / "x.csv").write_text("timestamp,value\n1000,1\n2000,2\n", encoding="utf-8")
+    long = tmp_path / "long.csv"
+    long.write_text("series,ts,value\ncpu[0],1500,1\ndb*,2500,2\n", encoding="utf-8")
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY a ON * WHEN last > 0\n", encoding="utf-8")
+    run = tsmon(
+        "replay", str(folder / "x.csv"), str(long), "--queries", str(queries),
+        "--max-future", "off", "--show", "0",
+    )  # fmt: skip
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 0, out
+    assert "points received 4 = accepted 4 + rejected 0;" in out, out
+    assert "series 3," in out, out

@@ -49,10 +49,11 @@ def run_replay(args: argparse.Namespace) -> int:
     _check_replayable(args.queries, parse_queries(queries))  # syntax errors too, before the CSVs
     points = merge_by_time([read_series_csv(path, args.series) for path in args.csv])
     monitor = Monitor(
-        points["series"].dropna().unique(),
         allowed_lateness=args.allowed_lateness,
         max_future=None if args.max_future == "off" else args.max_future,
     )
+    for name in points["series"].dropna().unique():  # names, not globs: cpu[0], [prod].x
+        monitor.add_series(name, literal=True)
     monitor.add_query(queries)
     for name, why in monitor.unmatched().items():  # before any point: the events table says
         console.print(f"query {name!r} waits: {why}", soft_wrap=True)  # which kept waiting
