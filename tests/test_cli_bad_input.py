@@ -246,7 +246,7 @@ def test_replay_dead_letters_a_line_that_is_no_record(tmp_path: Path) -> None:
     out = " ".join((run.stdout + run.stderr).split())
     assert run.returncode == 0, out
     assert "points received 5 = accepted 2 + rejected 3 (malformed_line: 3)" in out, out
-    assert f"note: 3 lines are no records (malformed_line), e.g. {path}:3: 3 fields" in out, out
+    assert f"note: 3 lines are no record (malformed_line), e.g. {path}:3: 3 fields" in out, out
     assert "2014-01-01 00:20:00 a" in out, out  # the row after them, its event
     assert f"wrote 3 dead letters to {dead}" in out, out
     rows = pd.read_csv(dead)

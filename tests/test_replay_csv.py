@@ -176,3 +176,28 @@ def test_a_long_file_is_read_whole_and_in_order(tmp_path: Path) -> None:
     ]
     good = rows.drop(index=bad)
     assert good["ts"].tolist() == [str(t) for t in range(70_000) if t not in bad]
+
+
+def test_a_long_file_may_name_its_time_column_timestamp(tmp_path: Path) -> None:
+    path = tmp_path / "m.csv"
+    path.write_text("value,timestamp,series\n1,1000,a\n2,2000,b\n", encoding="utf-8")
+    assert csv_layout(path) == "long"
+    rows = read_series_csv(path)
+    assert rows[["series", "ts", "value"]].values.tolist() == [
+        ["a", "1000", "1"],
+        ["b", "2000", "2"],
+    ]
+    both = tmp_path / "both.csv"
+    both.write_text("series,timestamp,ts,value\na,x,1000,1\n", encoding="utf-8")
+    assert read_series_csv(both)["ts"].tolist() == ["1000"]  # ts first, as documented
+
+
+def test_a_quoted_field_broken_over_two_lines_makes_no_record(tmp_path: Path) -> None:
+    """Lines are records one by one (as on Spark): the two halves of a quoted field with a
+    line break are two malformed lines, not a dead letter and a record of a series 'b"'."""
+    path = tmp_path / "m.csv"
+    path.write_bytes(b'series,ts,value\n"a\nb",1000,1\nc,2000,3\n')
+    rows = read_series_csv(path)
+    assert rows["reason"].tolist() == ["malformed_line", "malformed_line", None]
+    assert rows["series"].tolist() == [None, None, "c"]
+    assert "a quote inside a field that does not start with one" in rows["detail"][1]

@@ -122,7 +122,8 @@ def _notes(fed: pd.DataFrame, stats: dict[str, Any], max_future: str) -> None:
     malformed = fed["detail"][fed["reason"].notna()]
     if len(malformed):
         console.print(
-            f"note: {len(malformed)} lines are no records (malformed_line), e.g. "
+            f"note: {len(malformed)} line{'s are' if len(malformed) > 1 else ' is'} no "
+            "record (malformed_line), e.g. "
             f"{malformed.iloc[0]}",
             soft_wrap=True,
         )
@@ -228,7 +229,8 @@ def _write_events(events: list[Event], path: Path) -> None:
 
 
 def _write_dead_letters(dead: pd.DataFrame, path: Path) -> None:
-    """Write the rejected rows as CSV: seq (the row's place in the replay), series, ts_ms,
-    value (as read), reason and detail."""
+    """Write the rejected rows as CSV: seq (the order the monitor took them in: within each
+    ``--batch`` chunk, its malformed lines before its records), series, ts_ms, value (as
+    read), reason and detail (a malformed line's ``<file>:<line>: <what>``)."""
     dead.to_csv(path, index=False)
     console.print(f"wrote {len(dead)} dead letters to {path}")

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -342,6 +343,8 @@ def csv_fields(raw: bytes) -> list[str] | str:
     --------
     >>> csv_fields(b'a,"b,c"'), csv_fields(b"\\xff,1"), csv_fields(b'"a,1')
     (['a', 'b,c'], 'not UTF-8 text', 'not CSV (unexpected end of data: an unclosed quote?)')
+    >>> csv_fields(b'b",1000,1')[:45]
+    'not CSV (a quote inside a field that does not'
     """
     text = _decoded(raw)
     if text is None:
@@ -349,10 +352,20 @@ def csv_fields(raw: bytes) -> list[str] | str:
     if text and '"' not in text and "\r" not in text and "\n" not in text:  # the usual line:
         return text.split(",")  # what csv.reader gives, in 1/2 of its time
     try:
-        return next(csv.reader([text], strict=True))
+        fields = next(csv.reader([text], strict=True))
     except csv.Error as e:
         hint = ": an unclosed quote?" if "end of data" in str(e) else ""
         return f"not CSV ({e}{hint})"
+    if '"' in text and not _QUOTED_RIGHT.fullmatch(text):  # csv.reader keeps such a quote
+        return (  # the second half of a quoted field broken over two lines, most likely
+            "not CSV (a quote inside a field that does not start with one: RFC 4180 quotes "
+            "the whole field; a line break inside quotes?)"
+        )
+    return fields
+
+
+_QUOTED_RIGHT = re.compile(r'(?:"(?:[^"]|"")*"|[^",]*)(?:,(?:"(?:[^"]|"")*"|[^",]*))*', re.S)
+"""A line whose every quote is RFC 4180's (§2.5-2.7): a field is quoted whole or holds none."""
 
 
 def json_object(line: str) -> dict[str, Any] | None:

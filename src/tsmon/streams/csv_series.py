@@ -23,7 +23,6 @@ from tsmon.core.timestamps import read_epoch_ms
 from tsmon.engine.deadletters import Reason
 
 Layout = Literal["long", "timestamp_value"]
-_LONG = ("series", "ts", "value")
 _NAB = ("timestamp", "value")
 
 
@@ -54,7 +53,7 @@ def _header(path: Path) -> list[str]:
 
 def _layout_of(path: Path, columns: Sequence[str]) -> Layout:
     present = set(columns)
-    if set(_LONG) <= present:
+    if {"series", "value"} <= present and present & {"ts", "timestamp"}:
         return "long"
     if set(_NAB) <= present:
         return "timestamp_value"
@@ -64,11 +63,20 @@ def _layout_of(path: Path, columns: Sequence[str]) -> Layout:
     )
 
 
+def _names(layout: Layout, columns: Sequence[str]) -> list[str]:
+    """The columns read for ``series`` (a long file's), ``ts`` and ``value``: a long file's
+    time is its ``ts`` column, or its ``timestamp`` column when it has no ``ts``."""
+    if layout == "timestamp_value":
+        return list(_NAB)
+    return ["series", "ts" if "ts" in columns else "timestamp", "value"]
+
+
 def csv_layout(path: str | Path) -> Layout:
     """Which of the two layouts a CSV has, from its header only (cheap, before reading it all).
 
-    ``"long"`` for ``series,ts,value``; ``"timestamp_value"`` for NAB's ``timestamp,value``,
-    whose rows all belong to one series. Raises ``ValueError`` for any other header.
+    ``"long"`` for ``series,ts,value`` (or ``series,timestamp,value``); ``"timestamp_value"``
+    for NAB's ``timestamp,value``, whose rows all belong to one series. Raises ``ValueError``
+    for any other header.
     """
     path = Path(path)
     _require_file(path)
@@ -79,7 +87,8 @@ def read_series_csv(path: str | Path, series: str | None = None) -> pd.DataFrame
     """Load a CSV as ``series, ts, value, reason, detail`` rows, in the file's line order.
 
     A two-column ``timestamp,value`` file (NAB's format) becomes one series named ``series`` or
-    ``<folder>.<file stem>``; a file with ``series``, ``ts`` and ``value`` columns is taken as is.
+    ``<folder>.<file stem>``; a file with ``series``, ``ts`` (or ``timestamp``) and ``value``
+    columns is taken as is.
     Timestamps and values are left as the file's strings: :meth:`tsmon.Monitor.ingest` reads
     them point by point (digit-only timestamps as epoch ms, others as ISO-8601 instants) and
     rejects unreadable ones to its dead letters, so one bad row costs that row only. A record's
@@ -103,9 +112,8 @@ def read_series_csv(path: str | Path, series: str | None = None) -> pd.DataFrame
     from tsmon.spark.filerows import DETAIL, FILE, LINE, REASON, file_rows
 
     path = Path(path)
-    _require_file(path)
-    long = csv_layout(path) == "long"
-    names = list(_LONG) if long else list(_NAB)
+    layout = csv_layout(path)
+    names = _names(layout, _header(path))
     try:
         content = path.read_bytes()
     except OSError as e:
@@ -114,19 +122,18 @@ def read_series_csv(path: str | Path, series: str | None = None) -> pd.DataFrame
     unreadable = rows[rows[REASON] == Reason.UNREADABLE_FILE.value]
     if len(unreadable):
         raise ValueError(f"{path}: not a CSV file: {unreadable[DETAIL].iloc[0]}")
-    record = rows[REASON].isna()
-    where = path.as_posix() + ":" + rows[LINE].astype(str)
-    detail = where.where(record, where + ": " + rows[DETAIL])
+    bad = rows[REASON].notna()
+    detail = path.as_posix() + ":" + rows[LINE].astype(str) + ": " + rows[DETAIL]
     name = series or f"{path.absolute().parent.name}.{path.stem}"  # ./x.csv: <cwd's name>.x
+    one = layout == "timestamp_value"
+    named = pd.Series(name, index=rows.index) if one else rows["series"]
     return pd.DataFrame(
         {
-            "series": (rows["series"] if long else pd.Series(name, index=rows.index)).where(
-                record, None
-            ),
-            "ts": rows["ts" if long else "timestamp"],
+            "series": named.where(~bad, None),
+            "ts": rows[names[-2]],
             "value": rows["value"],
-            "reason": rows[REASON].where(~record, None),
-            "detail": detail.where(~record, ""),
+            "reason": rows[REASON],
+            "detail": detail.where(bad, ""),
         }
     )
 
