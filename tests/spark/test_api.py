@@ -315,3 +315,23 @@ def test_queries_of_a_monitor_are_checked_like_a_job_files(spark, tmp_path):
         Monitor(spark, tmp_path / "ckpt", "QUERY s AS SUM(a WITHIN")
     mon = Monitor(spark, tmp_path / "ckpt", "QUERY s AS SUM(a.x) WITHIN 1")
     assert JobQueries.of(mon.job).statements.registered[0].name == "s"
+
+
+def test_starting_a_started_run_again_is_refused_and_leaves_it_running(spark, tmp_path):
+    """Spark would stop the running query (half-way through a batch) to start a new one on
+    the same checkpoint: a second ``start`` is refused in one line instead."""
+    rate = spark.readStream.format("rate").option("rowsPerSecond", 20).load()
+    points = rate.selectExpr("'r0' AS series", "timestamp AS ts", "value")
+    run = Monitor(spark, tmp_path / "ckpt", "QUERY s AS SUM(r0) WITHIN 1", trigger="200ms").start(
+        points
+    )
+    try:
+        query = run.node_query
+        with pytest.raises(JobError, match=r"^the run is started already; stop\(\) it") as e:
+            run.start()
+        assert "\n" not in str(e.value)
+        assert run.node_query is query and query.isActive
+        assert [q.runId for q in spark.streams.active] == [query.runId]
+    finally:
+        run.stop()
+    assert not query.isActive

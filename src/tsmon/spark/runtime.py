@@ -144,11 +144,13 @@ class JobRunner:
         return point_rows(raw, columns, self.job.sources)
 
     def start(self) -> None:
-        """Start the job's one streaming query. The input is scanned once: its good rows go
-        through the source nodes, its unreadable rows pass through them unchanged to the
-        driver (dead letters)."""
+        """Start the job's one streaming query (a :class:`JobError` if it runs already). The
+        input is scanned once: its good rows go through the source nodes, its unreadable rows
+        pass through them unchanged to the driver (dead letters)."""
         from pyspark.sql import functions as F
 
+        if self._query is not None and self._query.isActive:  # Spark would stop it, mid-batch
+            raise JobError("the run is started already; stop() it before starting it again")
         rows = self._rows()
         fields = ("source", "series", "ts", "value", "raw_ts", "raw_value", "reason", "detail")
         readable = rows.reason.isNull()
