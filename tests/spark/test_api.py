@@ -282,6 +282,7 @@ def test_a_rate_source_smoke(spark, tmp_path):
         ("named", {"ts": "dbl"}, {}, {}, "columns: ts column 'dbl' is double"),
         ("named", {"value": "ts"}, {}, {}, "value column 'ts' is timestamp"),
         ("named", None, {"events": "nowhere"}, {}, "events: give a function"),
+        ("named", None, {"answers": lambda df: None}, {}, "answers: <lambda> must take (df, b"),
         ("named", None, {}, {"filters": {"shrink": 2}}, "[filters] shrink must be in [0, 1)"),
         ("named", None, {}, {"trigger": 5}, "[job] trigger must be a duration"),
     ],

@@ -26,6 +26,7 @@ output columns as JSON.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -60,7 +61,10 @@ _SPEC = re.compile(r"([A-Za-z][\w.]*):(.+)")
 def output(target: str | Output | None, name: str) -> Output | None:
     """The output function of ``target``: a function as is, a ``"<format>:<path>"`` spec as
     a writer; a :class:`JobError` for anything else (before the query starts)."""
-    if target is None or callable(target):
+    if target is None:
+        return None
+    if callable(target):
+        _check_call(target, name)
         return target
     match = _SPEC.fullmatch(target) if isinstance(target, str) else None
     if match is None:
@@ -70,6 +74,22 @@ def output(target: str | Output | None, name: str) -> Output | None:
         )
     fmt, path = match.groups()
     return lambda df, batch_id: _write(df, batch_id, fmt, path)
+
+
+def _check_call(function: Output, name: str) -> None:
+    """A :class:`JobError` if ``function`` cannot be called as ``f(df, batch_id)`` (a function
+    whose signature Python cannot read, a builtin's, is taken as it is)."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(None, 0)
+    except TypeError as e:
+        raise JobError(
+            f"{name}: {getattr(function, '__qualname__', function)!s} must take (df, batch_id), "
+            f"as foreachBatch calls it: {e}"
+        ) from None
 
 
 def _write(df: Any, batch_id: int, fmt: str, path: str) -> None:
