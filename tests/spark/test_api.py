@@ -283,6 +283,8 @@ def test_a_rate_source_smoke(spark, tmp_path):
         ("named", {"value": "ts"}, {}, {}, "value column 'ts' is timestamp"),
         ("named", None, {"events": "nowhere"}, {}, "events: give a function"),
         ("named", None, {"answers": lambda df: None}, {}, "answers: <lambda> must take (df, b"),
+        ("named", ["series", "ts"], {}, {}, "columns: give a dict of role -> column"),
+        ("named", "series", {}, {}, "columns: give a dict of role -> column"),
         ("named", None, {}, {"filters": {"shrink": 2}}, "[filters] shrink must be in [0, 1)"),
         ("named", None, {}, {"trigger": 5}, "[job] trigger must be a duration"),
     ],

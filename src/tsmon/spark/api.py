@@ -149,6 +149,11 @@ class Monitor:
         job, stream = self.job, None
         if df is None and job.input.kind == DATAFRAME:
             raise JobError("give the streaming DataFrame to monitor: Monitor.start(df, columns)")
+        if columns is not None and not isinstance(columns, Mapping):
+            raise JobError(
+                "columns: give a dict of role -> column, e.g. {'series': 'name', "
+                f"'ts': 'event_time', 'value': 'v'}}, got {columns!r}"
+            )
         if df is not None:
             mapping = check_columns(df, columns)
             job = replace(job, input=InputSpec(DATAFRAME, columns=mapping))
