@@ -15,6 +15,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -338,3 +341,58 @@ def test_starting_a_started_run_again_is_refused_and_leaves_it_running(spark, tm
     finally:
         run.stop()
     assert not query.isActive
+
+
+CTRL_C_IN_A_BATCH = """
+import json, os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal (nohup ignores it)
+from tsmon.spark import Monitor
+from tsmon.spark.session import spark_session
+
+spark = spark_session(app_name="tsmon-ctrl-c")
+rate = spark.readStream.format("rate").option("rowsPerSecond", 50).load()
+points = rate.selectExpr("'r0' AS series", "timestamp AS ts", "value")
+
+def answers(df, batch_id):  # Ctrl-C while batch 2 is in foreachBatch
+    if batch_id == 2:
+        os.kill(os.getpid(), signal.SIGINT)
+
+ckpt = sys.argv[1]
+run = Monitor(spark, ckpt, "QUERY s AS SUM(r0) WITHIN 1", trigger="200ms").start(
+    points, answers=answers
+)
+try:
+    run.{wait}
+except KeyboardInterrupt as e:
+    print("interrupted:", e)
+print("active:", run.node_query.isActive)
+print("batches:", [json.loads(line)["batchId"] for line in open(ckpt + "/progress.jsonl")])
+print("committed:", sorted(int(n) for n in os.listdir(ckpt + "/nodes/commits") if n.isdigit()))
+spark.stop()
+"""
+
+
+@pytest.mark.parametrize("wait", ["await_termination()", "process_all_available()"])
+def test_ctrl_c_while_a_batch_runs_stops_the_run_after_it_quietly(tmp_path, wait):
+    """Ctrl-C while a script waits in the run: the batch running ends, the query stops, and
+    ``KeyboardInterrupt`` says so; no Py4J or Java traceback (pyspark's own handler would
+    interrupt the JVM call, breaking Py4J's connection, and kill the batch)."""
+    ckpt = tmp_path / "ckpt"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
+    done = subprocess.run(
+        [sys.executable, "-c", CTRL_C_IN_A_BATCH.replace("{wait}", wait), str(ckpt)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
+    assert lines["interrupted"] == "tsmon: stopped between batches; the state is in the checkpoint"
+    assert lines["active"] == "False"
+    batches, committed = json.loads(lines["batches"]), json.loads(lines["committed"])
+    # batch 2 ended whole (Spark may not have committed it yet: a restart replays it, with the
+    # same outputs, from the snapshot of batch 1), and the ones before it are committed
+    assert batches == list(range(len(batches))) and batches[-1] >= 2
+    assert committed[: len(batches) - 1] == batches[:-1]
+    assert not re.search(r"Traceback|Py4J|Exception|ERROR", done.stderr), done.stderr

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from tsmon.spark.job import Job, JobError, parse_job
 from tsmon.spark.outputs import Output, Outputs, answers_frame, output
 from tsmon.spark.points import check_columns
 from tsmon.spark.runtime import JobRunner
+from tsmon.spark.signals import run_until_signalled
 from tsmon.spark.sinks import EVENT_COLUMNS, BatchOutput, Callback, event_rows, with_utc
 
 __all__ = ["Monitor", "Run"]
@@ -232,6 +234,39 @@ class Run(JobRunner):
         with self._lock:
             rows = list(self._events)
         return with_utc(pd.DataFrame(rows, columns=EVENT_COLUMNS))
+
+    # -- waiting -------------------------------------------------------------------------------
+    def process_all_available(self) -> None:
+        """Block until the input available now (and the control it causes) is processed.
+        Ctrl-C meanwhile stops the run between batches, then raises ``KeyboardInterrupt``."""
+        self._until_interrupted(super().process_all_available)
+
+    def await_termination(self, timeout: float | None = None) -> bool | None:
+        """Block until the query stops (True), or ``timeout`` seconds pass (False); a failure
+        is a :class:`JobError`. Ctrl-C meanwhile stops the run between batches, then raises
+        ``KeyboardInterrupt``."""
+        return self._until_interrupted(partial(super().await_termination, timeout))
+
+    def _until_interrupted(self, wait: Callable[[], Any]) -> Any:
+        """``wait()`` in a thread (:func:`~tsmon.spark.signals.run_until_signalled`): a
+        Ctrl-C in the JVM call would break Py4J's connection, with tracebacks, and kill the
+        stream thread half-way through a batch."""
+        done: list[Any] = []
+        signalled: list[threading.Event] = []
+
+        def work(flag: threading.Event) -> None:
+            signalled.append(flag)
+            done.append(wait())
+
+        def stop() -> None:
+            if signalled[0].is_set():
+                self.stop()
+
+        if run_until_signalled(work, stop):
+            raise KeyboardInterrupt(
+                "tsmon: stopped between batches; the state is in the checkpoint"
+            )
+        return done[0]
 
     @property
     def last_progress(self) -> dict[str, Any] | None:
