@@ -396,3 +396,26 @@ def test_ctrl_c_while_a_batch_runs_stops_the_run_after_it_quietly(tmp_path, wait
     assert batches == list(range(len(batches))) and batches[-1] >= 2
     assert committed[: len(batches) - 1] == batches[:-1]
     assert not re.search(r"Traceback|Py4J|Exception|ERROR", done.stderr), done.stderr
+
+
+def test_an_input_spark_cannot_read_fails_with_the_reason_naming_the_file(spark, tmp_path):
+    """pandas writes nanosecond timestamps, which Spark cannot read as a TIMESTAMP: the input
+    is read as the batch is collected in foreachBatch, where Py4J's exception line says only
+    "Exception thrown in awaitResult"; the error names the Spark error class and the file."""
+    (tmp_path / "in").mkdir()
+    frame = pd.DataFrame({"name": ["r0"], "event_time": pd.to_datetime([0], utc=True), "v": [1.0]})
+    frame.to_parquet(tmp_path / "in" / "part-0.parquet")
+    schema = "name STRING, event_time TIMESTAMP, v DOUBLE"
+    points = spark.readStream.schema(schema).parquet(str(tmp_path / "in"))
+    run = Monitor(spark, tmp_path / "ckpt", "QUERY s AS SUM(r0) WITHIN 1").start(
+        points, {"series": "name", "ts": "event_time", "value": "v"}
+    )
+    try:
+        with pytest.raises(JobError) as e:
+            run.process_all_available()
+    finally:
+        run.stop()
+    message = str(e.value)
+    assert "\n" not in message
+    assert "[FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH]" in message, message
+    assert "part-0.parquet" in message and "column [event_time]" in message

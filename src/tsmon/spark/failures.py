@@ -4,6 +4,7 @@ reason Spark gives (the rest of its message is the query plan)."""
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -25,18 +26,32 @@ def query_failures() -> Iterator[None]:
 
 
 TRACEBACK = "Traceback (most recent call last):"  # a foreachBatch function raised
+#: A Spark error class, as in ``[FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH]``.
+_ERROR_CLASS = re.compile(r"\[[A-Z][A-Z0-9_]*(\.[A-Z][A-Z0-9_]*)*\]")
 
 
 def _reason(message: str) -> str:
     r"""The first line of a failed query's message; if it ends in a Python traceback (a sink
-    or a callback raised), with the traceback's exception line.
+    or a callback raised), with the traceback's exception line, or, for a Java error raised
+    through Py4J (the input read as a batch is collected, a write), its deepest cause that
+    names a Spark error class (the exception line itself often says only "Exception thrown in
+    awaitResult").
 
     >>> _reason("[X] Message: " + TRACEBACK + "\n  File a\nValueError: no\n SQLSTATE\n=== Query")
     '[X] Message: ValueError: no'
+    >>> _reason("[X] M: " + TRACEBACK + "\n  File a\npy4j.Py4JJavaError: o1\n: E: awaitResult:"
+    ...         "\n\tat a\nCaused by: E: [READ.BAD] file f, column [c]\n\tat b\n"
+    ...         "Caused by: E2: column: [c]\n\tat c\n=== Query\nCaused by: E: [PLAN] x")
+    '[X] M: E: [READ.BAD] file f, column [c]'
     """
     first, *rest = message.strip().splitlines() or ["no reason given"]
     frames = itertools.takewhile(lambda line: not line.startswith(("===", "\t")), rest)
     exception = [line for line in frames if line.strip() and line[0] != " "][-1:]
     if not first.endswith(TRACEBACK) or not exception:
         return first
-    return first.removesuffix(TRACEBACK) + exception[0]
+    line = exception[0]
+    if line.startswith(": "):  # Py4J's line of a Java error, ': <exception>: <message>'
+        body = itertools.takewhile(lambda line: not line.startswith("==="), rest)
+        causes = [c for c in body if c.startswith("Caused by: ") and _ERROR_CLASS.search(c)]
+        line = (causes or [line])[-1].removeprefix("Caused by: ").removeprefix(": ")
+    return first.removesuffix(TRACEBACK) + line
