@@ -290,6 +290,8 @@ def test_a_rate_source_smoke(spark, tmp_path):
         ("named", "series", {}, {}, "columns: give a dict of role -> column"),
         ("named", None, {}, {"filters": {"shrink": 2}}, "[filters] shrink must be in [0, 1)"),
         ("named", None, {}, {"trigger": 5}, "[job] trigger must be a duration"),
+        ("named", None, {}, {"sources": ["r*"]}, "sources must be a dict, e.g. {"),
+        ("named", None, {}, {"filters": "1s"}, "filters must be a dict, e.g. {"),
     ],
 )
 def test_bad_mappings_and_settings_are_refused_in_one_line(
@@ -314,6 +316,14 @@ def test_bad_mappings_and_settings_are_refused_in_one_line(
         )
     assert expected in str(e.value) and "\n" not in str(e.value)
     assert not (tmp_path / "ckpt").exists() and not spark.streams.active  # nothing started
+
+
+def test_a_checkpoint_that_is_no_path_is_refused(tmp_path):
+    """``str(None)`` would have made a checkpoint directory named 'None'."""
+    with pytest.raises(JobError, match=r"\[job\] checkpoint must be a non-empty string, got None"):
+        Monitor(None, None, "QUERY s AS SUM(r0) WITHIN 1")
+    mon = Monitor(None, tmp_path / "ckpt", "QUERY s AS SUM(r0) WITHIN 1")
+    assert mon.job.checkpoint == tmp_path / "ckpt"
 
 
 def test_queries_of_a_monitor_are_checked_like_a_job_files(spark, tmp_path):

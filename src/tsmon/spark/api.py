@@ -22,6 +22,7 @@ job runner's (:class:`tsmon.spark.runtime.JobRunner`): ``tsmon run job.toml`` is
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -46,6 +47,14 @@ __all__ = ["Monitor", "Run"]
 DATAFRAME = "dataframe"
 #: Where settings errors point: the keyword arguments are the job file's tables.
 WHERE = "tsmon.spark.Monitor"
+#: An example of each table argument, for the error of one that is not a dict.
+_EXAMPLES = {
+    "sources": '{"r1.*": "r1"}',
+    "filters": '{"period": "1s"}',
+    "registers": '{"retention": "1h"}',
+    "standing": '{"tick": "1s"}',
+    "replication": '{"phase": "10s"}',
+}
 
 
 class Monitor:
@@ -90,7 +99,8 @@ class Monitor:
         standing: Mapping[str, Any] | None = None,
         replication: Mapping[str, Any] | None = None,
     ) -> None:
-        table = {"name": name, "checkpoint": str(checkpoint), "trigger": trigger}
+        path = os.fspath(checkpoint) if isinstance(checkpoint, os.PathLike) else checkpoint
+        table = {"name": name, "checkpoint": path, "trigger": trigger}
         table |= {"max_future": max_future, "idle_timeout": idle_timeout}
         if buckets is not None:
             table["buckets"] = buckets
@@ -102,6 +112,10 @@ class Monitor:
             ("standing", standing),
             ("replication", replication),
         ):
+            if value is not None and not isinstance(value, Mapping):  # dict() would read it
+                raise JobError(
+                    f"{WHERE}: {key} must be a dict, e.g. {_EXAMPLES[key]}, got {value!r}"
+                )
             if value is not None:
                 raw[key] = dict(value)
         self.spark = spark
