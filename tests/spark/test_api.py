@@ -429,3 +429,35 @@ def test_an_input_spark_cannot_read_fails_with_the_reason_naming_the_file(spark,
     assert "\n" not in message
     assert "[FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH]" in message, message
     assert "part-0.parquet" in message and "column [event_time]" in message
+
+
+def test_an_output_that_raises_is_named_and_its_batch_is_replayed_on_restart(
+    spark, tmp_path, capfd
+):
+    """The query fails with the output's exception; the console names the output and the
+    batch; a run started again on the checkpoint hands that batch to the outputs again."""
+    (tmp_path / "in").mkdir()
+    drop(tmp_path / "in", 0, [("r0", 1_000, 1.0), ("r0", 2_000, 2.0)])
+    schema = "name STRING, event_time TIMESTAMP, v DOUBLE"
+    columns = {"series": "name", "ts": "event_time", "value": "v"}
+
+    def broken(df, batch_id):
+        raise ValueError("no table 'answers'")
+
+    seen: list[int] = []
+    for answers in (broken, lambda df, batch_id: seen.append(batch_id)):
+        points = spark.readStream.schema(schema).parquet(str(tmp_path / "in"))
+        mon = Monitor(spark, tmp_path / "ckpt", "QUERY s AS SUM(r0) WITHIN 1")
+        run = mon.start(points, columns, answers=answers)
+        try:
+            if answers is broken:
+                with pytest.raises(JobError, match=r"ValueError: no table 'answers'$"):
+                    run.process_all_available()
+            else:
+                run.process_all_available()
+        finally:
+            run.stop()
+    assert seen[0] == 0  # batch 0 again, after the failure
+    err = capfd.readouterr().err
+    assert "tsmon: the answers output test_an_output_that_raises_is_named_and_its_batch_is" in err
+    assert "broken failed on batch 0; the query stops: fix it and start again" in err

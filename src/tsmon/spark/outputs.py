@@ -29,8 +29,9 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import pandas as pd
@@ -72,8 +73,7 @@ def output(target: str | Output | None, name: str) -> Output | None:
             f"{name}: give a function f(df, batch_id) or a '<format>:<path>' spec such as "
             f"'parquet:out/{name}', got {target!r}"
         )
-    fmt, path = match.groups()
-    return lambda df, batch_id: _write(df, batch_id, fmt, path)
+    return _Spec(*match.groups())
 
 
 def _check_call(function: Output, name: str) -> None:
@@ -92,11 +92,21 @@ def _check_call(function: Output, name: str) -> None:
         ) from None
 
 
-def _write(df: Any, batch_id: int, fmt: str, path: str) -> None:
-    """One batch into ``<path>/batch_id=<N>/``, replaced if the batch is replayed."""
-    if not df.isEmpty():
-        target = f"{path.rstrip('/')}/batch_id={batch_id}"
-        df.drop("batch_id").write.mode("overwrite").format(fmt).save(target)
+@dataclass(frozen=True)
+class _Spec:
+    """A ``"<format>:<path>"`` output: one batch into ``<path>/batch_id=<N>/``, replaced if
+    the batch is replayed."""
+
+    fmt: str
+    path: str
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        if not df.isEmpty():
+            target = f"{self.path.rstrip('/')}/batch_id={batch_id}"
+            df.drop("batch_id").write.mode("overwrite").format(self.fmt).save(target)
+
+    def __str__(self) -> str:
+        return f"'{self.fmt}:{self.path}'"
 
 
 def answer_rows(batch_id: int, answers: Mapping[str, Sequence[tuple[str, Any]]]) -> list[tuple]:
@@ -147,7 +157,17 @@ class Outputs:
             ],
         }
         for name, target in self.targets.items():
-            target(self.frame(name, rows[name]()), out.batch_id)
+            frame = self.frame(name, rows[name]())
+            try:
+                target(frame, out.batch_id)
+            except Exception:  # the query fails with it; say which output, and what restarts
+                print(
+                    f"tsmon: the {name} output {_name(target)} failed on batch {out.batch_id}; "
+                    "the query stops: fix it and start again on the checkpoint, which replays "
+                    "this batch",
+                    file=sys.stderr,
+                )
+                raise
 
     def frame(self, name: str, rows: list[tuple]) -> Any:
         """``rows`` as a Spark DataFrame of output ``name``'s schema, with its UTC column."""
@@ -161,6 +181,11 @@ class Outputs:
         twin = F.timestamp_millis(millis).alias(f"{millis.removesuffix('_ms')}_utc")
         at = columns.index(millis) + 1
         return df.select(*columns[:at], twin, *columns[at:])
+
+
+def _name(target: Output) -> str:
+    """A function's name, or a spec as it was given."""
+    return getattr(target, "__qualname__", None) or str(target)
 
 
 def _typed(value: Any, kind: str) -> Any:
