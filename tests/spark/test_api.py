@@ -461,3 +461,32 @@ def test_an_output_that_raises_is_named_and_its_batch_is_replayed_on_restart(
     err = capfd.readouterr().err
     assert "tsmon: the answers output test_an_output_that_raises_is_named_and_its_batch_is" in err
     assert "broken failed on batch 0; the query stops: fix it and start again" in err
+
+
+def test_workers_that_cannot_import_tsmon_are_told_how_to_start_the_session():
+    """A session of the user's own whose Python workers run another interpreter (the
+    default ``python3``): the host's ``import pandas`` fails in the worker. The message is
+    the one such a run fails with (Spark 4.3, a plain ``SparkSession.builder`` on local[2])."""
+    from pyspark.errors import StreamingQueryException
+
+    from tsmon.spark.failures import query_failures
+
+    message = (
+        "[STREAM_FAILED] Query [id = 7, runId = 1] terminated with exception: "
+        "[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function "
+        "in foreach batch sink. Reason: An exception was raised by the Python Proxy. Return "
+        "Message: Traceback (most recent call last):\n"
+        '  File "tsmon/spark/runtime.py", line 247, in _on_batch\n'
+        "pyspark.errors.exceptions.captured.PythonException: An exception was thrown from the "
+        "Python worker:\nTraceback (most recent call last):\n"
+        '  File "tsmon/spark/host.py", line 53, in <module>\n    import pandas as pd\n'
+        "ModuleNotFoundError: No module named 'pandas'\n SQLSTATE: 39000\n"
+        "=== Streaming Query ===\n"
+    )
+    with pytest.raises(JobError) as e, query_failures():
+        raise StreamingQueryException(message=message)
+    assert str(e.value).endswith(
+        "ModuleNotFoundError: No module named 'pandas'; Spark's Python workers run another "
+        f"interpreter than this one: start the SparkSession with PYSPARK_PYTHON={sys.executable}"
+        " in the environment (tsmon.spark.session.spark_session() does)"
+    )

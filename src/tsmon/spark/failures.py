@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -22,10 +23,20 @@ def query_failures() -> Iterator[None]:
     try:
         yield
     except StreamingQueryException as e:
-        raise JobError(f"the streaming query failed: {_reason(str(e))}") from None
+        message = str(e)
+        reason = _reason(message)
+        if _WORKER in message and "ModuleNotFoundError: " in reason:
+            reason += (
+                "; Spark's Python workers run another interpreter than this one: start the "
+                f"SparkSession with PYSPARK_PYTHON={sys.executable} in the environment "
+                "(tsmon.spark.session.spark_session() does)"
+            )
+        raise JobError(f"the streaming query failed: {reason}") from None
 
 
 TRACEBACK = "Traceback (most recent call last):"  # a foreachBatch function raised
+#: A Python worker's error (an import error there: the workers run another interpreter).
+_WORKER = "An exception was thrown from the Python worker"
 #: A Spark error class, as in ``[FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH]``.
 _ERROR_CLASS = re.compile(r"\[[A-Z][A-Z0-9_]*(\.[A-Z][A-Z0-9_]*)*\]")
 
