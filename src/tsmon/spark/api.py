@@ -252,13 +252,14 @@ class Run(JobRunner):
     # -- waiting -------------------------------------------------------------------------------
     def process_all_available(self) -> None:
         """Block until the input available now (and the control it causes) is processed.
-        Ctrl-C meanwhile stops the run between batches, then raises ``KeyboardInterrupt``."""
+        Ctrl-C (or SIGTERM) meanwhile stops the run between batches, then raises
+        ``KeyboardInterrupt``."""
         self._until_interrupted(super().process_all_available)
 
     def await_termination(self, timeout: float | None = None) -> bool | None:
         """Block until the query stops (True), or ``timeout`` seconds pass (False); a failure
-        is a :class:`JobError`. Ctrl-C meanwhile stops the run between batches, then raises
-        ``KeyboardInterrupt``."""
+        is a :class:`JobError`. Ctrl-C (or SIGTERM) meanwhile stops the run between batches,
+        then raises ``KeyboardInterrupt``."""
         return self._until_interrupted(partial(super().await_termination, timeout))
 
     def _until_interrupted(self, wait: Callable[[], Any]) -> Any:
