@@ -490,3 +490,22 @@ def test_workers_that_cannot_import_tsmon_are_told_how_to_start_the_session():
         f"interpreter than this one: start the SparkSession with PYSPARK_PYTHON={sys.executable}"
         " in the environment (tsmon.spark.session.spark_session() does)"
     )
+
+
+def test_an_aggregated_stream_is_refused_with_the_fix(spark, tmp_path):
+    """Spark cannot run the source nodes' state after a streaming aggregation: one line with
+    the fix, not an AnalysisException with the query plan; nothing left running."""
+    from pyspark.sql import functions as F
+
+    rate = spark.readStream.format("rate").load().withWatermark("timestamp", "10 seconds")
+    means = rate.groupBy(F.window("timestamp", "5 seconds")).agg(F.avg("value").alias("value"))
+    points = means.selectExpr("'r0' AS series", "window.end AS ts", "value")
+    with pytest.raises(JobError) as e:
+        Monitor(spark, tmp_path / "ckpt", "QUERY s AS SUM(r0) WITHIN 1").start(points)
+    assert str(e.value) == (
+        "the streaming query cannot start: applyInPandasWithState in append mode is not "
+        "supported after aggregation on a streaming DataFrame/Dataset: give the rows before "
+        "the aggregation (tsmon's queries aggregate), or write the aggregate out and monitor "
+        "that as a stream"
+    )
+    assert not spark.streams.active

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 from tsmon.spark.job import JobError
 
-__all__ = ["query_failures"]
+__all__ = ["query_failures", "start_failures"]
 
 
 @contextmanager
@@ -32,6 +32,24 @@ def query_failures() -> Iterator[None]:
                 "(tsmon.spark.session.spark_session() does)"
             )
         raise JobError(f"the streaming query failed: {reason}") from None
+
+
+@contextmanager
+def start_failures() -> Iterator[None]:
+    """A streaming query Spark refuses to start becomes a :class:`JobError` with the first
+    line of its reason (the rest is the plan); an input that aggregates, with the fix."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        yield
+    except AnalysisException as e:
+        reason = (str(e).strip().splitlines() or ["no reason given"])[0].rstrip(";")
+        if "after aggregation" in reason:
+            reason += (
+                ": give the rows before the aggregation (tsmon's queries aggregate), or write "
+                "the aggregate out and monitor that as a stream"
+            )
+        raise JobError(f"the streaming query cannot start: {reason}") from None
 
 
 TRACEBACK = "Traceback (most recent call last):"  # a foreachBatch function raised

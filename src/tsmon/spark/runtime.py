@@ -62,7 +62,7 @@ from tsmon.spark.commands import CommandLog, apply
 from tsmon.spark.control import ControlChannel
 from tsmon.spark.cpu import CpuTimes
 from tsmon.spark.driver import Coordinator, JobQueries, check_checkpoint_queries, known_sources
-from tsmon.spark.failures import query_failures
+from tsmon.spark.failures import query_failures, start_failures
 from tsmon.spark.host import PASS, node_stream
 from tsmon.spark.job import Job, JobError
 from tsmon.spark.points import point_rows
@@ -185,12 +185,17 @@ class JobRunner:
         trigger = {"processingTime": f"{self.job.trigger_ms} milliseconds"}
         self.sinks.start()
         self.spark_progress.attach(self.spark)
-        self._query = (
-            nodes.writeStream.foreachBatch(self._on_batch)
-            .option("checkpointLocation", str(self.job.checkpoint / "nodes"))
-            .trigger(**trigger)
-            .start()
-        )
+        try:
+            with start_failures():
+                self._query = (
+                    nodes.writeStream.foreachBatch(self._on_batch)
+                    .option("checkpointLocation", str(self.job.checkpoint / "nodes"))
+                    .trigger(**trigger)
+                    .start()
+                )
+        except JobError:
+            self.stop()  # the listener and the console started above
+            raise
         self.spark_progress.query_id = str(self._query.id)
 
     @property
