@@ -15,6 +15,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -282,8 +285,13 @@ def test_a_rate_source_smoke(spark, tmp_path):
         ("named", {"ts": "dbl"}, {}, {}, "columns: ts column 'dbl' is double"),
         ("named", {"value": "ts"}, {}, {}, "value column 'ts' is timestamp"),
         ("named", None, {"events": "nowhere"}, {}, "events: give a function"),
+        ("named", None, {"answers": lambda df: None}, {}, "answers: <lambda> must take (df, b"),
+        ("named", ["series", "ts"], {}, {}, "columns: give a dict of role -> column"),
+        ("named", "series", {}, {}, "columns: give a dict of role -> column"),
         ("named", None, {}, {"filters": {"shrink": 2}}, "[filters] shrink must be in [0, 1)"),
         ("named", None, {}, {"trigger": 5}, "[job] trigger must be a duration"),
+        ("named", None, {}, {"sources": ["r*"]}, "sources must be a dict, e.g. {"),
+        ("named", None, {}, {"filters": "1s"}, "filters must be a dict, e.g. {"),
     ],
 )
 def test_bad_mappings_and_settings_are_refused_in_one_line(
@@ -310,8 +318,194 @@ def test_bad_mappings_and_settings_are_refused_in_one_line(
     assert not (tmp_path / "ckpt").exists() and not spark.streams.active  # nothing started
 
 
+def test_a_checkpoint_that_is_no_path_is_refused(tmp_path):
+    """``str(None)`` would have made a checkpoint directory named 'None'."""
+    with pytest.raises(JobError, match=r"\[job\] checkpoint must be a non-empty string, got None"):
+        Monitor(None, None, "QUERY s AS SUM(r0) WITHIN 1")
+    mon = Monitor(None, tmp_path / "ckpt", "QUERY s AS SUM(r0) WITHIN 1")
+    assert mon.job.checkpoint == tmp_path / "ckpt"
+
+
 def test_queries_of_a_monitor_are_checked_like_a_job_files(spark, tmp_path):
     with pytest.raises(JobError, match=r"tsmon\.spark\.Monitor: queries: "):
         Monitor(spark, tmp_path / "ckpt", "QUERY s AS SUM(a WITHIN")
     mon = Monitor(spark, tmp_path / "ckpt", "QUERY s AS SUM(a.x) WITHIN 1")
     assert JobQueries.of(mon.job).statements.registered[0].name == "s"
+
+
+def test_starting_a_started_run_again_is_refused_and_leaves_it_running(spark, tmp_path):
+    """Spark would stop the running query (half-way through a batch) to start a new one on
+    the same checkpoint: a second ``start`` is refused in one line instead."""
+    rate = spark.readStream.format("rate").option("rowsPerSecond", 20).load()
+    points = rate.selectExpr("'r0' AS series", "timestamp AS ts", "value")
+    run = Monitor(spark, tmp_path / "ckpt", "QUERY s AS SUM(r0) WITHIN 1", trigger="200ms").start(
+        points
+    )
+    try:
+        query = run.node_query
+        with pytest.raises(JobError, match=r"^the run is started already; stop\(\) it") as e:
+            run.start()
+        assert "\n" not in str(e.value)
+        assert run.node_query is query and query.isActive
+        assert [q.runId for q in spark.streams.active] == [query.runId]
+    finally:
+        run.stop()
+    assert not query.isActive
+
+
+CTRL_C_IN_A_BATCH = """
+import json, os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal (nohup ignores it)
+from tsmon.spark import Monitor
+from tsmon.spark.session import spark_session
+
+spark = spark_session(app_name="tsmon-ctrl-c")
+rate = spark.readStream.format("rate").option("rowsPerSecond", 50).load()
+points = rate.selectExpr("'r0' AS series", "timestamp AS ts", "value")
+
+def answers(df, batch_id):  # Ctrl-C while batch 2 is in foreachBatch
+    if batch_id == 2:
+        os.kill(os.getpid(), signal.SIGINT)
+
+ckpt = sys.argv[1]
+run = Monitor(spark, ckpt, "QUERY s AS SUM(r0) WITHIN 1", trigger="200ms").start(
+    points, answers=answers
+)
+try:
+    run.{wait}
+except KeyboardInterrupt as e:
+    print("interrupted:", e)
+print("active:", run.node_query.isActive)
+print("batches:", [json.loads(line)["batchId"] for line in open(ckpt + "/progress.jsonl")])
+print("committed:", sorted(int(n) for n in os.listdir(ckpt + "/nodes/commits") if n.isdigit()))
+spark.stop()
+"""
+
+
+@pytest.mark.parametrize("wait", ["await_termination()", "process_all_available()"])
+def test_ctrl_c_while_a_batch_runs_stops_the_run_after_it_quietly(tmp_path, wait):
+    """Ctrl-C while a script waits in the run: the batch running ends, the query stops, and
+    ``KeyboardInterrupt`` says so; no Py4J or Java traceback (pyspark's own handler would
+    interrupt the JVM call, breaking Py4J's connection, and kill the batch)."""
+    ckpt = tmp_path / "ckpt"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
+    done = subprocess.run(
+        [sys.executable, "-c", CTRL_C_IN_A_BATCH.replace("{wait}", wait), str(ckpt)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
+    assert lines["interrupted"] == "tsmon: stopped between batches; the state is in the checkpoint"
+    assert lines["active"] == "False"
+    batches, committed = json.loads(lines["batches"]), json.loads(lines["committed"])
+    # batch 2 ended whole (Spark may not have committed it yet: a restart replays it, with the
+    # same outputs, from the snapshot of batch 1), and the ones before it are committed
+    assert batches == list(range(len(batches))) and batches[-1] >= 2
+    assert committed[: len(batches) - 1] == batches[:-1]
+    assert not re.search(r"Traceback|Py4J|Exception|ERROR", done.stderr), done.stderr
+
+
+def test_an_input_spark_cannot_read_fails_with_the_reason_naming_the_file(spark, tmp_path):
+    """pandas writes nanosecond timestamps, which Spark cannot read as a TIMESTAMP: the input
+    is read as the batch is collected in foreachBatch, where Py4J's exception line says only
+    "Exception thrown in awaitResult"; the error names the Spark error class and the file."""
+    (tmp_path / "in").mkdir()
+    frame = pd.DataFrame({"name": ["r0"], "event_time": pd.to_datetime([0], utc=True), "v": [1.0]})
+    frame.to_parquet(tmp_path / "in" / "part-0.parquet")
+    schema = "name STRING, event_time TIMESTAMP, v DOUBLE"
+    points = spark.readStream.schema(schema).parquet(str(tmp_path / "in"))
+    run = Monitor(spark, tmp_path / "ckpt", "QUERY s AS SUM(r0) WITHIN 1").start(
+        points, {"series": "name", "ts": "event_time", "value": "v"}
+    )
+    try:
+        with pytest.raises(JobError) as e:
+            run.process_all_available()
+    finally:
+        run.stop()
+    message = str(e.value)
+    assert "\n" not in message
+    assert "[FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH]" in message, message
+    assert "part-0.parquet" in message and "column [event_time]" in message
+
+
+def test_an_output_that_raises_is_named_and_its_batch_is_replayed_on_restart(
+    spark, tmp_path, capfd
+):
+    """The query fails with the output's exception; the console names the output and the
+    batch; a run started again on the checkpoint hands that batch to the outputs again."""
+    (tmp_path / "in").mkdir()
+    drop(tmp_path / "in", 0, [("r0", 1_000, 1.0), ("r0", 2_000, 2.0)])
+    schema = "name STRING, event_time TIMESTAMP, v DOUBLE"
+    columns = {"series": "name", "ts": "event_time", "value": "v"}
+
+    def broken(df, batch_id):
+        raise ValueError("no table 'answers'")
+
+    seen: list[int] = []
+    for answers in (broken, lambda df, batch_id: seen.append(batch_id)):
+        points = spark.readStream.schema(schema).parquet(str(tmp_path / "in"))
+        mon = Monitor(spark, tmp_path / "ckpt", "QUERY s AS SUM(r0) WITHIN 1")
+        run = mon.start(points, columns, answers=answers)
+        try:
+            if answers is broken:
+                with pytest.raises(JobError, match=r"ValueError: no table 'answers'$"):
+                    run.process_all_available()
+            else:
+                run.process_all_available()
+        finally:
+            run.stop()
+    assert seen[0] == 0  # batch 0 again, after the failure
+    err = capfd.readouterr().err
+    assert "tsmon: the answers output test_an_output_that_raises_is_named_and_its_batch_is" in err
+    assert "broken failed on batch 0; the query stops: fix it and start again" in err
+
+
+def test_workers_that_cannot_import_tsmon_are_told_how_to_start_the_session():
+    """A session of the user's own whose Python workers run another interpreter (the
+    default ``python3``): the host's ``import pandas`` fails in the worker. The message is
+    the one such a run fails with (Spark 4.3, a plain ``SparkSession.builder`` on local[2])."""
+    from pyspark.errors import StreamingQueryException
+
+    from tsmon.spark.failures import query_failures
+
+    message = (
+        "[STREAM_FAILED] Query [id = 7, runId = 1] terminated with exception: "
+        "[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function "
+        "in foreach batch sink. Reason: An exception was raised by the Python Proxy. Return "
+        "Message: Traceback (most recent call last):\n"
+        '  File "tsmon/spark/runtime.py", line 247, in _on_batch\n'
+        "pyspark.errors.exceptions.captured.PythonException: An exception was thrown from the "
+        "Python worker:\nTraceback (most recent call last):\n"
+        '  File "tsmon/spark/host.py", line 53, in <module>\n    import pandas as pd\n'
+        "ModuleNotFoundError: No module named 'pandas'\n SQLSTATE: 39000\n"
+        "=== Streaming Query ===\n"
+    )
+    with pytest.raises(JobError) as e, query_failures():
+        raise StreamingQueryException(message=message)
+    assert str(e.value).endswith(
+        "ModuleNotFoundError: No module named 'pandas'; Spark's Python workers run another "
+        f"interpreter than this one: start the SparkSession with PYSPARK_PYTHON={sys.executable}"
+        " in the environment (tsmon.spark.session.spark_session() does)"
+    )
+
+
+def test_an_aggregated_stream_is_refused_with_the_fix(spark, tmp_path):
+    """Spark cannot run the source nodes' state after a streaming aggregation: one line with
+    the fix, not an AnalysisException with the query plan; nothing left running."""
+    from pyspark.sql import functions as F
+
+    rate = spark.readStream.format("rate").load().withWatermark("timestamp", "10 seconds")
+    means = rate.groupBy(F.window("timestamp", "5 seconds")).agg(F.avg("value").alias("value"))
+    points = means.selectExpr("'r0' AS series", "window.end AS ts", "value")
+    with pytest.raises(JobError) as e:
+        Monitor(spark, tmp_path / "ckpt", "QUERY s AS SUM(r0) WITHIN 1").start(points)
+    assert str(e.value) == (
+        "the streaming query cannot start: applyInPandasWithState in append mode is not "
+        "supported after aggregation on a streaming DataFrame/Dataset: give the rows before "
+        "the aggregation (tsmon's queries aggregate), or write the aggregate out and monitor "
+        "that as a stream"
+    )
+    assert not spark.streams.active

@@ -22,10 +22,12 @@ job runner's (:class:`tsmon.spark.runtime.JobRunner`): ``tsmon run job.toml`` is
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,7 @@ from tsmon.spark.job import Job, JobError, parse_job
 from tsmon.spark.outputs import Output, Outputs, answers_frame, output
 from tsmon.spark.points import check_columns
 from tsmon.spark.runtime import JobRunner
+from tsmon.spark.signals import run_until_signalled
 from tsmon.spark.sinks import EVENT_COLUMNS, BatchOutput, Callback, event_rows, with_utc
 
 __all__ = ["Monitor", "Run"]
@@ -44,6 +47,14 @@ __all__ = ["Monitor", "Run"]
 DATAFRAME = "dataframe"
 #: Where settings errors point: the keyword arguments are the job file's tables.
 WHERE = "tsmon.spark.Monitor"
+#: An example of each table argument, for the error of one that is not a dict.
+_EXAMPLES = {
+    "sources": '{"r1.*": "r1"}',
+    "filters": '{"period": "1s"}',
+    "registers": '{"retention": "1h"}',
+    "standing": '{"tick": "1s"}',
+    "replication": '{"phase": "10s"}',
+}
 
 
 class Monitor:
@@ -88,7 +99,8 @@ class Monitor:
         standing: Mapping[str, Any] | None = None,
         replication: Mapping[str, Any] | None = None,
     ) -> None:
-        table = {"name": name, "checkpoint": str(checkpoint), "trigger": trigger}
+        path = os.fspath(checkpoint) if isinstance(checkpoint, os.PathLike) else checkpoint
+        table = {"name": name, "checkpoint": path, "trigger": trigger}
         table |= {"max_future": max_future, "idle_timeout": idle_timeout}
         if buckets is not None:
             table["buckets"] = buckets
@@ -100,6 +112,10 @@ class Monitor:
             ("standing", standing),
             ("replication", replication),
         ):
+            if value is not None and not isinstance(value, Mapping):  # dict() would read it
+                raise JobError(
+                    f"{WHERE}: {key} must be a dict, e.g. {_EXAMPLES[key]}, got {value!r}"
+                )
             if value is not None:
                 raw[key] = dict(value)
         self.spark = spark
@@ -149,6 +165,11 @@ class Monitor:
         job, stream = self.job, None
         if df is None and job.input.kind == DATAFRAME:
             raise JobError("give the streaming DataFrame to monitor: Monitor.start(df, columns)")
+        if columns is not None and not isinstance(columns, Mapping):
+            raise JobError(
+                "columns: give a dict of role -> column, e.g. {'series': 'name', "
+                f"'ts': 'event_time', 'value': 'v'}}, got {columns!r}"
+            )
         if df is not None:
             mapping = check_columns(df, columns)
             job = replace(job, input=InputSpec(DATAFRAME, columns=mapping))
@@ -227,6 +248,40 @@ class Run(JobRunner):
         with self._lock:
             rows = list(self._events)
         return with_utc(pd.DataFrame(rows, columns=EVENT_COLUMNS))
+
+    # -- waiting -------------------------------------------------------------------------------
+    def process_all_available(self) -> None:
+        """Block until the input available now (and the control it causes) is processed.
+        Ctrl-C (or SIGTERM) meanwhile stops the run between batches, then raises
+        ``KeyboardInterrupt``."""
+        self._until_interrupted(super().process_all_available)
+
+    def await_termination(self, timeout: float | None = None) -> bool | None:
+        """Block until the query stops (True), or ``timeout`` seconds pass (False); a failure
+        is a :class:`JobError`. Ctrl-C (or SIGTERM) meanwhile stops the run between batches,
+        then raises ``KeyboardInterrupt``."""
+        return self._until_interrupted(partial(super().await_termination, timeout))
+
+    def _until_interrupted(self, wait: Callable[[], Any]) -> Any:
+        """``wait()`` in a thread (:func:`~tsmon.spark.signals.run_until_signalled`): a
+        Ctrl-C in the JVM call would break Py4J's connection, with tracebacks, and kill the
+        stream thread half-way through a batch."""
+        done: list[Any] = []
+        signalled: list[threading.Event] = []
+
+        def work(flag: threading.Event) -> None:
+            signalled.append(flag)
+            done.append(wait())
+
+        def stop() -> None:
+            if signalled[0].is_set():
+                self.stop()
+
+        if run_until_signalled(work, stop):
+            raise KeyboardInterrupt(
+                "tsmon: stopped between batches; the state is in the checkpoint"
+            )
+        return done[0]
 
     @property
     def last_progress(self) -> dict[str, Any] | None:

@@ -26,10 +26,12 @@ output columns as JSON.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import pandas as pd
@@ -60,7 +62,10 @@ _SPEC = re.compile(r"([A-Za-z][\w.]*):(.+)")
 def output(target: str | Output | None, name: str) -> Output | None:
     """The output function of ``target``: a function as is, a ``"<format>:<path>"`` spec as
     a writer; a :class:`JobError` for anything else (before the query starts)."""
-    if target is None or callable(target):
+    if target is None:
+        return None
+    if callable(target):
+        _check_call(target, name)
         return target
     match = _SPEC.fullmatch(target) if isinstance(target, str) else None
     if match is None:
@@ -68,15 +73,40 @@ def output(target: str | Output | None, name: str) -> Output | None:
             f"{name}: give a function f(df, batch_id) or a '<format>:<path>' spec such as "
             f"'parquet:out/{name}', got {target!r}"
         )
-    fmt, path = match.groups()
-    return lambda df, batch_id: _write(df, batch_id, fmt, path)
+    return _Spec(*match.groups())
 
 
-def _write(df: Any, batch_id: int, fmt: str, path: str) -> None:
-    """One batch into ``<path>/batch_id=<N>/``, replaced if the batch is replayed."""
-    if not df.isEmpty():
-        target = f"{path.rstrip('/')}/batch_id={batch_id}"
-        df.drop("batch_id").write.mode("overwrite").format(fmt).save(target)
+def _check_call(function: Output, name: str) -> None:
+    """A :class:`JobError` if ``function`` cannot be called as ``f(df, batch_id)`` (a function
+    whose signature Python cannot read, a builtin's, is taken as it is)."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(None, 0)
+    except TypeError as e:
+        raise JobError(
+            f"{name}: {getattr(function, '__qualname__', function)!s} must take (df, batch_id), "
+            f"as foreachBatch calls it: {e}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """A ``"<format>:<path>"`` output: one batch into ``<path>/batch_id=<N>/``, replaced if
+    the batch is replayed."""
+
+    fmt: str
+    path: str
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        if not df.isEmpty():
+            target = f"{self.path.rstrip('/')}/batch_id={batch_id}"
+            df.drop("batch_id").write.mode("overwrite").format(self.fmt).save(target)
+
+    def __str__(self) -> str:
+        return f"'{self.fmt}:{self.path}'"
 
 
 def answer_rows(batch_id: int, answers: Mapping[str, Sequence[tuple[str, Any]]]) -> list[tuple]:
@@ -127,7 +157,17 @@ class Outputs:
             ],
         }
         for name, target in self.targets.items():
-            target(self.frame(name, rows[name]()), out.batch_id)
+            frame = self.frame(name, rows[name]())
+            try:
+                target(frame, out.batch_id)
+            except Exception:  # the query fails with it; say which output, and what restarts
+                print(
+                    f"tsmon: the {name} output {_name(target)} failed on batch {out.batch_id}; "
+                    "the query stops: fix it and start again on the checkpoint, which replays "
+                    "this batch",
+                    file=sys.stderr,
+                )
+                raise
 
     def frame(self, name: str, rows: list[tuple]) -> Any:
         """``rows`` as a Spark DataFrame of output ``name``'s schema, with its UTC column."""
@@ -141,6 +181,11 @@ class Outputs:
         twin = F.timestamp_millis(millis).alias(f"{millis.removesuffix('_ms')}_utc")
         at = columns.index(millis) + 1
         return df.select(*columns[:at], twin, *columns[at:])
+
+
+def _name(target: Output) -> str:
+    """A function's name, or a spec as it was given."""
+    return getattr(target, "__qualname__", None) or str(target)
 
 
 def _typed(value: Any, kind: str) -> Any:

@@ -62,7 +62,7 @@ from tsmon.spark.commands import CommandLog, apply
 from tsmon.spark.control import ControlChannel
 from tsmon.spark.cpu import CpuTimes
 from tsmon.spark.driver import Coordinator, JobQueries, check_checkpoint_queries, known_sources
-from tsmon.spark.failures import query_failures
+from tsmon.spark.failures import query_failures, start_failures
 from tsmon.spark.host import PASS, node_stream
 from tsmon.spark.job import Job, JobError
 from tsmon.spark.points import point_rows
@@ -144,11 +144,13 @@ class JobRunner:
         return point_rows(raw, columns, self.job.sources)
 
     def start(self) -> None:
-        """Start the job's one streaming query. The input is scanned once: its good rows go
-        through the source nodes, its unreadable rows pass through them unchanged to the
-        driver (dead letters)."""
+        """Start the job's one streaming query (a :class:`JobError` if it runs already). The
+        input is scanned once: its good rows go through the source nodes, its unreadable rows
+        pass through them unchanged to the driver (dead letters)."""
         from pyspark.sql import functions as F
 
+        if self._query is not None and self._query.isActive:  # Spark would stop it, mid-batch
+            raise JobError("the run is started already; stop() it before starting it again")
         rows = self._rows()
         fields = ("source", "series", "ts", "value", "raw_ts", "raw_value", "reason", "detail")
         readable = rows.reason.isNull()
@@ -183,12 +185,17 @@ class JobRunner:
         trigger = {"processingTime": f"{self.job.trigger_ms} milliseconds"}
         self.sinks.start()
         self.spark_progress.attach(self.spark)
-        self._query = (
-            nodes.writeStream.foreachBatch(self._on_batch)
-            .option("checkpointLocation", str(self.job.checkpoint / "nodes"))
-            .trigger(**trigger)
-            .start()
-        )
+        try:
+            with start_failures():
+                self._query = (
+                    nodes.writeStream.foreachBatch(self._on_batch)
+                    .option("checkpointLocation", str(self.job.checkpoint / "nodes"))
+                    .trigger(**trigger)
+                    .start()
+                )
+        except JobError:
+            self.stop()  # the listener and the console started above
+            raise
         self.spark_progress.query_id = str(self._query.id)
 
     @property
