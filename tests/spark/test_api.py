@@ -292,6 +292,8 @@ def test_a_rate_source_smoke(spark, tmp_path):
         ("named", None, {}, {"trigger": 5}, "[job] trigger must be a duration"),
         ("named", None, {}, {"sources": ["r*"]}, "sources must be a dict, e.g. {"),
         ("named", None, {}, {"filters": "1s"}, "filters must be a dict, e.g. {"),
+        ("named", {"ts": "ntz"}, {}, {}, "is timestamp_ntz; it must be a timestamp, integer"),
+        ("named", {"ts": "day"}, {}, {}, "cast it where it is read, e.g. df.withColumn('day', "),
     ],
 )
 def test_bad_mappings_and_settings_are_refused_in_one_line(
@@ -308,6 +310,8 @@ def test_bad_mappings_and_settings_are_refused_in_one_line(
             F.col("timestamp").alias("ts"),
             "value",
             (F.col("value") * 0.5).alias("dbl"),
+            F.col("timestamp").cast("timestamp_ntz").alias("ntz"),
+            F.col("timestamp").cast("date").alias("day"),
         ),
     }[make]
     with pytest.raises(JobError) as e:

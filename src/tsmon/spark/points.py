@@ -92,8 +92,18 @@ def check_columns(df: DataFrame, columns: Mapping[str, str] | None) -> dict[str,
         if not (kind in _ACCEPTED[role] or (role == "value" and kind.startswith("decimal"))):
             raise JobError(
                 f"columns: {role} column {column!r} is {kind}; it must be {_WANTED[role]}"
+                + (_NO_ZONE.format(column=column) if role == "ts" and kind in _ZONELESS else "")
             )
     return mapping
+
+
+_ZONELESS = ("timestamp_ntz", "date")
+_NO_ZONE = (
+    " (an instant, with its time zone: tsmon does not guess one for a wall-clock time or a "
+    "date); cast it where it is read, e.g. df.withColumn({column!r}, "
+    "F.col({column!r}).cast('timestamp')), which reads it in the session time zone "
+    "(spark.sql.session.timeZone; UTC in tsmon's spark_session())"
+)
 
 
 def point_rows(
