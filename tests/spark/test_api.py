@@ -352,6 +352,10 @@ def test_starting_a_started_run_again_is_refused_and_leaves_it_running(spark, tm
         assert "\n" not in str(e.value)
         assert run.node_query is query and query.isActive
         assert [q.runId for q in spark.streams.active] == [query.runId]
+        again = Monitor(spark, tmp_path / "ckpt", "QUERY s AS SUM(r0) WITHIN 1")  # a cell re-run
+        with pytest.raises(JobError, match=r"^the run is started already; .* maybe of another"):
+            again.start(points)
+        assert query.isActive and [q.runId for q in spark.streams.active] == [query.runId]
     finally:
         run.stop()
     assert not query.isActive
