@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -414,6 +415,28 @@ def test_ctrl_c_while_a_batch_runs_stops_the_run_after_it_quietly(tmp_path, wait
     assert batches == list(range(len(batches))) and batches[-1] >= 2
     assert committed[: len(batches) - 1] == batches[:-1]
     assert not re.search(r"Traceback|Py4J|Exception|ERROR", done.stderr), done.stderr
+
+
+def test_a_signal_before_the_wait_thread_runs_still_stops_the_run(monkeypatch):
+    """run_until_signalled calls ``stop`` once a signal comes, whether or not its thread has
+    begun ``work`` yet: the run is stopped, and the wait (then at once) is not left running."""
+    from types import SimpleNamespace
+
+    from tsmon.spark import api
+
+    def signal_first(work, stop):  # the order a Ctrl-C right after the call can give
+        flag = threading.Event()
+        flag.set()
+        stop()
+        work(flag)
+        return True
+
+    monkeypatch.setattr(api, "run_until_signalled", signal_first)
+    stopped: list[str] = []
+    run = SimpleNamespace(stop=lambda: stopped.append("stop"))
+    with pytest.raises(KeyboardInterrupt, match="stopped between batches"):
+        api.Run._until_interrupted(run, lambda: stopped.append("wait"))
+    assert stopped == ["stop", "wait"]
 
 
 def test_an_input_spark_cannot_read_fails_with_the_reason_naming_the_file(spark, tmp_path):
