@@ -439,6 +439,43 @@ def test_a_signal_before_the_wait_thread_runs_still_stops_the_run(monkeypatch):
     assert stopped == ["stop", "wait"]
 
 
+@pytest.mark.parametrize("in_main_thread", [True, False])
+def test_a_wait_without_a_signal_returns_or_raises_as_it_would_and_leaves_the_run(
+    in_main_thread,
+):
+    """In the main thread the wait runs in a thread under SIGINT/SIGTERM handlers (then the
+    previous handlers are back); elsewhere, where no handler can be set, it just runs. Either
+    way its value or its exception is the caller's, and the run is not stopped."""
+    import signal
+    from types import SimpleNamespace
+
+    from tsmon.spark import api
+
+    def fail():
+        raise JobError("the streaming query failed: x")
+
+    stopped: list[str] = []
+    run = SimpleNamespace(stop=lambda: stopped.append("stop"))
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    outcomes: list[object] = []
+
+    def waits() -> None:
+        outcomes.append(api.Run._until_interrupted(run, lambda: 42))
+        try:
+            api.Run._until_interrupted(run, fail)
+        except JobError as e:
+            outcomes.append(str(e))
+
+    if in_main_thread:
+        waits()
+    else:
+        thread = threading.Thread(target=waits)
+        thread.start()
+        thread.join(30)
+    assert outcomes == [42, "the streaming query failed: x"] and stopped == []
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
 def test_an_input_spark_cannot_read_fails_with_the_reason_naming_the_file(spark, tmp_path):
     """pandas writes nanosecond timestamps, which Spark cannot read as a TIMESTAMP: the input
     is read as the batch is collected in foreachBatch, where Py4J's exception line says only
