@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -352,6 +353,10 @@ def test_starting_a_started_run_again_is_refused_and_leaves_it_running(spark, tm
         assert "\n" not in str(e.value)
         assert run.node_query is query and query.isActive
         assert [q.runId for q in spark.streams.active] == [query.runId]
+        again = Monitor(spark, tmp_path / "ckpt", "QUERY s AS SUM(r0) WITHIN 1")  # a cell re-run
+        with pytest.raises(JobError, match=r"^the run is started already; .* maybe of another"):
+            again.start(points)
+        assert query.isActive and [q.runId for q in spark.streams.active] == [query.runId]
     finally:
         run.stop()
     assert not query.isActive
@@ -410,6 +415,65 @@ def test_ctrl_c_while_a_batch_runs_stops_the_run_after_it_quietly(tmp_path, wait
     assert batches == list(range(len(batches))) and batches[-1] >= 2
     assert committed[: len(batches) - 1] == batches[:-1]
     assert not re.search(r"Traceback|Py4J|Exception|ERROR", done.stderr), done.stderr
+
+
+def test_a_signal_before_the_wait_thread_runs_still_stops_the_run(monkeypatch):
+    """run_until_signalled calls ``stop`` once a signal comes, whether or not its thread has
+    begun ``work`` yet: the run is stopped, and the wait (then at once) is not left running."""
+    from types import SimpleNamespace
+
+    from tsmon.spark import api
+
+    def signal_first(work, stop):  # the order a Ctrl-C right after the call can give
+        flag = threading.Event()
+        flag.set()
+        stop()
+        work(flag)
+        return True
+
+    monkeypatch.setattr(api, "run_until_signalled", signal_first)
+    stopped: list[str] = []
+    run = SimpleNamespace(stop=lambda: stopped.append("stop"))
+    with pytest.raises(KeyboardInterrupt, match="stopped between batches"):
+        api.Run._until_interrupted(run, lambda: stopped.append("wait"))
+    assert stopped == ["stop", "wait"]
+
+
+@pytest.mark.parametrize("in_main_thread", [True, False])
+def test_a_wait_without_a_signal_returns_or_raises_as_it_would_and_leaves_the_run(
+    in_main_thread,
+):
+    """In the main thread the wait runs in a thread under SIGINT/SIGTERM handlers (then the
+    previous handlers are back); elsewhere, where no handler can be set, it just runs. Either
+    way its value or its exception is the caller's, and the run is not stopped."""
+    import signal
+    from types import SimpleNamespace
+
+    from tsmon.spark import api
+
+    def fail():
+        raise JobError("the streaming query failed: x")
+
+    stopped: list[str] = []
+    run = SimpleNamespace(stop=lambda: stopped.append("stop"))
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    outcomes: list[object] = []
+
+    def waits() -> None:
+        outcomes.append(api.Run._until_interrupted(run, lambda: 42))
+        try:
+            api.Run._until_interrupted(run, fail)
+        except JobError as e:
+            outcomes.append(str(e))
+
+    if in_main_thread:
+        waits()
+    else:
+        thread = threading.Thread(target=waits)
+        thread.start()
+        thread.join(30)
+    assert outcomes == [42, "the streaming query failed: x"] and stopped == []
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
 
 
 def test_an_input_spark_cannot_read_fails_with_the_reason_naming_the_file(spark, tmp_path):

@@ -3,6 +3,7 @@ checked before a query starts."""
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
@@ -37,3 +38,30 @@ def test_an_output_is_a_function_or_a_format_and_path(spec) -> None:
         output(spec, "events")
     assert output(None, "events") is None and output(print, "events") is print
     assert callable(output("parquet:out/events", "events"))
+
+
+def _with_table(f):
+    """A decorator that supplies f's first argument: the wrapper takes (df, batch_id), f
+    does not (functools.wraps sets __wrapped__, which inspect.signature follows)."""
+
+    @functools.wraps(f)
+    def wrapper(df, batch_id):
+        return f("answers", df, batch_id)
+
+    return wrapper
+
+
+def test_a_decorated_output_is_checked_by_the_signature_it_is_called_with() -> None:
+    @_with_table
+    def write(table, df, batch_id):
+        return table, df, batch_id
+
+    assert output(write, "answers") is write
+    assert write(None, 0) == ("answers", None, 0)
+
+    @functools.wraps(write.__wrapped__)
+    def wrong(df):
+        return df
+
+    with pytest.raises(JobError, match=r"answers: \S*write must take \(df, batch_id\)"):
+        output(wrong, "answers")

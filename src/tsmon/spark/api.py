@@ -273,8 +273,8 @@ class Run(JobRunner):
             signalled.append(flag)
             done.append(wait())
 
-        def stop() -> None:
-            if signalled[0].is_set():
+        def stop() -> None:  # a signal may come before the thread runs work
+            if not signalled or signalled[0].is_set():
                 self.stop()
 
         if run_until_signalled(work, stop):

@@ -78,9 +78,11 @@ def output(target: str | Output | None, name: str) -> Output | None:
 
 def _check_call(function: Output, name: str) -> None:
     """A :class:`JobError` if ``function`` cannot be called as ``f(df, batch_id)`` (a function
-    whose signature Python cannot read, a builtin's, is taken as it is)."""
+    whose signature Python cannot read, a builtin's, is taken as it is). A decorated
+    function's own signature, not the one ``functools.wraps`` points to: a decorator may
+    supply arguments."""
     try:
-        signature = inspect.signature(function)
+        signature = inspect.signature(function, follow_wrapped=False)
     except (TypeError, ValueError):
         return
     try:

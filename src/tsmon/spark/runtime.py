@@ -149,8 +149,11 @@ class JobRunner:
         pass through them unchanged to the driver (dead letters)."""
         from pyspark.sql import functions as F
 
-        if self._query is not None and self._query.isActive:  # Spark would stop it, mid-batch
-            raise JobError("the run is started already; stop() it before starting it again")
+        if self._running() is not None:  # Spark would stop it, mid-batch, to start this one
+            raise JobError(
+                "the run is started already; stop() it before starting it again (a query "
+                f"runs on the checkpoint {self.job.checkpoint}, maybe of another Run)"
+            )
         rows = self._rows()
         fields = ("source", "series", "ts", "value", "raw_ts", "raw_value", "reason", "detail")
         readable = rows.reason.isNull()
@@ -197,6 +200,15 @@ class JobRunner:
             self.stop()  # the listener and the console started above
             raise
         self.spark_progress.query_id = str(self._query.id)
+
+    def _running(self) -> Any:
+        """The active query on this job's checkpoint (this run's, or another run's of the same
+        checkpoint: a notebook cell started again), or None."""
+        try:  # Spark keeps the query's id in the checkpoint, for its restarts
+            query_id = json.loads((self.job.checkpoint / "nodes" / "metadata").read_text())["id"]
+        except (OSError, ValueError, KeyError):
+            return None
+        return self.spark.streams.get(query_id)
 
     @property
     def node_query(self) -> Any:
