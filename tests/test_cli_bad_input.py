@@ -235,24 +235,28 @@ def test_replay_dead_letters_a_line_that_is_no_record(tmp_path: Path) -> None:
     path.write_bytes(
         b"\xef\xbb\xbftimestamp,value\n2014-01-01 00:00:00,1\n2014-01-01 00:05:00,2,3\n"
         b'"2014-01-01 00:10:00,4\n\n2014-01-01 00:15:00,\xff\n2014-01-01 00:20:00,9\n'
+        b"2014-01-01 00:25:00,abc\n"
     )
     queries = tmp_path / "q.tsq"
     queries.write_text("QUERY a ON * WHEN last > 1\n", encoding="utf-8")
     dead = tmp_path / "dead.csv"
     run = tsmon(
         "replay", str(path), "--queries", str(queries), "--max-future", "off",
-        "--dead-letters-out", str(dead),
+        "--dead-letters-out", str(dead), "--batch", "3",
     )  # fmt: skip
     out = " ".join((run.stdout + run.stderr).split())
     assert run.returncode == 0, out
-    assert "points received 5 = accepted 2 + rejected 3 (malformed_line: 3)" in out, out
+    counts = "points received 6 = accepted 2 + rejected 4 (malformed_line: 3, not_numeric: 1)"
+    assert counts in out, out
     assert f"note: 3 lines are no record (malformed_line), e.g. {path}:3: 3 fields" in out, out
     assert "2014-01-01 00:20:00 a" in out, out  # the row after them, its event
-    assert f"wrote 3 dead letters to {dead}" in out, out
-    rows = pd.read_csv(dead)
-    assert rows["reason"].tolist() == ["malformed_line"] * 3
-    assert [d.split(": ", 1)[0] for d in rows["detail"]] == [f"{path}:{n}" for n in (3, 4, 6)]
-    assert rows["detail"][2].endswith("not UTF-8 text"), rows
+    assert f"wrote 4 dead letters to {dead}" in out, out
+    rows = pd.read_csv(dead).sort_values("seq")
+    assert rows["reason"].tolist() == ["malformed_line"] * 3 + ["not_numeric"]
+    assert [d.split(": ", 1)[0] for d in rows["detail"][:3]] == [f"{path}:{n}" for n in (3, 4, 6)]
+    assert rows["detail"].iloc[2].endswith("not UTF-8 text"), rows
+    # every dead letter's line, malformed or not, whatever the order the monitor took them in
+    assert rows["origin"].tolist() == [f"{path}:{n}" for n in (3, 4, 6, 8)], rows
     again = tsmon("replay", str(path), "--queries", str(queries), "--dead-letters-out", str(path))
     assert again.returncode == 2 and "--dead-letters-out" in again.stdout + again.stderr
 

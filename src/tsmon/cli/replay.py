@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
 import pandas as pd
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -59,12 +60,16 @@ def run_replay(args: argparse.Namespace) -> int:
         console.print(f"query {name!r} waits: {why}", soft_wrap=True)  # which kept waiting
     counts: Counter[str] = Counter()
     collected: list[Event] = []
+    taken: list[np.ndarray] = []  # row positions in the order the monitor numbered them
     with _deferred_interrupt() as interrupted:
-        fed = _feed(monitor, points, args, counts, collected, interrupted)
+        fed = _feed(monitor, points, args, counts, collected, interrupted, taken)
     if args.events_out is not None:
         _write_events(collected, args.events_out)
     if args.dead_letters_out is not None:
-        _write_dead_letters(monitor.dead_letters(), args.dead_letters_out)
+        dead = monitor.dead_letters()
+        order = np.concatenate(taken) if taken else np.zeros(0, dtype=np.int64)
+        dead["origin"] = points["origin"].to_numpy()[order[dead["seq"].to_numpy()]]
+        _write_dead_letters(dead, args.dead_letters_out)
     console.print(events_table(counts, monitor.queries(), monitor.unmatched()))
     stats = monitor.stats()
     console.print(summary_line(stats), soft_wrap=True)
@@ -86,9 +91,11 @@ def _feed(
     counts: Counter[str],
     collected: list[Event],
     interrupted: threading.Event,
+    taken: list[np.ndarray],
 ) -> int:
     """Feed ``points`` in batches of ``--batch`` rows until done or ``interrupted``: events
-    counted per query, the first ``--show`` printed, all kept with ``--events-out``; the
+    counted per query, the first ``--show`` printed, all kept with ``--events-out``, the rows'
+    positions appended to ``taken`` in the order the monitor numbers them (its ``seq``); the
     number of rows fed."""
     shown = fed = 0
     with _progress() as progress:
@@ -100,6 +107,8 @@ def _feed(
             malformed = rows["reason"].notna()
             if malformed.any():  # lines that are no records: dead letters, as on Spark
                 monitor.refuse("malformed_line", rows["detail"][malformed].tolist())
+            positions = np.arange(lo, lo + len(rows))
+            taken += [positions[malformed.to_numpy()], positions[~malformed.to_numpy()]]
             chunk = rows[~malformed]
             monitor.ingest(
                 chunk["series"].to_numpy(), chunk["ts"].to_numpy(), chunk["value"].to_numpy()
@@ -231,6 +240,7 @@ def _write_events(events: list[Event], path: Path) -> None:
 def _write_dead_letters(dead: pd.DataFrame, path: Path) -> None:
     """Write the rejected rows as CSV: seq (the order the monitor took them in: within each
     ``--batch`` chunk, its malformed lines before its records), series, ts_ms, value (as
-    read), reason and detail (a malformed line's ``<file>:<line>: <what>``)."""
+    read), reason, detail (a malformed line's ``<file>:<line>: <what>``) and origin (every
+    row's ``<file>:<line>``)."""
     dead.to_csv(path, index=False)
     console.print(f"wrote {len(dead)} dead letters to {path}")

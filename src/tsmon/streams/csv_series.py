@@ -84,7 +84,8 @@ def csv_layout(path: str | Path) -> Layout:
 
 
 def read_series_csv(path: str | Path, series: str | None = None) -> pd.DataFrame:
-    """Load a CSV as ``series, ts, value, reason, detail`` rows, in the file's line order.
+    """Load a CSV as ``series, ts, value, reason, detail, origin`` rows, in the file's line
+    order; ``origin`` is each row's ``<file>:<line>``.
 
     A two-column ``timestamp,value`` file (NAB's format) becomes one series named ``series`` or
     ``<folder>.<file stem>``; a file with ``series``, ``ts`` (or ``timestamp``) and ``value``
@@ -123,7 +124,7 @@ def read_series_csv(path: str | Path, series: str | None = None) -> pd.DataFrame
     if len(unreadable):
         raise ValueError(f"{path}: not a CSV file: {unreadable[DETAIL].iloc[0]}")
     bad = rows[REASON].notna()
-    detail = path.as_posix() + ":" + rows[LINE].astype(str) + ": " + rows[DETAIL]
+    origin = path.as_posix() + ":" + rows[LINE].astype(str)
     name = series or f"{path.absolute().parent.name}.{path.stem}"  # ./x.csv: <cwd's name>.x
     one = layout == "timestamp_value"
     named = pd.Series(name, index=rows.index) if one else rows["series"]
@@ -133,7 +134,8 @@ def read_series_csv(path: str | Path, series: str | None = None) -> pd.DataFrame
             "ts": rows[names[-2]],
             "value": rows["value"],
             "reason": rows[REASON],
-            "detail": detail.where(bad, ""),
+            "detail": (origin + ": " + rows[DETAIL]).where(bad, ""),
+            "origin": origin,
         }
     )
 
