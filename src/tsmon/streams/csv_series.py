@@ -113,8 +113,10 @@ def read_series_csv(path: str | Path, series: str | None = None) -> pd.DataFrame
     from tsmon.spark.filerows import DETAIL, FILE, LINE, REASON, file_rows
 
     path = Path(path)
-    layout = csv_layout(path)
-    names = _names(layout, _header(path))
+    _require_file(path)
+    header = _header(path)  # read once: the layout and the columns both come from it
+    layout = _layout_of(path, header)
+    names = _names(layout, header)
     try:
         content = path.read_bytes()
     except OSError as e:
