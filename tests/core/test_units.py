@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tsmon.core.timestamps import (
@@ -120,3 +121,42 @@ def test_window_text_is_query_syntax(spec: WindowSpec, text: str) -> None:
 def test_window_sizes_outside_the_limits_are_rejected(make: object) -> None:
     with pytest.raises(ValueError, match="window size must be in"):
         make()  # type: ignore[operator]
+
+
+INT64 = st.integers(-(2**63), 2**63 - 1)
+
+
+def _ms_of(n: int, unit: str) -> int | None:
+    """The oracle of an epoch number in ``unit``: exact integer arithmetic, floored; None
+    where the result leaves int64 (Spark's ``try_multiply`` gives null there)."""
+    ms = {"s": n * 1000, "ms": n, "us": n // 1000, "ns": n // 1_000_000}[unit]
+    return ms if -(2**63) <= ms < 2**63 else None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    numbers=st.lists(
+        st.one_of(INT64, st.integers(-(10**16), 10**16), st.integers(-3000, 3000)), max_size=20
+    ),
+    unit=st.sampled_from(["s", "ms", "us", "ns"]),
+    as_text=st.booleans(),
+)
+@example(numbers=[-(2**63)], unit="s", as_text=False)  # no absolute value in int64
+def test_epoch_numbers_in_a_unit_are_floored_to_ms_and_instants_are_not_scaled(
+    numbers: list[int], unit: str, as_text: bool
+) -> None:
+    """Integers (as an int64 array, or as digits in text next to an instant) are epoch numbers
+    in ``unit``; an instant's text is read as the same ms whatever the unit."""
+    given_ts: object = [str(n) for n in numbers] if as_text else np.array(numbers, np.int64)
+    if as_text:
+        given_ts = [*given_ts, "2024-01-01T00:00:00.007Z"]
+    millis, ok = read_epoch_ms(given_ts, unit)
+    expected = [_ms_of(n, unit) for n in numbers]
+    if as_text:
+        expected.append(1_704_067_200_007)
+    assert [int(m) if read else None for m, read in zip(millis, ok, strict=True)] == expected
+
+
+def test_an_unknown_epoch_unit_is_refused_with_the_units() -> None:
+    with pytest.raises(ValueError, match=r"unknown epoch unit 'sec'; use one of s, ms, us, ns"):
+        read_epoch_ms([1], "sec")

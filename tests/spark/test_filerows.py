@@ -217,3 +217,37 @@ def test_csv_fields_are_those_of_a_strict_csv_reader(text: str) -> None:
             want = "not CSV (a quote inside a field that does not start with one"
     got = csv_fields(text.encode())
     assert got == want if isinstance(want, list) else got.startswith(want), (got, want)
+
+
+def test_parquet_epoch_numbers_in_a_unit_go_typed_as_ms_and_instants_are_not_scaled() -> None:
+    """With ``ts_unit``, a Parquet file's integer ``ts`` reaches Spark typed in ms (null
+    beyond int64, as the runtime reads digits); a timestamp column stays the same instant,
+    typed, and as text it is ISO-8601, which no unit scales."""
+    import io
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tsmon.core.timestamps import read_epoch_ms
+    from tsmon.spark.filerows import TYPED_TS, arrow_rows, text_columns
+
+    seconds = [1_704_067_200, -1, 2**62, None]
+    instants = pa.array([1_704_067_200_007, -5, 0, None], pa.timestamp("ms", "UTC"))
+    table = pa.table({"s": ["a"] * 4, "t": pa.array(seconds, pa.int64()), "i": instants})
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    files = pa.RecordBatch.from_pydict({"path": ["file:/in/f"], "content": [buffer.getvalue()]})
+
+    def typed_ts(ts: str, unit: str) -> list[int | None]:
+        rows = arrow_rows(iter([files]), "parquet", ["s", ts], None, (ts, None), unit)
+        return pa.Table.from_batches(list(rows)).column(TYPED_TS).to_pylist()
+
+    assert typed_ts("t", "s") == [1_704_067_200_000, -1000, None, None]
+    assert typed_ts("t", "ns") == [1_704, -1, 2**62 // 1_000_000, None]
+    assert typed_ts("i", "s") == typed_ts("i", "ms") == [1_704_067_200_007, -5, 0, None]
+    text = text_columns(table, ["i"], "s")["i"]
+    assert text[0] == "2024-01-01 00:00:00.007Z" and text[-1] is None
+    millis, ok = read_epoch_ms(np.array(text[:-1], dtype=object), "s")
+    assert ok.all() and millis.tolist() == [1_704_067_200_007, -5, 0]
+    assert text_columns(table, ["i"])["i"][:2] == ["1704067200007", "-5"]  # ms: digits

@@ -299,6 +299,24 @@ def test_a_recording_sorts_timestamp_text_as_the_runtime_reads_it() -> None:
     assert _time_keys(ts).tolist() == [5000.0, 2000.0, 1000.0, 1000.0, 4000.0]
 
 
+def test_a_recording_in_another_unit_sorts_digits_as_the_runtime_reads_them(
+    tmp_path: Path,
+) -> None:
+    """With ``ts_unit = "s"`` digits are seconds: they sort after an instant a second earlier
+    (as milliseconds they would be in 1970, first); a Parquet instant stays that instant."""
+    path = tmp_path / "rec.csv"
+    path.write_text("metric,t,v\na,1704067201,1\na,2024-01-01T00:00:00Z,2\n", encoding="utf-8")
+    assert [r[2] for r in read_recording(path, "csv", COLUMNS)] == ["1", "2"]
+    assert [r[2] for r in read_recording(path, "csv", COLUMNS, ts_unit="s")] == ["2", "1"]
+    path = tmp_path / "rec.parquet"
+    pd.DataFrame(
+        {"metric": ["a", "a"], "t": pd.to_datetime([2_000, 1_000], unit="ms"), "v": [1.0, 2.0]}
+    ).to_parquet(path)
+    rows = read_recording(path, "parquet", COLUMNS, ts_unit="s")
+    instants = ["1970-01-01 00:00:01.000Z", "1970-01-01 00:00:02.000Z"]
+    assert [r[1:] for r in rows] == [(instants[0], "2"), (instants[1], "1")]
+
+
 def test_json_recordings_keep_number_text_and_bad_lines_become_empty_rows(tmp_path: Path) -> None:
     path = tmp_path / "rec.json"
     path.write_text(

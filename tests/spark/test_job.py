@@ -176,13 +176,14 @@ def test_replay_socket_and_kafka_inputs_load(tmp_path: Path) -> None:
         with_input(
             tmp_path,
             'kind = "replay"\npath = "rec/nab.csv"\nseries = "nab.cpu"\nspeedup = 600\n'
-            'columns = { ts = "timestamp" }',
+            'columns = { ts = "timestamp" }\nts_unit = "s"',
         )
     ).input
     assert replay.path == tmp_path / "rec" / "nab.csv" and replay.series == "nab.cpu"
     assert replay.speedup == 600.0 and replay.columns["ts"] == "timestamp"
+    assert replay.ts_unit == "s"
     socket = load_job(with_input(tmp_path, 'kind = "socket"\nhost = "collector"\nport = 9999'))
-    assert (socket.input.host, socket.input.port) == ("collector", 9999)
+    assert (socket.input.host, socket.input.port, socket.input.ts_unit) == ("collector", 9999, "ms")
     kafka = load_job(
         with_input(tmp_path, 'kind = "kafka"\nbootstrap = "b1:9092,b2:9092"\ntopic = "metrics"')
     ).input
@@ -208,6 +209,11 @@ def test_replay_socket_and_kafka_inputs_load(tmp_path: Path) -> None:
         ('kind = "generator"\nstart = 2024-01-01T00:00:00', "a date-time with an offset"),
         ('kind = "generator"\ncolumns = { ts = "t" }', "unknown key 'columns' in [input] of"),
         ('kind = "files"\npath = "in"\nspeedup = 2', "unknown key 'speedup' in [input] of"),
+        (
+            'kind = "files"\npath = "in"\nts_unit = "sec"',
+            "[input] ts_unit must be one of ['s', 'ms', 'us', 'ns'], got 'sec'",
+        ),
+        ('kind = "generator"\nts_unit = "s"', "unknown key 'ts_unit' in [input] of"),
         (
             'kind = "socket"\nport = 9\npath = "in"',
             "unknown key 'path' in [input] of kind = \"socket\"",

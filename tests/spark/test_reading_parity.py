@@ -104,3 +104,47 @@ def test_a_text_value_is_read_alike(spark, text: str) -> None:
         assert reason == "not_numeric", number
     else:
         assert reason == "" and (number == on_spark or math.isnan(number) == math.isnan(on_spark))
+
+
+EPOCH_NUMBERS = [
+    0,
+    1,
+    -1,
+    999,
+    -999,
+    1_704_067_200,
+    1_704_067_200_123_456_789,
+    -1_704_067_200_123_456_789,
+    2**63 - 1,
+    -(2**63),
+    (2**63 - 1) // 1000,
+    (2**63 - 1) // 1000 + 1,
+    -((2**63 - 1) // 1000) - 1,
+]
+
+
+@pytest.mark.parametrize("unit", ["s", "us", "ns"])
+def test_epoch_numbers_in_a_unit_are_read_alike(spark, unit: str) -> None:
+    """An integer column and digits in text, in seconds, micro- or nanoseconds, are the same
+    epoch ms on Spark as in-process (floored; null beyond BIGINT); an instant is not scaled."""
+    from pyspark.sql import functions as F
+
+    from tsmon.spark.points import _timestamp
+
+    texts = [*(str(n) for n in EPOCH_NUMBERS), " +42 ", "2024-01-01T00:00:00.007Z"]
+    frame = spark.createDataFrame(
+        [(t, n) for t, n in zip(texts, [*EPOCH_NUMBERS, None, None], strict=True)],
+        "t string, n bigint",
+    )
+    rows = frame.select(
+        _timestamp(F.col("t"), "string", None, unit)[0].alias("t"),
+        _timestamp(F.col("n"), "bigint", None, unit)[0].alias("n"),
+    ).collect()
+    millis, ok = read_epoch_ms(np.array(texts, dtype=object), unit)
+    in_process = [int(m) if read else None for m, read in zip(millis, ok, strict=True)]
+    assert [r.t for r in rows] == in_process
+    numbers, fine = read_epoch_ms(np.array(EPOCH_NUMBERS, dtype=np.int64), unit)
+    assert [r.n for r in rows[: len(EPOCH_NUMBERS)]] == [
+        int(m) if read else None for m, read in zip(numbers, fine, strict=True)
+    ]
+    assert in_process[-1] == 1_704_067_200_007

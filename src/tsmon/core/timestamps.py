@@ -76,11 +76,12 @@ def to_epoch_ms(ts: object) -> np.ndarray:
     return millis
 
 
-def read_epoch_ms(ts: object) -> tuple[np.ndarray, np.ndarray]:
+def read_epoch_ms(ts: object, unit: str = "ms") -> tuple[np.ndarray, np.ndarray]:
     """Convert timestamps to int64 epoch milliseconds, with a mask of the ones that were read.
 
-    Integers (Python or numpy, or strings of digits) are epoch milliseconds; floats are too
-    when whole; strings, ``datetime`` and ``datetime64`` values are instants (naive = UTC).
+    Integers (Python or numpy, or strings of digits) are epoch numbers in ``unit`` (one of
+    :data:`EPOCH_UNITS`; :func:`epoch_to_ms`); floats are too when whole; strings,
+    ``datetime`` and ``datetime64`` values are instants (naive = UTC), whatever the unit.
     Missing (None, NaN, NaT), bools, fractional floats and unreadable strings are not read:
     their mask entry is False and their value 0. Integer, float and datetime64 arrays are
     converted without a Python loop; object arrays and mixed lists are read item by item.
@@ -90,20 +91,69 @@ def read_epoch_ms(ts: object) -> tuple[np.ndarray, np.ndarray]:
     >>> millis, ok = read_epoch_ms([5, "1970-01-01T00:00:01Z", None, "not a time", 2.0])
     >>> millis.tolist(), ok.tolist()
     ([5, 1000, 0, 0, 2], [True, True, False, False, True])
+    >>> read_epoch_ms(["1704067200", "2024-01-01T00:00:00Z"], unit="s")[0].tolist()
+    [1704067200000, 1704067200000]
     """
     if isinstance(ts, (pd.Series, pd.Index)) and isinstance(ts.dtype, pd.DatetimeTZDtype):
         ts = ts.to_numpy(dtype="datetime64[ns]")  # UTC instants
+    times, per = epoch_unit(unit)
     arr = as_column(ts)
     kind = arr.dtype.kind
     if kind == "i" or (kind == "u" and arr.dtype.itemsize < 8):
-        return arr.astype(np.int64, copy=False), np.ones(len(arr), dtype=bool)
+        numbers = arr.astype(np.int64, copy=False)
+        return epoch_to_ms(numbers, np.ones(len(arr), dtype=bool), unit)
     if kind == "f":
         ok = np.isfinite(arr) & (arr == np.floor(arr)) & (np.abs(arr) < 2.0**63)
-        return np.where(ok, arr, 0).astype(np.int64), ok
+        return epoch_to_ms(np.where(ok, arr, 0).astype(np.int64), ok, unit)
     if kind == "M":
         ok = ~np.isnat(arr)
         return np.where(ok, arr.astype("datetime64[ms]").astype(np.int64), 0), ok
-    return _read_objects(arr.astype(object))
+    millis, ok, numbers = _read_objects(arr.astype(object))
+    if (times, per) == (1, 1) or not numbers.any():
+        return millis, ok
+    scaled, read = epoch_to_ms(millis[numbers], ok[numbers], unit)
+    millis[numbers], ok[numbers] = scaled, read
+    return millis, ok
+
+
+EPOCH_UNITS: dict[str, tuple[int, int]] = {
+    "s": (1000, 1),
+    "ms": (1, 1),
+    "us": (1, 1000),
+    "ns": (1, 1_000_000),
+}
+"""The units an epoch number can be in, each as ``(times, per)``: ``n`` of it is
+``floor(n × times / per)`` milliseconds (:func:`epoch_to_ms`; on Spark
+``tsmon.spark.points``)."""
+
+
+def epoch_unit(unit: str) -> tuple[int, int]:
+    """``(times, per)`` of ``unit`` (:data:`EPOCH_UNITS`), or a :class:`UnitError` naming them."""
+    try:
+        return EPOCH_UNITS[unit]
+    except (KeyError, TypeError):
+        raise UnitError(
+            f"unknown epoch unit {unit!r}; use one of {', '.join(EPOCH_UNITS)}"
+        ) from None
+
+
+def epoch_to_ms(numbers: np.ndarray, ok: np.ndarray, unit: str) -> tuple[np.ndarray, np.ndarray]:
+    """Epoch numbers in ``unit`` (int64; those where ``ok``) as epoch milliseconds, and the
+    mask of those read: seconds times 1,000, unread beyond int64 (as Spark's
+    ``try_multiply``); micro- and nanoseconds floored to the millisecond (toward the past,
+    before 1970 too).
+
+    >>> epoch_to_ms(np.array([1, -1]), np.array([True, True]), "us")[0].tolist()
+    [0, -1]
+    """
+    times, per = epoch_unit(unit)
+    if times != 1:
+        limit = _INT64.max // times  # not np.abs: the least int64 has no absolute value
+        fits = (numbers >= -limit) & (numbers <= limit)
+        return np.where(fits, numbers, 0) * times, ok & fits
+    if per != 1:
+        return np.floor_divide(numbers, per), ok
+    return numbers, ok
 
 
 _INT64 = np.iinfo(np.int64)
@@ -117,10 +167,12 @@ EPOCH_MS_TEXT = r"[\x00-\x20\x7f]*[+-]?[0-9]+[\x00-\x20\x7f]*"
 _INT_TEXT = re.compile(EPOCH_MS_TEXT)
 
 
-def _read_objects(items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`read_epoch_ms` of an object array: numbers one by one, instants through pandas."""
+def _read_objects(items: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`read_epoch_ms` of an object array in ms: numbers one by one, instants through
+    pandas; with the mask of the items read as epoch numbers (not instants)."""
     millis = np.zeros(len(items), dtype=np.int64)
     ok = np.zeros(len(items), dtype=bool)
+    numbers = np.zeros(len(items), dtype=bool)
     instants = np.zeros(len(items), dtype=bool)
     for i, item in enumerate(items):
         if item is None or isinstance(item, (bool, np.bool_)):
@@ -133,7 +185,7 @@ def _read_objects(items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if isinstance(item, (int, np.integer, float, np.floating)):
             number = _whole_ms(item)
             if number is not None:
-                millis[i], ok[i] = number, True
+                millis[i], ok[i], numbers[i] = number, True, True
         else:
             instants[i] = True
     if instants.any():
@@ -148,7 +200,7 @@ def _read_objects(items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         read = ~stamps.isna()
         millis[instants] = np.where(read, stamps.as_unit("ns").asi8 // 1_000_000, 0)
         ok[instants] = read
-    return millis, ok
+    return millis, ok, numbers
 
 
 def _trimmed(item: object) -> object:

@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from tsmon.core.timestamps import epoch_unit
 from tsmon.core.window_spec import WindowSpec
 from tsmon.engine.deadletters import Reason
 from tsmon.engine.events import Event
@@ -228,18 +229,32 @@ class Monitor:
 
     # -- ingest --------------------------------------------------------------------------------
     def ingest(
-        self, series: object, ts: object, value: object, clock_ms: int | None = None
+        self,
+        series: object,
+        ts: object,
+        value: object,
+        clock_ms: int | None = None,
+        ts_unit: str = "ms",
     ) -> IngestReport:
         """Store a batch of points; each triggers its queries as of that point.
 
-        ``series``, ``ts`` (epoch ms or ISO-8601) and ``value`` are equal-length arrays. Points
-        are taken in the order given; bad ones go to :meth:`dead_letters`, among them those
-        stamped more than ``max_future`` after ``clock_ms`` (the wall clock by default).
+        ``series``, ``ts`` (epoch numbers in ``ts_unit``: ``"s"``, ``"ms"``, ``"us"`` or
+        ``"ns"``; or ISO-8601 instants) and ``value`` are equal-length arrays. Points are taken
+        in the order given; bad ones go to :meth:`dead_letters`, among them those stamped more
+        than ``max_future`` after ``clock_ms`` (the wall clock by default).
+
+        >>> mon = Monitor(["cpu"])
+        >>> mon.ingest(["cpu"], [1_704_067_200], [1.0], ts_unit="s").accepted
+        1
+        >>> mon.points("cpu")["ts_ms"].tolist()
+        [1704067200000]
         """
+        epoch_unit(ts_unit)  # an unknown unit is the caller's mistake, not a dead letter
         store = self._store
         before_events, before_dead = store.events.emitted, store.dead.total()
         clock = int(time.time() * 1000) if clock_ms is None else clock_ms
-        batch = store.read(series, ts, value, future_limit(clock, self._max_future_ms))
+        latest = future_limit(clock, self._max_future_ms)
+        batch = store.read(series, ts, value, latest, ts_unit)
         self._hosts.ingest(batch)
         rejected = store.dead.total() - before_dead
         return IngestReport(

@@ -49,9 +49,11 @@ def read_batch(
     first_seq: int,
     dead: DeadLetters,
     latest_ms: int | None = None,
+    ts_unit: str = "ms",
 ) -> Batch:
     """Validate a batch; rejected points go to ``dead`` and are left out of the result (those
-    stamped after ``latest_ms`` as ``future_timestamp``)."""
+    stamped after ``latest_ms`` as ``future_timestamp``). Epoch numbers in ``ts`` are in
+    ``ts_unit`` (:data:`~tsmon.core.timestamps.EPOCH_UNITS`)."""
     names = np.asarray(series, dtype=object).reshape(-1)
     raw_ts = as_column(ts)
     raw_values = as_column(values)
@@ -61,7 +63,7 @@ def read_batch(
             f"{len(names)}, {len(raw_ts)}, {len(raw_values)}; pass arrays of equal length"
         )
     seq = np.arange(first_seq, first_seq + len(names), dtype=np.int64)
-    ts_ms, ts_ok = read_epoch_ms(raw_ts)
+    ts_ms, ts_ok = read_epoch_ms(raw_ts, ts_unit)
     numbers, reasons = _read_values(raw_values)
     on_time = latest_ms is None or not len(ts_ms) or ts_ms.max() <= latest_ms
     if on_time and ts_ok.all() and not reasons.any():  # all good: no dead letters to sort out
@@ -73,7 +75,7 @@ def read_batch(
         np.full(bad_ts.sum(), None),
         raw_values[bad_ts],
         Reason.BAD_TIMESTAMP,
-        [f"cannot read timestamp {t!r}; pass epoch ms or ISO-8601" for t in raw_ts[bad_ts]],
+        [f"cannot read timestamp {t!r}; pass epoch {ts_unit} or ISO-8601" for t in raw_ts[bad_ts]],
     )
     if latest_ms is not None:  # a timestamp too far ahead is the one reason of its point
         ahead = ts_ok & (ts_ms > latest_ms)

@@ -178,12 +178,18 @@ class SeriesStore:
 
     # -- ingest --------------------------------------------------------------------------------
     def read(
-        self, series: object, ts: object, value: object, latest_ms: int | None = None
+        self,
+        series: object,
+        ts: object,
+        value: object,
+        latest_ms: int | None = None,
+        ts_unit: str = "ms",
     ) -> Batch:
-        """Read equal-length arrays of points (epoch ms or ISO-8601 timestamps) into a batch
-        numbered after the previous ones; unreadable points, and those stamped after
-        ``latest_ms``, go to :attr:`dead`."""
-        batch = read_batch(series, ts, value, self.counts["seq"], self.dead, latest_ms)
+        """Read equal-length arrays of points (epoch numbers in ``ts_unit`` or ISO-8601
+        timestamps) into a batch numbered after the previous ones; unreadable points, and
+        those stamped after ``latest_ms``, go to :attr:`dead`."""
+        seq = self.counts["seq"]
+        batch = read_batch(series, ts, value, seq, self.dead, latest_ms, ts_unit)
         self.counts["seq"] += batch.received
         self.counts["received"] += batch.received - len(batch.seq)  # rejected while reading
         return batch

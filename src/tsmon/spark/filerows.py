@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from tsmon.core.timestamps import epoch_to_ms
 from tsmon.engine.deadletters import Reason
 
 __all__ = [
@@ -126,14 +127,16 @@ def arrow_rows(
     names: list[str],
     cpu: Any = None,
     typed: tuple[str | None, str | None] = (None, None),
+    ts_unit: str = "ms",
 ) -> Iterator[Any]:
     """``mapInArrow`` over Spark's ``binaryFile`` rows: batches of ``(path, content)`` in,
     the files' rows (:func:`schema`, typed for Parquet) out. A Parquet file's columns go from
     pyarrow to Arrow batches without a Python object per value, its ``typed`` columns (the
     ``ts`` and ``value`` columns' names, None for one Spark must read as text) as numbers
     when the file holds numbers (:func:`typed_arrays`); CSV and JSON files are read line by
-    line. ``cpu``: an accumulator the reader adds its CPU time to (``fileReader``,
-    :class:`tsmon.spark.cpu.CpuTimes`)."""
+    line. ``ts_unit``: the unit of epoch numbers (a typed integer ``ts`` is scaled to ms
+    here, its text by Spark: :func:`typed_arrays`). ``cpu``: an accumulator the reader adds
+    its CPU time to (``fileReader``, :class:`tsmon.spark.cpu.CpuTimes`)."""
     from tsmon.spark.cpu import Clock, settle_worker
 
     settle_worker()
@@ -144,7 +147,7 @@ def arrow_rows(
             path = uri.removeprefix("file://").removeprefix("file:")
             clock = Clock(cpu)
             if fmt == "parquet":
-                table = _parquet(path, content, names, typed)
+                table = _parquet(path, content, names, typed, ts_unit)
             else:
                 table = _table(list(file_rows(path, content, fmt, names)), names)
             clock.lap("fileReader")
@@ -190,7 +193,11 @@ def file_origin(columns: list[str]) -> tuple[Any, Any]:
 
 
 def _parquet(
-    path: str, content: bytes, names: Sequence[str], typed: tuple[str | None, str | None] | None
+    path: str,
+    content: bytes,
+    names: Sequence[str],
+    typed: tuple[str | None, str | None] | None,
+    ts_unit: str = "ms",
 ) -> Any:
     """The rows of one Parquet file as a pyarrow table of :func:`schema` (columns cast to
     text by Arrow, no Python object per value; with ``typed``, the ``ts`` and ``value``
@@ -205,9 +212,10 @@ def _parquet(
         header = parquet.schema_arrow.names
         present = [n for n in dict.fromkeys(names) if n in header]
         table = parquet.read(columns=present)
-        typed_columns = {} if typed is None else typed_arrays(table, *typed)
+        typed_columns = {} if typed is None else typed_arrays(table, *typed, ts_unit)
         roles = {} if typed is None else dict(zip(numbers, typed, strict=True))
-        columns = text_arrays(table, [n for n in present if _textual(n, roles, typed_columns)])
+        textual = [n for n in present if _textual(n, roles, typed_columns)]
+        columns = text_arrays(table, textual, ts_unit)
     except Exception as e:  # pyarrow's many errors: the file is one dead letter, not a crash
         what = f"not a readable Parquet file ({type(e).__name__}: {str(e).splitlines()[0]})"
         row = (path, None, *(None,) * (len(names) + len(numbers)), Reason.UNREADABLE_FILE.value)
@@ -236,10 +244,13 @@ def _textual(name: str, roles: Mapping[str, str | None], typed: Mapping[str, Any
     return not played or any(role not in typed for role in played)
 
 
-def typed_arrays(table: Any, ts: str | None, value: str | None) -> dict[str, Any]:
+def typed_arrays(
+    table: Any, ts: str | None, value: str | None, ts_unit: str = "ms"
+) -> dict[str, Any]:
     """The ``ts`` and ``value`` columns of a pyarrow table that hold numbers, typed as Spark
     would read their text, keyed :data:`TYPED_TS` (epoch ms: an instant, as exactly as
-    :func:`text_arrays`, or an integer up to 64 bits signed) and :data:`TYPED_VALUE` (a
+    :func:`text_arrays`, or an integer up to 64 bits signed, an epoch number in ``ts_unit``:
+    null where it is none in ms, as the runtime reads digits) and :data:`TYPED_VALUE` (a
     double: a double, or an integer rounded to the nearest double, as Spark parses its
     text). Other columns (text, ``float32`` whose shortest text is another double, decimals,
     unsigned 64 bits, ...) are left out: Spark reads them as text."""
@@ -251,9 +262,14 @@ def typed_arrays(table: Any, ts: str | None, value: str | None) -> dict[str, Any
     if ts in names:
         column = table.column(ts)
         if pa.types.is_timestamp(column.type):
-            column = pc.cast(column, pa.timestamp("ms", "UTC"))
-        if pa.types.is_timestamp(column.type) or _fits_int64(column.type):
-            out[TYPED_TS] = pc.cast(column, pa.int64()).combine_chunks()
+            column = pc.cast(pc.cast(column, pa.timestamp("ms", "UTC")), pa.int64())
+            out[TYPED_TS] = column.combine_chunks()
+        elif _fits_int64(column.type):
+            numbers = pc.cast(column, pa.int64()).combine_chunks()
+            valid = numbers.is_valid().to_numpy(zero_copy_only=False)
+            filled = numbers.fill_null(0).to_numpy(zero_copy_only=False)
+            ms, ok = epoch_to_ms(filled, valid, ts_unit)
+            out[TYPED_TS] = pa.array(ms, pa.int64(), mask=~ok)
     if value in names:
         column = table.column(value)
         if pa.types.is_float64(column.type) or _fits_int64(column.type):
@@ -267,26 +283,31 @@ def _fits_int64(kind: Any) -> bool:
     return pa.types.is_signed_integer(kind) or kind in (pa.uint8(), pa.uint16(), pa.uint32())
 
 
-def text_arrays(table: Any, names: Sequence[str]) -> dict[str, Any]:
+def text_arrays(table: Any, names: Sequence[str], ts_unit: str = "ms") -> dict[str, Any]:
     """The named columns of a pyarrow table as Arrow text arrays: numbers as their shortest
-    text, instants as epoch milliseconds (exact); a column that is no scalar raises
-    ``pyarrow.ArrowNotImplementedError``."""
+    text, instants as epoch milliseconds (exact), or when epoch numbers are in another
+    ``ts_unit`` than ms, as ISO-8601 text to the millisecond (which is read as an instant
+    whatever the unit); a column that is no scalar raises ``pyarrow.ArrowNotImplementedError``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     out = {}
     for n in names:
         column = table.column(n)
-        if pa.types.is_timestamp(column.type):  # instants as epoch ms, exactly
-            column = pc.cast(pc.cast(column, pa.timestamp("ms", "UTC")), pa.int64())
+        if pa.types.is_timestamp(column.type):  # instants, exactly
+            column = pc.cast(column, pa.timestamp("ms", "UTC"))
+            if ts_unit == "ms":
+                column = pc.cast(column, pa.int64())
         out[n] = pc.cast(column, pa.string()).combine_chunks()
     return out
 
 
-def text_columns(table: Any, names: Sequence[str]) -> dict[str, list[str | None]]:
+def text_columns(
+    table: Any, names: Sequence[str], ts_unit: str = "ms"
+) -> dict[str, list[str | None]]:
     """The named columns of a pyarrow table as text (None for null), as
     :func:`text_arrays` gives them."""
-    return {n: c.to_pylist() for n, c in text_arrays(table, names).items()}
+    return {n: c.to_pylist() for n, c in text_arrays(table, names, ts_unit).items()}
 
 
 def _csv(

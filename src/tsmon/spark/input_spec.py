@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tsmon.core.timestamps import EPOCH_UNITS
 from tsmon.spark.toml_checks import (
     JobError,
     choice,
@@ -28,10 +29,10 @@ __all__ = ["COLUMNS", "FORMATS", "INPUT_KEYS", "INPUT_KINDS", "InputSpec", "read
 INPUT_KINDS = ("files", "socket", "generator", "replay", "kafka")
 #: The keys of an [input] table, per kind.
 INPUT_KEYS = {
-    "files": {"kind", "path", "format", "columns"},
-    "replay": {"kind", "path", "format", "columns", "series", "speedup"},
-    "socket": {"kind", "host", "port", "columns"},
-    "kafka": {"kind", "bootstrap", "topic", "starting_offsets", "columns"},
+    "files": {"kind", "path", "format", "columns", "ts_unit"},
+    "replay": {"kind", "path", "format", "columns", "series", "speedup", "ts_unit"},
+    "socket": {"kind", "host", "port", "columns", "ts_unit"},
+    "kafka": {"kind", "bootstrap", "topic", "starting_offsets", "columns", "ts_unit"},
     "generator": {
         "kind",
         "sources",
@@ -52,7 +53,8 @@ COLUMNS = ("series", "source", "ts", "value")
 class InputSpec:
     """Where points come from, and which input column holds each of series/source/ts/value.
 
-    ``kind`` decides which other fields matter (see ``docs/inputs.md``): ``files`` and
+    ``kind`` decides which other fields matter (see ``docs/inputs.md``); ``ts_unit`` is the
+    unit of epoch numbers in the ts column (not of instants; not the generator's): ``files`` and
     ``replay`` read ``path`` in ``format``; ``replay`` offers its rows at ``speedup`` × wall
     time, ``series`` naming the one series of a file without a series column; ``socket`` reads
     JSON lines from ``host:port``; ``kafka`` reads JSON values from ``topic`` at ``bootstrap``
@@ -71,6 +73,7 @@ class InputSpec:
         default_factory=lambda: {c: c for c in ("series", "ts", "value")}
     )
     series: str | None = None
+    ts_unit: str = "ms"
     bootstrap: str | None = None
     topic: str | None = None
     starting_offsets: str = "latest"
@@ -128,6 +131,7 @@ def read_input(t: Mapping[str, Any], base: Path, where: str) -> InputSpec:
         speedup=float(speedup),
         columns=mapping,
         series=toml_str(t, "series", where, "[input]") if "series" in t else None,
+        ts_unit=choice(t, "ts_unit", tuple(EPOCH_UNITS), where, "[input]", default="ms"),
         bootstrap=toml_str(t, "bootstrap", where, "[input]") if kind == "kafka" else None,
         topic=toml_str(t, "topic", where, "[input]") if kind == "kafka" else None,
         starting_offsets=toml_str(t, "starting_offsets", where, "[input]", default="latest"),

@@ -98,7 +98,7 @@ def raw_stream(
         if spec.path is None:
             raise JobError('[input] kind = "replay" needs path = "<file>"')
         path = Path(spec.path)
-        read_recording(path, spec.format, spec.columns, spec.series)  # errors before Spark
+        read_recording(path, spec.format, spec.columns, spec.series, spec.ts_unit)  # errors now
         spark.dataSource.register(ReplaySource)
         options = {
             "path": str(path),
@@ -106,6 +106,7 @@ def raw_stream(
             "columns": json.dumps(dict(spec.columns)),
             "series": spec.series or "",
             "speedup": repr(spec.speedup),
+            "ts_unit": spec.ts_unit,
         }
         frame = spark.readStream.format(ReplaySource.name()).options(**options).load()
         return frame, {c: c for c in replay_roles(spec.columns, spec.series)}
@@ -127,7 +128,8 @@ def _files(spark: SparkSession, spec: InputSpec, cpu: Any) -> DataFrame:
     typed = spec.format == "parquet"
     text = {spec.columns.get(r) for r in ("series", "source")}  # always read as text
     roles = tuple(spec.columns[r] if spec.columns[r] not in text else None for r in ("ts", "value"))
-    reader = partial(arrow_rows, fmt=spec.format, names=names, cpu=cpu, typed=roles)
+    unit = spec.ts_unit
+    reader = partial(arrow_rows, fmt=spec.format, names=names, cpu=cpu, typed=roles, ts_unit=unit)
     return files.mapInArrow(reader, schema(names, typed))
 
 

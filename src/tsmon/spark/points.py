@@ -30,7 +30,7 @@ from itertools import chain
 from typing import TYPE_CHECKING
 
 from tsmon.core.moments import MAX_ABS_VALUE
-from tsmon.core.timestamps import EPOCH_MS_TEXT, MAX_INSTANT_MS, MIN_INSTANT_MS
+from tsmon.core.timestamps import EPOCH_MS_TEXT, MAX_INSTANT_MS, MIN_INSTANT_MS, epoch_unit
 from tsmon.engine.deadletters import Reason
 from tsmon.engine.points import NUMBER_TEXT
 from tsmon.kinds import PARTS
@@ -110,13 +110,15 @@ def point_rows(
     raw: DataFrame,
     columns: Mapping[str, str],
     sources: Mapping[str, str],
+    ts_unit: str = "ms",
 ) -> DataFrame:
     """Rows ``source, series, ts, value, seq, raw_ts, raw_value, reason, detail`` of ``raw``.
 
     ``source`` is the source column when a row has one, else the ``sources`` globs
-    (:func:`source_expr`), else the series itself. ``reason`` is the dead-letter reason of a
-    row that cannot be a point (null for a good one); ``detail`` where in a file it was (file
-    inputs) or ''.
+    (:func:`source_expr`), else the series itself. Epoch numbers in the ``ts`` column are
+    in ``ts_unit`` (:data:`~tsmon.core.timestamps.EPOCH_UNITS`). ``reason`` is the
+    dead-letter reason of a row that cannot be a point (null for a good one); ``detail``
+    where in a file it was (file inputs) or ''.
     """
     from pyspark.sql import functions as F
 
@@ -131,7 +133,7 @@ def point_rows(
     if "source" in mapping:
         source = F.coalesce(col("source"), source)
     typed = {c: F.col(c) if c in raw.columns else None for c in (TYPED_TS, TYPED_VALUE)}
-    ts, raw_ts = _timestamp(col("ts"), types[mapping["ts"]], typed[TYPED_TS])
+    ts, raw_ts = _timestamp(col("ts"), types[mapping["ts"]], typed[TYPED_TS], ts_unit)
     value, raw_value, missing = _value(col("value"), types[mapping["value"]], typed[TYPED_VALUE])
     unparsed, detail = file_origin(raw.columns)
     # Three projections, each naming what the next one reads: as one, the reason (which reads
@@ -199,24 +201,42 @@ def _free_names(taken: list[str], names: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-def _timestamp(column: Column, kind: str, typed: Column | None) -> tuple[Column, Column]:
+def _timestamp(
+    column: Column, kind: str, typed: Column | None, unit: str = "ms"
+) -> tuple[Column, Column]:
     """Epoch ms, and the text a dead letter shows; ``typed``: the epoch ms of rows whose file
-    held numbers (then ``column``, their text, is null)."""
+    held numbers (then ``column``, their text, is null); ``unit``: that of epoch numbers (an
+    integer column, digits), not of instants."""
     from pyspark.sql import functions as F
 
     if kind == "timestamp":
         return F.unix_millis(column), column.cast("string")
     text = column.cast("string")
-    if kind != "string":  # an integer type: epoch ms already
-        return column.cast("bigint"), text
-    # digits are epoch ms, as in-process (EPOCH_MS_TEXT): " 1000 ", "+1000" and "\x011000" too,
-    # which try_to_timestamp read as the year 1000; \z: Java's $ also matches before a \x85
-    ms = F.when(text.rlike(f"^{EPOCH_MS_TEXT}\\z"), text.try_cast("bigint")).otherwise(
+    if kind != "string":  # an integer type: an epoch number
+        return _epoch_ms(column.cast("bigint"), unit), text
+    # digits are epoch numbers, as in-process (EPOCH_MS_TEXT): " 1000 ", "+1000" and "\x011000"
+    # too, which try_to_timestamp read as the year 1000; \z: Java's $ also matches before \x85
+    number = _epoch_ms(text.try_cast("bigint"), unit)
+    ms = F.when(text.rlike(f"^{EPOCH_MS_TEXT}\\z"), number).otherwise(
         F.unix_millis(F.try_to_timestamp(text))
     )
     if typed is None:
         return ms, text
     return F.coalesce(typed, ms), F.coalesce(text, typed.cast("string"))
+
+
+def _epoch_ms(number: Column, unit: str) -> Column:
+    """An epoch number (BIGINT) in ``unit`` as epoch ms, as in-process
+    (:func:`~tsmon.core.timestamps.epoch_to_ms`): seconds times 1,000 (null beyond BIGINT),
+    micro- and nanoseconds floored to the millisecond (exact: as decimals, not doubles)."""
+    from pyspark.sql import functions as F
+
+    times, per = epoch_unit(unit)
+    if times != 1:
+        return F.try_multiply(number, F.lit(times).cast("bigint"))
+    if per != 1:
+        return F.floor(number.cast("decimal(20,0)") / F.lit(per)).cast("bigint")
+    return number
 
 
 def _value(column: Column, kind: str, typed: Column | None) -> tuple[Column, Column, Column]:

@@ -227,7 +227,11 @@ def replay_roles(columns: Mapping[str, str], series: str | None) -> list[str]:
 
 
 def read_recording(
-    path: Path, fmt: str, columns: Mapping[str, str], series: str | None = None
+    path: Path,
+    fmt: str,
+    columns: Mapping[str, str],
+    series: str | None = None,
+    ts_unit: str = "ms",
 ) -> list[tuple]:
     """A recorded file's rows as text, stably sorted by time.
 
@@ -237,11 +241,11 @@ def read_recording(
 
     Values stay text so the runtime reads them as it reads any input: an unreadable timestamp
     or value becomes a dead letter with its reason, not an error here. Rows are ordered by
-    their timestamp (digits: epoch ms; else an ISO-8601 instant, UTC unless it has an
-    offset), keeping file order among equal ones. A row whose timestamp cannot be read keeps
-    its place after the row before it in the file (it sorts as if it had that row's time;
-    before the first readable one, as the earliest), so it reaches the dead letters in the
-    batch where the file had it.
+    their timestamp (digits: an epoch number in ``ts_unit``; else an ISO-8601 instant, UTC
+    unless it has an offset), keeping file order among equal ones. A row whose timestamp
+    cannot be read keeps its place after the row before it in the file (it sorts as if it
+    had that row's time; before the first readable one, as the earliest), so it reaches the
+    dead letters in the batch where the file had it.
 
     Raises :class:`JobError` if the file is missing, unreadable, or lacks a mapped column.
     """
@@ -251,20 +255,23 @@ def read_recording(
     if not path.is_file():
         raise JobError(f"{where}: no such file; replay needs one recorded file")
     try:
-        table = _read_text_columns(path, fmt, [columns[r] for r in in_file])
+        table = _read_text_columns(path, fmt, [columns[r] for r in in_file], ts_unit)
     except JobError:
         raise
     except Exception as e:  # the readers' many errors: a clear message instead
         raise JobError(f"{where}: cannot read it as {fmt} ({type(e).__name__}: {e})") from None
     ts = table[columns["ts"]]
     fields = [[series] * len(ts) if r not in in_file else table[columns[r]] for r in roles]
-    order = np.argsort(_time_keys(ts), kind="stable")
+    order = np.argsort(_time_keys(ts, ts_unit), kind="stable")
     rows = list(zip(*fields, strict=True))
     return [rows[i] for i in order]
 
 
-def _read_text_columns(path: Path, fmt: str, names: list[str]) -> dict[str, list[str | None]]:
-    """The named columns of a CSV, JSON-lines or Parquet file, every value as text or None."""
+def _read_text_columns(
+    path: Path, fmt: str, names: list[str], ts_unit: str
+) -> dict[str, list[str | None]]:
+    """The named columns of a CSV, JSON-lines or Parquet file, every value as text or None
+    (a Parquet instant as :func:`~tsmon.spark.filerows.text_arrays` writes it for ``ts_unit``)."""
     from tsmon.spark.filerows import json_object, json_text, text_columns
 
     wanted = list(dict.fromkeys(names))
@@ -292,7 +299,7 @@ def _read_text_columns(path: Path, fmt: str, names: list[str]) -> dict[str, list
 
     available = pq.read_schema(path).names
     _require(path, wanted, available)
-    return text_columns(pq.read_table(path, columns=wanted), wanted)
+    return text_columns(pq.read_table(path, columns=wanted), wanted, ts_unit)
 
 
 def _require(path: Path, wanted: list[str], available: list[str]) -> None:
@@ -304,17 +311,20 @@ def _require(path: Path, wanted: list[str], available: list[str]) -> None:
         )
 
 
-def _time_keys(ts: list[str | None]) -> np.ndarray:
-    """Sort keys (epoch ms, float) of timestamps as the runtime reads them; an unreadable one
-    takes the key of the row before it (the earliest key before the first readable one)."""
+def _time_keys(ts: list[str | None], ts_unit: str = "ms") -> np.ndarray:
+    """Sort keys (epoch ms, float) of timestamps as the runtime reads them (digits: epoch
+    numbers in ``ts_unit``); an unreadable one takes the key of the row before it (the
+    earliest key before the first readable one)."""
     import pandas as pd
 
-    from tsmon.core.timestamps import EPOCH_MS_TEXT, TRIMMED
+    from tsmon.core.timestamps import EPOCH_MS_TEXT, TRIMMED, epoch_unit
+
+    times, per = epoch_unit(ts_unit)
 
     text = pd.Series(ts, dtype=object)
     digits = text.str.fullmatch(EPOCH_MS_TEXT, na=False).astype(bool)  # as the runtime
     keys = pd.Series(np.nan, index=text.index)
-    keys[digits] = text[digits].str.strip(TRIMMED).astype(float)
+    keys[digits] = np.floor(text[digits].str.strip(TRIMMED).astype(float) * times / per)
     iso = ~digits & text.notna()
     if iso.any():
         instants = pd.to_datetime(text[iso], utc=True, format="ISO8601", errors="coerce")
@@ -362,10 +372,12 @@ class ReplayReader(SimpleDataSourceStreamReader):
         self.speedup = float(options["speedup"])
         columns = json.loads(options["columns"])
         series = options.get("series") or None
-        self.rows = read_recording(Path(options["path"]), options["format"], columns, series)
+        unit = options.get("ts_unit", "ms")
+        path, fmt = Path(options["path"]), options["format"]
+        self.rows = read_recording(path, fmt, columns, series, unit)
         ts = replay_roles(columns, series).index("ts")
         # nondecreasing: an unreadable timestamp sorted after a row with the key it takes
-        self.keys = _time_keys([r[ts] for r in self.rows])
+        self.keys = _time_keys([r[ts] for r in self.rows], unit)
         self._clock = clock
         self._began = clock()
         self._first: float | None = None  # the time of the row at the first read

@@ -141,7 +141,7 @@ class JobRunner:
 
             self.stream = raw_stream(self.spark, self.job.input, self.cpu.acc)
         raw, columns = self.stream
-        return point_rows(raw, columns, self.job.sources)
+        return point_rows(raw, columns, self.job.sources, self.job.input.ts_unit)
 
     def start(self) -> None:
         """Start the job's one streaming query (a :class:`JobError` if it runs already). The

@@ -1,0 +1,65 @@
+"""Epoch numbers in another unit than ms (``[input] ts_unit``): a files job over CSV in
+seconds and over Parquet in nanoseconds equals, batch for batch, the in-process runtime fed
+the same points in ms; a timestamp that is no number is a dead letter as before."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.spark.test_inputs import QUERIES, check_against_reference, dead_reasons, run, write_job
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+T0_S = 1_704_067_200  # 2024-01-01T00:00:00Z
+SCALE = {"s": 1, "ns": 1_000_000_000}
+
+
+def walk(files: int, seed: int = 5) -> list[list[tuple[str, int, float]]]:
+    """``files`` lists of ``(series, ms, value)``: whole seconds, growing across files."""
+    rng = random.Random(seed)
+    out, t = [], 0
+    for _ in range(files):
+        rows = []
+        for _ in range(30):
+            t += rng.choice([0, 1])
+            rows.append((rng.choice(["a.x", "b.x", "c.y"]), (T0_S + t) * 1000, rng.uniform(-3, 3)))
+        out.append(rows)
+    return out
+
+
+@pytest.mark.parametrize(("fmt", "unit"), [("csv", "s"), ("parquet", "ns")])
+def test_a_files_job_in_another_unit_equals_the_runtime_fed_ms(
+    spark, tmp_path: Path, fmt: str, unit: str
+) -> None:
+    files = walk(2)
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    for n, rows in enumerate(files):
+        frame = pd.DataFrame(
+            {
+                "metric": [r[0] for r in rows],
+                "t": [r[1] // 1000 * SCALE[unit] for r in rows],
+                "v": [r[2] for r in rows],
+            }
+        )
+        path = incoming / f"{n}.{fmt}"
+        if fmt == "csv":
+            text = frame.to_csv(index=False)
+            path.write_text(text + "a.x,12.5,1.0\n" if n == 0 else text, encoding="utf-8")
+        else:
+            frame.to_parquet(path)
+        os.utime(path, (1_000 + n, 1_000 + n))  # the file source reads the oldest first
+    table = (
+        f'kind = "files"\npath = "incoming"\nformat = "{fmt}"\nts_unit = "{unit}"\n'
+        'columns = { series = "metric", ts = "t", value = "v" }'
+    )
+    job = write_job(tmp_path, QUERIES["lines"], table)
+    seen = run(spark, job)
+    batches = [[(s, s, ms, v) for s, ms, v in rows] for rows in files]
+    check_against_reference(job, seen, batches)
+    assert dead_reasons(job) == (["bad_timestamp"] if fmt == "csv" else [])
