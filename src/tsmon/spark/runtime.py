@@ -33,8 +33,9 @@ starts from the job file's watch queries and gets the changes with the control a
 batch (so for that one batch it runs the job file's set). On a restart, nodes and the
 coordinator come from the checkpoint; new nodes take the job file's watch queries, so change
 queries with ``tsmon query``, not by editing the job file of a running job: a restart under a
-job file whose queries differ from those the checkpoint started with is refused, naming the
-difference (:func:`~tsmon.spark.driver.check_checkpoint_queries`).
+job file whose queries or settings (``[sources]``, ``[filters]``, ``[registers]``, ...) differ
+from those the checkpoint started with is refused, naming the difference
+(:func:`~tsmon.spark.restart.check_restart`).
 """
 
 from __future__ import annotations
@@ -61,13 +62,14 @@ from tsmon.spark.buckets import (
 from tsmon.spark.commands import CommandLog, apply
 from tsmon.spark.control import ControlChannel
 from tsmon.spark.cpu import CpuTimes
-from tsmon.spark.driver import Coordinator, JobQueries, check_checkpoint_queries, known_sources
+from tsmon.spark.driver import Coordinator, JobQueries, known_sources
 from tsmon.spark.failures import query_failures, start_failures
 from tsmon.spark.host import PASS, node_stream
 from tsmon.spark.job import Job, JobError
 from tsmon.spark.points import point_rows
 from tsmon.spark.progress import SparkProgress, append_progress, utc_times
 from tsmon.spark.readers import write_replicas
+from tsmon.spark.restart import check_restart
 from tsmon.spark.sinks import DEAD_LETTER_COLUMNS, BatchOutput, Callback, Sinks
 
 #: Dead-letter reasons of unreadable input rows (the ``reason`` column of the dead-letter sink).
@@ -109,7 +111,7 @@ class JobRunner:
         stream: tuple[Any, Mapping[str, str]] | None = None,
     ) -> None:
         self.queries = JobQueries.of(job)  # parsed and checked once, before Spark starts
-        check_checkpoint_queries(job)  # a restart under edited queries is refused here
+        check_restart(job, self.queries.settings(job))  # a restart under edits is refused
         self.job = job
         self.stream = stream
         if spark is None:
