@@ -3,7 +3,8 @@
 A restart under other ``sources``, ``filters``, ``registers`` (or any other setting the nodes
 and the coordinator are built with) is refused in one line naming the change, old and new,
 and nothing is written; the same value spelled otherwise, and settings the nodes do not keep
-(the trigger), are no change. ``tsmon run`` refuses the same way, before Spark starts.
+(the trigger), are no change. ``tsmon run`` refuses the same way, before Spark starts. A start
+that Spark fails with a Java error leaves no progress listener on the session.
 """
 
 from __future__ import annotations
@@ -126,3 +127,19 @@ format = "csv"
     job.write_text(text, encoding="utf-8")
     with pytest.raises(JobError, match=r"\[sources\] 'a\.\*': 'A2' -> 'A'\)"):
         Monitor.from_job(load_job(job), spark).run()
+
+
+def test_a_start_that_spark_fails_leaves_no_progress_listener(spark, tmp_path):
+    """Spark's start fails with a Java error (not a JobError): the progress listener attached
+    for the run is removed from the session all the same, and nothing runs."""
+    from py4j.protocol import Py4JJavaError
+
+    checkpoint = tmp_path / "ckpt"
+    checkpoint.mkdir()
+    (checkpoint / "nodes").write_text("")  # where Spark's checkpoint goes: a file
+    streams = spark._jsparkSession.streams()
+    before = len(streams.listListeners())
+    with pytest.raises(Py4JJavaError, match="Destination exists and is not a directory"):
+        Monitor(spark, checkpoint, QUERIES).start(points(spark))
+    assert len(streams.listListeners()) == before
+    assert not spark.streams.active

@@ -188,9 +188,9 @@ class JobRunner:
             str(self.job.checkpoint / "history"),
         )
         trigger = {"processingTime": f"{self.job.trigger_ms} milliseconds"}
-        self.sinks.start()
-        self.spark_progress.attach(self.spark)
         try:
+            self.sinks.start()
+            self.spark_progress.attach(self.spark)
             with start_failures():
                 self._query = (
                     nodes.writeStream.foreachBatch(self._on_batch)
@@ -198,8 +198,8 @@ class JobRunner:
                     .trigger(**trigger)
                     .start()
                 )
-        except JobError:
-            self.stop()  # the listener and the console started above
+        except BaseException:  # a JobError, a Py4J error, Ctrl-C: nothing is left attached
+            self.stop()  # the listener and the console
             raise
         self.spark_progress.query_id = str(self._query.id)
 
