@@ -4,7 +4,9 @@ A restart under other ``sources``, ``filters``, ``registers`` (or any other sett
 and the coordinator are built with) is refused in one line naming the change, old and new,
 and nothing is written; the same value spelled otherwise, and settings the nodes do not keep
 (the trigger), are no change. ``tsmon run`` refuses the same way, before Spark starts. A start
-that Spark fails with a Java error leaves no progress listener on the session.
+that Spark fails with a Java error leaves no progress listener on the session. A run on the
+checkpoint in another session of the SparkContext (``spark.newSession()``) is seen, and a
+start is refused.
 """
 
 from __future__ import annotations
@@ -143,3 +145,21 @@ def test_a_start_that_spark_fails_leaves_no_progress_listener(spark, tmp_path):
         Monitor(spark, checkpoint, QUERIES).start(points(spark))
     assert len(streams.listListeners()) == before
     assert not spark.streams.active
+
+
+def test_a_run_in_another_session_of_the_context_is_seen_and_left_running(spark, tmp_path):
+    """Spark would stop the other session's query on the checkpoint (mid-batch) to start this
+    one: it is refused in one line instead, as a run of the same session is."""
+    checkpoint = tmp_path / "ckpt"
+    other = spark.newSession()
+    run = Monitor(other, checkpoint, QUERIES, trigger="200ms").start(points(other))
+    try:
+        query = run.node_query
+        with pytest.raises(JobError, match=r"^the run is started already; .* another Run or"):
+            Monitor(spark, checkpoint, QUERIES).start(points(spark))
+        assert query.isActive and not spark.streams.active
+    finally:
+        run.stop()
+        for started in spark.streams.active:  # not refused: started in this session
+            started.stop()
+    assert not query.isActive

@@ -151,10 +151,10 @@ class JobRunner:
         pass through them unchanged to the driver (dead letters)."""
         from pyspark.sql import functions as F
 
-        if self._running() is not None:  # Spark would stop it, mid-batch, to start this one
+        if self._running():  # Spark would stop it, mid-batch, to start this one
             raise JobError(
                 "the run is started already; stop() it before starting it again (a query "
-                f"runs on the checkpoint {self.job.checkpoint}, maybe of another Run)"
+                f"runs on the checkpoint {self.job.checkpoint}, maybe of another Run or session)"
             )
         rows = self._rows()
         fields = ("source", "series", "ts", "value", "raw_ts", "raw_value", "reason", "detail")
@@ -203,14 +203,21 @@ class JobRunner:
             raise
         self.spark_progress.query_id = str(self._query.id)
 
-    def _running(self) -> Any:
-        """The active query on this job's checkpoint (this run's, or another run's of the same
-        checkpoint: a notebook cell started again), or None."""
+    def _running(self) -> bool:
+        """Whether a query runs on this job's checkpoint: this run's, another run's of the same
+        checkpoint (a notebook cell started again), in this session or another of its
+        SparkContext (``spark.newSession()``)."""
         try:  # Spark keeps the query's id in the checkpoint, for its restarts
             query_id = json.loads((self.job.checkpoint / "nodes" / "metadata").read_text())["id"]
         except (OSError, ValueError, KeyError):
-            return None
-        return self.spark.streams.get(query_id)
+            return False
+        from py4j.protocol import Py4JError
+
+        try:  # the map every session of the context shares, where Spark looks for the same id
+            active = self.spark._jsparkSession.sharedState().activeStreamingQueries()
+            return active.get(self.spark._jvm.java.util.UUID.fromString(query_id)) is not None
+        except (AttributeError, Py4JError):  # Spark-internal (Connect has none): this session's
+            return self.spark.streams.get(query_id) is not None
 
     @property
     def node_query(self) -> Any:
