@@ -163,3 +163,16 @@ def test_a_run_in_another_session_of_the_context_is_seen_and_left_running(spark,
         for started in spark.streams.active:  # not refused: started in this session
             started.stop()
     assert not query.isActive
+
+
+@pytest.mark.parametrize("name", ["job-queries.json", "job-settings.json"])
+def test_a_damaged_record_of_the_checkpoint_is_named_in_one_line(spark, tmp_path, name):
+    checkpoint = tmp_path / "ckpt"
+    Monitor(spark, checkpoint, QUERIES).run(points(spark))
+    (checkpoint / name).write_text('{"statements": ', encoding="utf-8")  # cut short
+    with pytest.raises(JobError) as e:
+        Monitor(spark, checkpoint, QUERIES).run(points(spark))
+    assert str(e.value) == (
+        f"{checkpoint / name} is damaged (JSONDecodeError: Expecting value: line 1 column 16 "
+        "(char 15)); restore it or start from a new checkpoint directory"
+    )

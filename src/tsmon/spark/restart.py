@@ -16,6 +16,7 @@ import dataclasses
 import json
 import math
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 from tsmon.core.units import format_duration_ms
@@ -62,7 +63,7 @@ def check_restart(job: Job, settings: HostSettings) -> None:
     queries = {query_key(s.name): " ".join(s.text.split()) for s in parse_queries(job.queries)}
     record = settings_record(job, settings)
     checkpoint = job.checkpoint
-    then_queries = _recorded(job, QUERIES_FILE, "statements")
+    then_queries = _recorded(checkpoint / QUERIES_FILE, "statements")
     if then_queries is not None:
         both = queries.keys() & then_queries.keys()
         differences = [
@@ -81,7 +82,7 @@ def check_restart(job: Job, settings: HostSettings) -> None:
                 f"tsmon query add|alter|remove --job {checkpoint} and keep the job file as it "
                 "was, or start from a new checkpoint directory"
             )
-    then_settings = _recorded(job, SETTINGS_FILE, "settings")
+    then_settings = _recorded(checkpoint / SETTINGS_FILE, "settings")
     if then_settings is not None:
         changed = [
             f"{key}: {then_settings.get(key, 'unset')} -> {record.get(key, 'unset')}"
@@ -101,13 +102,11 @@ def check_restart(job: Job, settings: HostSettings) -> None:
         (SETTINGS_FILE, "settings", record, then_settings),
     ):
         if found is None:
-            checkpoint.mkdir(parents=True, exist_ok=True)
             atomic_write(checkpoint / name, json.dumps({key: value}, indent=1, sort_keys=True))
 
 
-def _recorded(job: Job, name: str, key: str) -> dict[str, str] | None:
-    """The record ``key`` of ``<checkpoint>/<name>``, None if the file is not there."""
-    path = job.checkpoint / name
+def _recorded(path: Path, key: str) -> dict[str, str] | None:
+    """The record ``key`` of the file ``path``, None if it is not there."""
     if not path.exists():
         return None
     try:
