@@ -531,10 +531,32 @@ def test_an_output_that_raises_is_named_and_its_batch_is_replayed_on_restart(
     assert "broken failed on batch 0; the query stops: fix it and start again" in err
 
 
-def test_workers_that_cannot_import_tsmon_are_told_how_to_start_the_session():
+INTERPRETER = (
+    "; Spark's Python workers run another interpreter than this one: start the SparkSession "
+    f"with PYSPARK_PYTHON={sys.executable} in the environment "
+    "(tsmon.spark.session.spark_session() does)"
+)
+
+
+@pytest.mark.parametrize(
+    ("module", "hint"),
+    [
+        ("pandas", INTERPRETER),
+        ("tsmon", INTERPRETER),
+        ("scipy.special", INTERPRETER),
+        ("pyarrow", INTERPRETER),
+        (
+            "shapely.geometry",
+            "; 'shapely' is no module tsmon needs (a function of the input DataFrame's may): "
+            "install it where Spark's Python workers run",
+        ),
+    ],
+)
+def test_workers_that_cannot_import_tsmon_are_told_how_to_start_the_session(module, hint):
     """A session of the user's own whose Python workers run another interpreter (the
     default ``python3``): the host's ``import pandas`` fails in the worker. The message is
-    the one such a run fails with (Spark 4.3, a plain ``SparkSession.builder`` on local[2])."""
+    the one such a run fails with (Spark 4.3, a plain ``SparkSession.builder`` on local[2]).
+    A module tsmon does not need (a UDF's in the input) is named plainly, without the hint."""
     from pyspark.errors import StreamingQueryException
 
     from tsmon.spark.failures import query_failures
@@ -547,17 +569,14 @@ def test_workers_that_cannot_import_tsmon_are_told_how_to_start_the_session():
         '  File "tsmon/spark/runtime.py", line 247, in _on_batch\n'
         "pyspark.errors.exceptions.captured.PythonException: An exception was thrown from the "
         "Python worker:\nTraceback (most recent call last):\n"
-        '  File "tsmon/spark/host.py", line 53, in <module>\n    import pandas as pd\n'
-        "ModuleNotFoundError: No module named 'pandas'\n SQLSTATE: 39000\n"
+        '  File "tsmon/spark/host.py", line 53, in <module>\n'
+        f"    import {module}\n"
+        f"ModuleNotFoundError: No module named '{module}'\n SQLSTATE: 39000\n"
         "=== Streaming Query ===\n"
     )
     with pytest.raises(JobError) as e, query_failures():
         raise StreamingQueryException(message=message)
-    assert str(e.value).endswith(
-        "ModuleNotFoundError: No module named 'pandas'; Spark's Python workers run another "
-        f"interpreter than this one: start the SparkSession with PYSPARK_PYTHON={sys.executable}"
-        " in the environment (tsmon.spark.session.spark_session() does)"
-    )
+    assert str(e.value).endswith(f"ModuleNotFoundError: No module named '{module}'{hint}")
 
 
 def test_an_aggregated_stream_is_refused_with_the_fix(spark, tmp_path):

@@ -3,7 +3,6 @@ the coordinator stepped per batch and snapshotted to disk (:class:`Coordinator`)
 
 from __future__ import annotations
 
-import json
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,15 +15,11 @@ from tsmon.engine.hub import CoordinatorNode
 from tsmon.engine.settings import HostSettings
 from tsmon.kinds import JobStatements, kind_of
 from tsmon.query import parse_queries
-from tsmon.query.parser import query_key
 from tsmon.query.patterns import is_glob, series_matches
 from tsmon.spark.files import atomic_write
 from tsmon.spark.job import Job, JobError
 
-__all__ = ["QUERIES_FILE", "Coordinator", "JobQueries", "check_checkpoint_queries", "known_sources"]
-
-QUERIES_FILE = "job-queries.json"
-"""The job file's queries a checkpoint was started with (``<checkpoint>/job-queries.json``)."""
+__all__ = ["Coordinator", "JobQueries", "known_sources"]
 
 
 @dataclass(frozen=True)
@@ -132,42 +127,6 @@ class Coordinator:
             old.unlink()  # keep the last two snapshots
         self._last = (batch_id, snapshot)
         return node, control, prepared, quarantine
-
-
-def check_checkpoint_queries(job: Job) -> None:
-    """Refuse to restart a checkpoint under a job file whose queries differ from the ones it
-    was started with (a :class:`JobError` naming the queries added, removed and changed);
-    record them on a first start.
-
-    A running job's queries change with commands (``tsmon query add|alter|remove``, kept in
-    the checkpoint), never by editing the job file: the nodes and the coordinator restored
-    from the checkpoint run the queries they had, so an edit would otherwise be ignored for
-    every source already seen. Statements compare by name (ignoring case) and text (ignoring
-    spacing). A checkpoint made before this file existed adopts the job file's queries.
-    Nothing is written when the check fails.
-    """
-    path = job.checkpoint / QUERIES_FILE
-    now = {query_key(s.name): " ".join(s.text.split()) for s in parse_queries(job.queries)}
-    if path.exists():
-        then = json.loads(path.read_text(encoding="utf-8"))["statements"]
-        differences = [
-            f"{what}: {', '.join(sorted(names))}"
-            for what, names in (
-                ("added", now.keys() - then.keys()),
-                ("removed", then.keys() - now.keys()),
-                ("changed", {n for n in now.keys() & then.keys() if now[n] != then[n]}),
-            )
-            if names
-        ]
-        if differences:
-            raise JobError(
-                f"the job file's queries differ from those checkpoint {job.checkpoint} was "
-                f"started with ({'; '.join(differences)}). Change a running job's queries with "
-                f"tsmon query add|alter|remove --job {job.checkpoint} and keep the job file as it "
-                "was, or start from a new checkpoint directory"
-            )
-        return
-    atomic_write(path, json.dumps({"statements": now}, indent=1, sort_keys=True))
 
 
 def known_sources(job: Job, objects: list[str]) -> dict[str, str]:

@@ -3,6 +3,8 @@ reason Spark gives (the rest of its message is the query plan)."""
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import itertools
 import re
 import sys
@@ -11,7 +13,7 @@ from contextlib import contextmanager
 
 from tsmon.spark.job import JobError
 
-__all__ = ["query_failures", "start_failures"]
+__all__ = ["query_failures", "start_failures", "worker_needs"]
 
 
 @contextmanager
@@ -25,13 +27,54 @@ def query_failures() -> Iterator[None]:
     except StreamingQueryException as e:
         message = str(e)
         reason = _reason(message)
-        if _WORKER in message and "ModuleNotFoundError: " in reason:
-            reason += (
-                "; Spark's Python workers run another interpreter than this one: start the "
-                f"SparkSession with PYSPARK_PYTHON={sys.executable} in the environment "
-                "(tsmon.spark.session.spark_session() does)"
-            )
+        missing = _MISSING.search(reason) if _WORKER in message else None
+        if missing is not None:
+            reason += _missing_hint(missing.group(1))
         raise JobError(f"the streaming query failed: {reason}") from None
+
+
+def _missing_hint(module: str) -> str:
+    """What to do about ``module`` missing in a Python worker: one tsmon needs from the
+    environment (:func:`worker_needs`) means the workers run another interpreter; another one
+    is the user's own code's, missing where the workers run."""
+    top = module.split(".")[0]
+    if top in worker_needs():
+        return (
+            "; Spark's Python workers run another interpreter than this one: start the "
+            f"SparkSession with PYSPARK_PYTHON={sys.executable} in the environment "
+            "(tsmon.spark.session.spark_session() does)"
+        )
+    return (
+        f"; {top!r} is no module tsmon needs (a function of the input DataFrame's may): "
+        "install it where Spark's Python workers run"
+    )
+
+
+@functools.cache
+def worker_needs() -> frozenset[str]:
+    """The top-level modules tsmon and its requirements install (``tsmon``, ``pandas``,
+    ``pyarrow``, ``numpy``, ``scipy``, ``lark``, ...), from the installed distribution's
+    metadata; just ``tsmon`` when it runs from a source tree that is not installed."""
+    try:
+        requires = importlib.metadata.requires("tsmon") or []
+    except importlib.metadata.PackageNotFoundError:
+        requires = []
+    names = {
+        _distribution(m.group(0))
+        for r in requires
+        if "extra ==" not in r and (m := _REQUIREMENT.match(r)) is not None
+    }
+    modules = importlib.metadata.packages_distributions()
+    return frozenset(
+        {"tsmon"}
+        | {m for m, dists in modules.items() if any(_distribution(d) in names for d in dists)}
+    )
+
+
+def _distribution(name: str) -> str:
+    """A distribution's normalized name (PEP 503): ``Prometheus_Client`` is
+    ``prometheus-client``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @contextmanager
@@ -53,8 +96,12 @@ def start_failures() -> Iterator[None]:
 
 
 TRACEBACK = "Traceback (most recent call last):"  # a foreachBatch function raised
-#: A Python worker's error (an import error there: the workers run another interpreter).
+#: A Python worker's error (an import error there: the workers may run another interpreter).
 _WORKER = "An exception was thrown from the Python worker"
+#: The module a worker could not import, in the reason's exception line.
+_MISSING = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
+#: The distribution name a requirement starts with (``pandas<3,>=2.1``).
+_REQUIREMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 #: A Spark error class, as in ``[FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH]``.
 _ERROR_CLASS = re.compile(r"\[[A-Z][A-Z0-9_]*(\.[A-Z][A-Z0-9_]*)*\]")
 

@@ -33,8 +33,9 @@ starts from the job file's watch queries and gets the changes with the control a
 batch (so for that one batch it runs the job file's set). On a restart, nodes and the
 coordinator come from the checkpoint; new nodes take the job file's watch queries, so change
 queries with ``tsmon query``, not by editing the job file of a running job: a restart under a
-job file whose queries differ from those the checkpoint started with is refused, naming the
-difference (:func:`~tsmon.spark.driver.check_checkpoint_queries`).
+job file whose queries or settings (``[sources]``, ``[filters]``, ``[registers]``, ...) differ
+from those the checkpoint started with is refused, naming the difference
+(:func:`~tsmon.spark.restart.check_restart`).
 """
 
 from __future__ import annotations
@@ -61,13 +62,14 @@ from tsmon.spark.buckets import (
 from tsmon.spark.commands import CommandLog, apply
 from tsmon.spark.control import ControlChannel
 from tsmon.spark.cpu import CpuTimes
-from tsmon.spark.driver import Coordinator, JobQueries, check_checkpoint_queries, known_sources
+from tsmon.spark.driver import Coordinator, JobQueries, known_sources
 from tsmon.spark.failures import query_failures, start_failures
 from tsmon.spark.host import PASS, node_stream
 from tsmon.spark.job import Job, JobError
 from tsmon.spark.points import point_rows
 from tsmon.spark.progress import SparkProgress, append_progress, utc_times
 from tsmon.spark.readers import write_replicas
+from tsmon.spark.restart import check_restart
 from tsmon.spark.sinks import DEAD_LETTER_COLUMNS, BatchOutput, Callback, Sinks
 
 #: Dead-letter reasons of unreadable input rows (the ``reason`` column of the dead-letter sink).
@@ -109,7 +111,7 @@ class JobRunner:
         stream: tuple[Any, Mapping[str, str]] | None = None,
     ) -> None:
         self.queries = JobQueries.of(job)  # parsed and checked once, before Spark starts
-        check_checkpoint_queries(job)  # a restart under edited queries is refused here
+        check_restart(job, self.queries.settings(job))  # a restart under edits is refused
         self.job = job
         self.stream = stream
         if spark is None:
@@ -149,10 +151,10 @@ class JobRunner:
         pass through them unchanged to the driver (dead letters)."""
         from pyspark.sql import functions as F
 
-        if self._running() is not None:  # Spark would stop it, mid-batch, to start this one
+        if self._running():  # Spark would stop it, mid-batch, to start this one
             raise JobError(
                 "the run is started already; stop() it before starting it again (a query "
-                f"runs on the checkpoint {self.job.checkpoint}, maybe of another Run)"
+                f"runs on the checkpoint {self.job.checkpoint}, maybe of another Run or session)"
             )
         rows = self._rows()
         fields = ("source", "series", "ts", "value", "raw_ts", "raw_value", "reason", "detail")
@@ -186,9 +188,9 @@ class JobRunner:
             str(self.job.checkpoint / "history"),
         )
         trigger = {"processingTime": f"{self.job.trigger_ms} milliseconds"}
-        self.sinks.start()
-        self.spark_progress.attach(self.spark)
         try:
+            self.sinks.start()
+            self.spark_progress.attach(self.spark)
             with start_failures():
                 self._query = (
                     nodes.writeStream.foreachBatch(self._on_batch)
@@ -196,19 +198,26 @@ class JobRunner:
                     .trigger(**trigger)
                     .start()
                 )
-        except JobError:
-            self.stop()  # the listener and the console started above
+        except BaseException:  # a JobError, a Py4J error, Ctrl-C: nothing is left attached
+            self.stop()  # the listener and the console
             raise
         self.spark_progress.query_id = str(self._query.id)
 
-    def _running(self) -> Any:
-        """The active query on this job's checkpoint (this run's, or another run's of the same
-        checkpoint: a notebook cell started again), or None."""
+    def _running(self) -> bool:
+        """Whether a query runs on this job's checkpoint: this run's, another run's of the same
+        checkpoint (a notebook cell started again), in this session or another of its
+        SparkContext (``spark.newSession()``)."""
         try:  # Spark keeps the query's id in the checkpoint, for its restarts
             query_id = json.loads((self.job.checkpoint / "nodes" / "metadata").read_text())["id"]
         except (OSError, ValueError, KeyError):
-            return None
-        return self.spark.streams.get(query_id)
+            return False
+        from py4j.protocol import Py4JError
+
+        try:  # the map every session of the context shares, where Spark looks for the same id
+            active = self.spark._jsparkSession.sharedState().activeStreamingQueries()
+            return active.get(self.spark._jvm.java.util.UUID.fromString(query_id)) is not None
+        except (AttributeError, Py4JError):  # Spark-internal (Connect has none): this session's
+            return self.spark.streams.get(query_id) is not None
 
     @property
     def node_query(self) -> Any:
