@@ -132,17 +132,18 @@ format = "csv"
 
 
 def test_a_start_that_spark_fails_leaves_no_progress_listener(spark, tmp_path):
-    """Spark's start fails with a Java error (not a JobError): the progress listener attached
-    for the run is removed from the session all the same, and nothing runs."""
-    from py4j.protocol import Py4JJavaError
-
+    """Spark's start fails with a Java error: one line names it (not a Py4J stack), the
+    progress listener attached for the run is removed from the session, and nothing runs."""
     checkpoint = tmp_path / "ckpt"
     checkpoint.mkdir()
     (checkpoint / "nodes").write_text("")  # where Spark's checkpoint goes: a file
     streams = spark._jsparkSession.streams()
     before = len(streams.listListeners())
-    with pytest.raises(Py4JJavaError, match="Destination exists and is not a directory"):
+    with pytest.raises(JobError) as refused:
         Monitor(spark, checkpoint, QUERIES).start(points(spark))
+    message = str(refused.value)
+    assert message.startswith("the streaming query cannot start: org.apache.hadoop.fs.FileAlre")
+    assert "Destination exists and is not a directory" in message and "\n" not in message
     assert len(streams.listListeners()) == before
     assert not spark.streams.active
 

@@ -80,11 +80,17 @@ def _distribution(name: str) -> str:
 @contextmanager
 def start_failures() -> Iterator[None]:
     """A streaming query Spark refuses to start becomes a :class:`JobError` with the first
-    line of its reason (the rest is the plan); an input that aggregates, with the fix."""
+    line of its reason (the rest is the plan); an input that aggregates, with the fix; a Java
+    error (the checkpoint cannot be written, say) with its exception line, not its stack."""
+    from py4j.protocol import Py4JJavaError
     from pyspark.errors import AnalysisException
 
     try:
         yield
+    except Py4JJavaError as e:
+        lines = [line for line in str(e).splitlines() if line.startswith(": ")]
+        reason = lines[0].removeprefix(": ") if lines else str(e).strip().splitlines()[0]
+        raise JobError(f"the streaming query cannot start: {reason}") from None
     except AnalysisException as e:
         reason = (str(e).strip().splitlines() or ["no reason given"])[0].rstrip(";")
         if "after aggregation" in reason:
