@@ -191,10 +191,12 @@ def test_the_api_equals_tsmon_run_and_the_batch_runtime_and_restarts(spark, tmp_
     assert sum(r["deadLetters"] for r in records) == len(BAD)
 
 
-def test_text_columns_with_a_source_column_equal_the_batch_runtime(spark, tmp_path):
+@pytest.mark.parametrize(("unit", "per_ms"), [("ms", 1), ("us", 1000)])
+def test_text_columns_with_a_source_column_equal_the_batch_runtime(spark, tmp_path, unit, per_ms):
     """The path of a Kafka or socket input, tested on a JSON file source: text columns (bad
     text among them), the source from a column; answers and events equal the batch runtime's
-    after each file, each bad row a dead letter with its reason."""
+    after each file, each bad row a dead letter with its reason; with the times in µs and
+    ``ts_unit="us"``, the same."""
     from tests.spark import test_runtime as rt
 
     (tmp_path / "job.toml").write_text(rt.JOB, encoding="utf-8")
@@ -216,10 +218,15 @@ def test_text_columns_with_a_source_column_equal_the_batch_runtime(spark, tmp_pa
         {"series": "metric", "ts": "time", "value": "v", "source": "host"},
         events=lambda df, batch_id: got.extend(event(e) for e in df.collect()),
         dead_letters=lambda df, batch_id: dead.extend(df.collect()),
+        ts_unit=unit,
     )
     answers, events = [], []
     try:
         for i, rows in enumerate(files):
+            rows = [
+                {**r, "time": str(int(r["time"]) * per_ms)} if r.get("time", "").isdigit() else r
+                for r in rows
+            ]
             rt.drop(tmp_path / "in", f"part-{i:03d}.json", rows)
             got.clear()
             run.process_all_available()
@@ -295,6 +302,7 @@ def test_a_rate_source_smoke(spark, tmp_path):
         ("named", None, {}, {"filters": "1s"}, "filters must be a dict, e.g. {"),
         ("named", {"ts": "ntz"}, {}, {}, "is timestamp_ntz; it must be a timestamp, integer"),
         ("named", {"ts": "day"}, {}, {}, "cast it where it is read, e.g. df.withColumn('day', "),
+        ("named", None, {"ts_unit": "sec"}, {}, "ts_unit must be one of ['s', 'ms', 'us', 'ns']"),
     ],
 )
 def test_bad_mappings_and_settings_are_refused_in_one_line(

@@ -65,3 +65,18 @@ def test_a_decorated_output_is_checked_by_the_signature_it_is_called_with() -> N
 
     with pytest.raises(JobError, match=r"answers: \S*write must take \(df, batch_id\)"):
         output(wrong, "answers")
+
+
+@pytest.mark.spark
+def test_a_dead_letter_of_any_timestamp_can_be_collected(spark) -> None:
+    """An output's ``ts_utc`` is null outside the instants tsmon reads, as in the Parquet
+    sinks: a ``bad_timestamp`` stamped in the year 33658 (beyond a Python datetime) or at
+    10**17 ms (beyond Spark's TIMESTAMP) does not make the user's ``df.collect()`` raise."""
+    from tsmon.spark.outputs import Outputs
+
+    stamps = [1_704_067_200_000, 10**15, 10**17, 2**63 - 1, -(2**63), None]
+    rows = [(0, "s", "s", ts, 1.0, str(ts), "1", "bad_timestamp", "") for ts in stamps]
+    got = Outputs(spark, {}).frame("dead_letters", rows).collect()
+    assert [r.ts for r in got] == stamps
+    assert [r.ts_utc is None for r in got] == [False, True, True, True, True, True]
+    assert got[0].ts_utc.timestamp() == 1_704_067_200

@@ -33,6 +33,7 @@ from typing import Any
 
 import pandas as pd
 
+from tsmon.core.timestamps import EPOCH_UNITS
 from tsmon.spark.input_spec import InputSpec
 from tsmon.spark.job import Job, JobError, parse_job
 from tsmon.spark.outputs import Output, Outputs, answers_frame, output
@@ -138,16 +139,20 @@ class Monitor:
         answers: str | Output | None = None,
         events: str | Output | None = None,
         dead_letters: str | Output | None = None,
+        ts_unit: str = "ms",
     ) -> Run:
         """Start monitoring the streaming DataFrame ``df``; returns the running :class:`Run`.
 
         ``columns`` maps the roles ``series``, ``ts``, ``value`` (default: same-named columns)
-        and optionally ``source`` to columns of ``df``. Each output is a function
+        and optionally ``source`` to columns of ``df``; ``ts_unit`` is the unit of epoch
+        numbers in the ts column (``"s"``, ``"ms"``, ``"us"``, ``"ns"``; not of a
+        ``TIMESTAMP`` or ISO-8601 text: docs/inputs.md). Each output is a function
         ``f(df, batch_id)`` or a ``"<format>:<path>"`` spec (:mod:`tsmon.spark.outputs`).
         A mapping, a column type or an output that cannot work raises
         :class:`~tsmon.spark.job.JobError` before the query starts.
         """
-        run = self.run(df, columns, answers=answers, events=events, dead_letters=dead_letters)
+        outputs = {"answers": answers, "events": events, "dead_letters": dead_letters}
+        run = self.run(df, columns, ts_unit=ts_unit, **outputs)
         run.start()
         return run
 
@@ -160,8 +165,10 @@ class Monitor:
         events: str | Output | None = None,
         dead_letters: str | Output | None = None,
         callback: Callback | None = None,
+        ts_unit: str = "ms",
     ) -> Run:
-        """The :class:`Run` of ``df`` (None: the job's ``[input]``), not started yet."""
+        """The :class:`Run` of ``df`` (None: the job's ``[input]``, with its ``ts_unit``), not
+        started yet."""
         job, stream = self.job, None
         if df is None and job.input.kind == DATAFRAME:
             raise JobError("give the streaming DataFrame to monitor: Monitor.start(df, columns)")
@@ -170,9 +177,13 @@ class Monitor:
                 "columns: give a dict of role -> column, e.g. {'series': 'name', "
                 f"'ts': 'event_time', 'value': 'v'}}, got {columns!r}"
             )
+        if ts_unit not in EPOCH_UNITS:
+            raise JobError(f"ts_unit must be one of {list(EPOCH_UNITS)}, got {ts_unit!r}")
+        if df is None and ts_unit != "ms":
+            raise JobError("ts_unit goes with a DataFrame; a job file's [input] has its own")
         if df is not None:
             mapping = check_columns(df, columns)
-            job = replace(job, input=InputSpec(DATAFRAME, columns=mapping))
+            job = replace(job, input=InputSpec(DATAFRAME, columns=mapping, ts_unit=ts_unit))
             stream = (df, mapping)
         targets = {"answers": answers, "events": events, "dead_letters": dead_letters}
         functions = {name: output(target, name) for name, target in targets.items()}

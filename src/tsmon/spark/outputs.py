@@ -37,6 +37,7 @@ from typing import Any
 import pandas as pd
 
 from tsmon import kinds
+from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS
 from tsmon.spark.job import JobError
 from tsmon.spark.sinks import DEAD_LETTER_COLUMNS, BatchOutput, event_rows, with_utc
 
@@ -180,7 +181,11 @@ class Outputs:
         records = [tuple(_typed(v, t) for v, t in zip(row, types, strict=True)) for row in rows]
         df = self.spark.createDataFrame(records, SCHEMAS[name])
         millis = _MILLIS[name]
-        twin = F.timestamp_millis(millis).alias(f"{millis.removesuffix('_ms')}_utc")
+        # null outside the instants tsmon reads, as with_utc (a bad_timestamp of the year
+        # 33658 overflows a Python datetime; of 10**17 ms, Spark's TIMESTAMP)
+        instant = F.col(millis).between(MIN_INSTANT_MS, MAX_INSTANT_MS)
+        twin = F.when(instant, F.timestamp_millis(millis))
+        twin = twin.alias(f"{millis.removesuffix('_ms')}_utc")
         at = columns.index(millis) + 1
         return df.select(*columns[:at], twin, *columns[at:])
 
