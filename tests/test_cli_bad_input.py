@@ -560,3 +560,20 @@ def test_replay_takes_series_names_literally(tmp_path: Path) -> None:
     assert run.returncode == 0, out
     assert "points received 4 = accepted 4 + rejected 0;" in out, out
     assert "series 3," in out, out
+
+
+@pytest.mark.parametrize("ts", ["-99999999999999999", "99999999999999999", "-9223372036854775808"])
+def test_replay_of_a_timestamp_outside_the_instants_dead_letters_it(
+    tmp_path: Path, ts: str
+) -> None:
+    """A number that is no instant (beyond 1677-2262) is a bad_timestamp as on Spark, also
+    with --max-future off; it used to be stored, and showing its event was a traceback."""
+    data = tmp_path / "far.csv"
+    data.write_text(f"timestamp,value\n{ts},500\n1000,1\n", encoding="utf-8")
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY hi ON x WHEN last > 10 EMIT last\n", encoding="utf-8")
+    args = ("replay", str(data), "--series", "x", "--queries", str(queries), "--show", "3")
+    run = tsmon(*args, "--max-future", "off")
+    out = run.stdout + run.stderr
+    assert run.returncode == 0 and "Traceback" not in out, out
+    assert "points received 2 = accepted 1 + rejected 1 (bad_timestamp: 1)" in out, out

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tsmon import Monitor
+from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS
 
 T0 = 1_700_000_000_000
 ISO0 = "2023-11-14T22:13:20Z"  # == T0
@@ -213,7 +214,10 @@ def points(draw: st.DrawFn, i: int, ts_form: str):
     series = draw(st.sampled_from(["s.a", "s.b", "other"]))
     t = T0 + 1000 * i
     ts_reason = None
-    if ts_form == "object":
+    if draw(st.integers(0, 7)) == 0:  # read, but no instant (as on Spark, a bad timestamp)
+        t = draw(st.sampled_from([MIN_INSTANT_MS - 1, MAX_INSTANT_MS + 1, -(2**63), 2**63 - 1]))
+        ts_reason = "bad_timestamp"
+    elif ts_form == "object":
         kind = draw(st.sampled_from(["int", "iso", "bad", "bad"]))
         if kind == "iso":
             t = pd.Timestamp(t, unit="ms", tz="UTC").isoformat()

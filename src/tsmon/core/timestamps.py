@@ -24,6 +24,12 @@ MAX_INSTANT_MS: int = pd.Timestamp.max.value // 1_000_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
+def outside_instants(ts_ms: int) -> str:
+    """Why a point stamped ``ts_ms`` is a ``bad_timestamp`` though it was read (the detail of
+    its dead letter, in-process and at a source node alike)."""
+    return f"timestamp {ts_ms} ms is outside {MIN_INSTANT_MS} .. {MAX_INSTANT_MS} ms"
+
+
 def as_column(data: object) -> np.ndarray:
     """One input column (array, pandas object, list, scalar) as a flat numpy array.
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from tsmon.core.moments import MAX_ABS_VALUE
-from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS
+from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS, outside_instants
 from tsmon.engine.deadletters import Reason
 
 __all__ = [
@@ -90,8 +90,7 @@ def split_rejected(
         if not series:
             dead.append(dead_row(series, ts, value, Reason.BAD_SERIES, "empty series name"))
         elif not MIN_INSTANT_MS <= ts <= MAX_INSTANT_MS:
-            detail = f"timestamp {ts} ms is outside {MIN_INSTANT_MS} .. {MAX_INSTANT_MS} ms"
-            dead.append(dead_row(series, ts, value, Reason.BAD_TIMESTAMP, detail))
+            dead.append(dead_row(series, ts, value, Reason.BAD_TIMESTAMP, outside_instants(ts)))
         elif abs(value) > MAX_ABS_VALUE:
             detail = f"value {value!r} is beyond +-{MAX_ABS_VALUE:g}, where sums overflow"
             dead.append(dead_row(series, ts, value, Reason.VALUE_OUT_OF_RANGE, detail))

@@ -18,7 +18,13 @@ import numpy as np
 import pandas as pd
 
 from tsmon.core.moments import MAX_ABS_VALUE, value_in_range
-from tsmon.core.timestamps import as_column, read_epoch_ms
+from tsmon.core.timestamps import (
+    MAX_INSTANT_MS,
+    MIN_INSTANT_MS,
+    as_column,
+    outside_instants,
+    read_epoch_ms,
+)
 from tsmon.engine.deadletters import DeadLetters, Reason
 
 NUMBER_TEXT = (
@@ -66,7 +72,8 @@ def read_batch(
     ts_ms, ts_ok = read_epoch_ms(raw_ts, ts_unit)
     numbers, reasons = _read_values(raw_values)
     on_time = latest_ms is None or not len(ts_ms) or ts_ms.max() <= latest_ms
-    if on_time and ts_ok.all() and not reasons.any():  # all good: no dead letters to sort out
+    instants = (ts_ms >= MIN_INSTANT_MS) & (ts_ms <= MAX_INSTANT_MS)  # as on Spark
+    if on_time and ts_ok.all() and instants.all() and not reasons.any():  # all good
         return Batch(seq, names.copy(), ts_ms.copy(), numbers.copy(), len(names))
     bad_ts = ~ts_ok
     dead.add(
@@ -77,6 +84,10 @@ def read_batch(
         Reason.BAD_TIMESTAMP,
         [f"cannot read timestamp {t!r}; pass epoch {ts_unit} or ISO-8601" for t in raw_ts[bad_ts]],
     )
+    outside = ts_ok & ~instants  # read, but no instant: a bad timestamp that keeps its ms
+    rows = (seq[outside], names[outside], ts_ms[outside], raw_values[outside])
+    dead.add(*rows, Reason.BAD_TIMESTAMP, [outside_instants(t) for t in ts_ms[outside].tolist()])
+    ts_ok &= instants
     if latest_ms is not None:  # a timestamp too far ahead is the one reason of its point
         ahead = ts_ok & (ts_ms > latest_ms)
         detail = f"stamped after {latest_ms} ms (the clock + max_future)"
