@@ -577,3 +577,28 @@ def test_replay_of_a_timestamp_outside_the_instants_dead_letters_it(
     out = run.stdout + run.stderr
     assert run.returncode == 0 and "Traceback" not in out, out
     assert "points received 2 = accepted 1 + rejected 1 (bad_timestamp: 1)" in out, out
+
+
+INGEST_FAILS = """
+import sys
+from tsmon.engine.monitor import Monitor
+def failing_ingest(self, *args, **kwargs):
+    raise RuntimeError("an invariant broke\\nsecond line")
+Monitor.ingest = failing_ingest
+"""
+
+
+def test_an_unexpected_error_is_one_line_naming_it_and_debug_shows_the_trace(
+    tmp_path: Path,
+) -> None:
+    """What is not the user's mistake is tsmon's bug: one line, status 1, no traceback; with
+    --debug, the traceback."""
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY hi ON nab.cpu WHEN last > 90\n", encoding="utf-8")
+    args = ("replay", str(NAB), "--series", "nab.cpu", "--queries", str(queries))
+    run = patched(INGEST_FAILS, *args)
+    out = run.stdout + run.stderr
+    assert run.returncode == 1 and "Traceback" not in out, out
+    assert "error: tsmon failed (RuntimeError: an invariant broke); this is a bug" in out, out
+    debug = patched(INGEST_FAILS, "--debug", *args)
+    assert debug.returncode == 1 and "Traceback" in debug.stderr, debug.stdout + debug.stderr

@@ -4,8 +4,9 @@
 
 Errors a user can fix (a malformed query, a bad file, bad options) print one clear message and
 exit with status 2; Ctrl-C ends a command with one line and status 130 (``tsmon replay`` first
-prints what it replayed, ``show --follow`` stops with status 0); nothing prints a bare
-traceback unless ``--debug`` is given.
+prints what it replayed, ``show --follow`` stops with status 0); any other exception is
+tsmon's bug: one line naming it, status 1. Nothing prints a bare traceback unless ``--debug``
+is given.
 """
 
 from __future__ import annotations
@@ -61,6 +62,18 @@ def main(argv: list[str] | None = None) -> int:
             raise
         console.print("interrupted")
         return INTERRUPTED
+    except Exception as exc:  # not the user's mistake: tsmon's; one line, the trace on demand
+        if args.debug:
+            raise
+        first = (str(exc).strip().splitlines() or [""])[0]
+        console.print(
+            f"[bold red]error:[/] tsmon failed ({escape(type(exc).__name__)}: {escape(first)}); "
+            "this is a bug in tsmon: run the command again with --debug for the traceback and "
+            "report it",
+            markup=True,
+            soft_wrap=True,
+        )
+        return 1
 
 
 def _int_at_least(minimum: int, hint: str) -> Callable[[str], int]:
