@@ -27,7 +27,7 @@ from tsmon.query.patterns import is_glob
 from tsmon.spark.files import atomic_write
 from tsmon.spark.job import Job, JobError
 
-__all__ = ["QUERIES_FILE", "SETTINGS_FILE", "check_restart", "settings_record"]
+__all__ = ["QUERIES_FILE", "SETTINGS_FILE", "check_restart", "running_on", "settings_record"]
 
 QUERIES_FILE = "job-queries.json"
 """The job's queries a checkpoint was started with (``<checkpoint>/job-queries.json``)."""
@@ -163,3 +163,20 @@ def _shown(name: str, value: Any) -> str:
     if name.endswith("_ms") and number and math.isfinite(value) and value == int(value) > 0:
         return format_duration_ms(int(value))
     return repr(value)
+
+
+def running_on(spark: Any, checkpoint: Path) -> bool:
+    """Whether a streaming query runs on Spark's ``checkpoint``: this run's, another run's of
+    the same checkpoint (a notebook cell started again), in this session or another of its
+    SparkContext (``spark.newSession()``); Spark would stop it, mid-batch, to start another."""
+    try:  # Spark keeps the query's id in the checkpoint, for its restarts
+        query_id = json.loads((checkpoint / "metadata").read_text())["id"]
+    except (OSError, ValueError, KeyError):
+        return False
+    from py4j.protocol import Py4JError
+
+    try:  # the map every session of the context shares, where Spark looks for the same id
+        active = spark._jsparkSession.sharedState().activeStreamingQueries()
+        return active.get(spark._jvm.java.util.UUID.fromString(query_id)) is not None
+    except (AttributeError, Py4JError):  # Spark-internal (Connect has none): this session's
+        return spark.streams.get(query_id) is not None

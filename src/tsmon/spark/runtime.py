@@ -69,7 +69,7 @@ from tsmon.spark.job import Job, JobError
 from tsmon.spark.points import point_rows
 from tsmon.spark.progress import SparkProgress, append_progress, utc_times
 from tsmon.spark.readers import write_replicas
-from tsmon.spark.restart import check_restart
+from tsmon.spark.restart import check_restart, running_on
 from tsmon.spark.sinks import DEAD_LETTER_COLUMNS, BatchOutput, Callback, Sinks
 
 #: Dead-letter reasons of unreadable input rows (the ``reason`` column of the dead-letter sink).
@@ -151,7 +151,7 @@ class JobRunner:
         pass through them unchanged to the driver (dead letters)."""
         from pyspark.sql import functions as F
 
-        if self._running():  # Spark would stop it, mid-batch, to start this one
+        if running_on(self.spark, self.job.checkpoint / "nodes"):  # Spark would stop it
             raise JobError(
                 "the run is started already; stop() it before starting it again (a query "
                 f"runs on the checkpoint {self.job.checkpoint}, maybe of another Run or session)"
@@ -202,22 +202,6 @@ class JobRunner:
             self.stop()  # the listener and the console
             raise
         self.spark_progress.query_id = str(self._query.id)
-
-    def _running(self) -> bool:
-        """Whether a query runs on this job's checkpoint: this run's, another run's of the same
-        checkpoint (a notebook cell started again), in this session or another of its
-        SparkContext (``spark.newSession()``)."""
-        try:  # Spark keeps the query's id in the checkpoint, for its restarts
-            query_id = json.loads((self.job.checkpoint / "nodes" / "metadata").read_text())["id"]
-        except (OSError, ValueError, KeyError):
-            return False
-        from py4j.protocol import Py4JError
-
-        try:  # the map every session of the context shares, where Spark looks for the same id
-            active = self.spark._jsparkSession.sharedState().activeStreamingQueries()
-            return active.get(self.spark._jvm.java.util.UUID.fromString(query_id)) is not None
-        except (AttributeError, Py4JError):  # Spark-internal (Connect has none): this session's
-            return self.spark.streams.get(query_id) is not None
 
     @property
     def node_query(self) -> Any:
