@@ -299,6 +299,23 @@ def test_a_recording_sorts_timestamp_text_as_the_runtime_reads_it() -> None:
     assert _time_keys(ts).tolist() == [5000.0, 2000.0, 1000.0, 1000.0, 4000.0]
 
 
+def test_a_recording_sorts_digits_at_the_ms_the_runtime_reads() -> None:
+    """Digits are keyed at the exact ms the runtime reads (not through a double, which put
+    nanoseconds ...123999999 at ms ...124, after an instant at ...124 given before it); digits
+    the runtime cannot read (beyond int64, or once in ms) take the key of the row before."""
+    from tsmon.core.timestamps import read_epoch_ms
+    from tsmon.spark.pysources import _time_keys
+
+    ts = ["2024-01-01T00:00:00.124Z", "1704067200123999999"]
+    assert read_epoch_ms(np.array(ts, dtype=object), "ns")[0].tolist() == [
+        1_704_067_200_124,
+        1_704_067_200_123,
+    ]
+    assert _time_keys(ts, "ns").tolist() == [1_704_067_200_124.0, 1_704_067_200_123.0]
+    assert _time_keys(["10000000000000000", "1"], "s").tolist() == [1000.0, 1000.0]
+    assert _time_keys(["5", "99999999999999999999"]).tolist() == [5.0, 5.0]
+
+
 def test_a_recording_in_another_unit_sorts_digits_as_the_runtime_reads_them(
     tmp_path: Path,
 ) -> None:
