@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -251,3 +252,25 @@ def test_parquet_epoch_numbers_in_a_unit_go_typed_as_ms_and_instants_are_not_sca
     millis, ok = read_epoch_ms(np.array(text[:-1], dtype=object), "s")
     assert ok.all() and millis.tolist() == [1_704_067_200_007, -5, 0]
     assert text_columns(table, ["i"])["i"][:2] == ["1704067200007", "-5"]  # ms: digits
+
+
+@pytest.mark.parametrize("unit", ["s", "ms", "ns"])
+def test_a_parquet_float_ts_reaches_spark_as_text_the_runtime_reads_alike(unit: str) -> None:
+    """A Parquet ``ts`` of floats (pandas writes float64 for integers with a gap) goes to
+    Spark as text: a whole float is its digits, read as the epoch number the runtime reads
+    from the float itself; Arrow's shortest text (``1e+10``, ``1.704067200123e+12``) was no
+    timestamp on Spark, so every such row was a bad_timestamp dead letter."""
+    import numpy as np
+    import pyarrow as pa
+
+    from tsmon.core.timestamps import read_epoch_ms
+    from tsmon.spark.filerows import text_columns
+
+    numbers = [1e10, 1.7e9, 1_704_067_200_123.0, 1.7e18, -5.0, -0.0, 2.0**62, 2.0**63, 1.5]
+    numbers += [float("nan"), float("inf")]
+    for kind in (pa.float64(), pa.float32()):
+        column = pa.array(numbers, kind)
+        text = text_columns(pa.table({"t": column}), ["t"], unit)["t"]
+        on_spark = read_epoch_ms(np.array(text, dtype=object), unit)  # digits: as on Spark
+        in_process = read_epoch_ms(column.to_numpy(), unit)
+        assert [m.tolist() for m in on_spark] == [m.tolist() for m in in_process], text

@@ -285,9 +285,11 @@ def _fits_int64(kind: Any) -> bool:
 
 def text_arrays(table: Any, names: Sequence[str], ts_unit: str = "ms") -> dict[str, Any]:
     """The named columns of a pyarrow table as Arrow text arrays: numbers as their shortest
-    text, instants as epoch milliseconds (exact), or when epoch numbers are in another
-    ``ts_unit`` than ms, as ISO-8601 text to the millisecond (which is read as an instant
-    whatever the unit); a column that is no scalar raises ``pyarrow.ArrowNotImplementedError``."""
+    text, but a whole float within int64 as its digits (``1e+10`` is no epoch number; the
+    runtime reads the float as one), instants as epoch milliseconds (exact), or when epoch
+    numbers are in another ``ts_unit`` than ms, as ISO-8601 text to the millisecond (which is
+    read as an instant whatever the unit); a column that is no scalar raises
+    ``pyarrow.ArrowNotImplementedError``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -298,6 +300,10 @@ def text_arrays(table: Any, names: Sequence[str], ts_unit: str = "ms") -> dict[s
             column = pc.cast(column, pa.timestamp("ms", "UTC"))
             if ts_unit == "ms":
                 column = pc.cast(column, pa.int64())
+        if pa.types.is_float32(column.type) or pa.types.is_float64(column.type):
+            whole = pc.and_(pc.equal(pc.floor(column), column), pc.less(pc.abs(column), 2.0**63))
+            digits = pc.cast(pc.cast(pc.if_else(whole, column, 0), pa.int64()), pa.string())
+            column = pc.if_else(whole, digits, pc.cast(column, pa.string()))
         out[n] = pc.cast(column, pa.string()).combine_chunks()
     return out
 
