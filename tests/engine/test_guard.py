@@ -139,6 +139,25 @@ def test_a_monitor_rejects_points_beyond_max_future_of_its_clock() -> None:
     assert Monitor(["*"], max_future=None).ingest(["a"], [CLOCK + TEN_YEARS], [1.0]).accepted == 1
 
 
+def test_a_monitors_point_with_a_bad_value_stamped_too_far_ahead_has_its_value_reason() -> None:
+    """As on Spark, where the input stage dead-letters a bad value before a source node checks
+    max_future (spark/points.py, guard.split_rejected): a point ahead of the limit whose
+    value is bad is a dead letter for its value, not future_timestamp."""
+    mon = Monitor(["*"])
+    ahead = CLOCK + DAY_MS + 1
+    values = [float("nan"), "abc", None, float("inf"), 1e141, 1.0]
+    report = mon.ingest(["a"] * len(values), [ahead] * len(values), values, CLOCK)
+    assert (report.accepted, report.rejected) == (0, len(values))
+    assert mon.dead_letters()["reason"].tolist() == [
+        "nan",
+        "not_numeric",
+        "missing",
+        "infinite",
+        "value_out_of_range",
+        "future_timestamp",
+    ]
+
+
 def test_a_ten_year_jump_in_a_monitors_standing_query_is_a_few_ticks() -> None:
     mon = Monitor(["*"], standing_tick="1s", max_future=None)
     mon.add_query("QUERY st AS AVG(a, b) WITHIN 5% CONFIDENCE 0.95")

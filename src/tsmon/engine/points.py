@@ -88,12 +88,6 @@ def read_batch(
     rows = (seq[outside], names[outside], ts_ms[outside], raw_values[outside])
     dead.add(*rows, Reason.BAD_TIMESTAMP, [outside_instants(t) for t in ts_ms[outside].tolist()])
     ts_ok &= instants
-    if latest_ms is not None:  # a timestamp too far ahead is the one reason of its point
-        ahead = ts_ok & (ts_ms > latest_ms)
-        detail = f"stamped after {latest_ms} ms (the clock + max_future)"
-        rows = (seq[ahead], names[ahead], ts_ms[ahead], raw_values[ahead])
-        dead.add(*rows, Reason.FUTURE_TIMESTAMP, detail)
-        ts_ok &= ~ahead
     for reason in _VALUE_REASONS:  # a bad timestamp is the one reason of its point
         hit = ts_ok & (reasons == _CODE[reason.value])
         dead.add(
@@ -105,6 +99,12 @@ def read_batch(
             [f"value {v!r} is {_EXPLAIN[reason]}" for v in raw_values[hit]],
         )
     keep = ts_ok & (reasons == 0)
+    if latest_ms is not None:  # last, as a source node checks the points Spark read well
+        ahead = keep & (ts_ms > latest_ms)
+        detail = f"stamped after {latest_ms} ms (the clock + max_future)"
+        rows = (seq[ahead], names[ahead], ts_ms[ahead], raw_values[ahead])
+        dead.add(*rows, Reason.FUTURE_TIMESTAMP, detail)
+        keep &= ~ahead
     return Batch(seq[keep], names[keep], ts_ms[keep], numbers[keep], len(names))
 
 
