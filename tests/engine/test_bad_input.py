@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from tsmon import Monitor
 from tsmon.core.timestamps import MAX_INSTANT_MS, MIN_INSTANT_MS
+from tsmon.engine.settings import DAY_MS
 
 T0 = 1_700_000_000_000
 ISO0 = "2023-11-14T22:13:20Z"  # == T0
@@ -161,6 +162,28 @@ def test_missing_or_non_string_series_names_are_rejected(bad_name) -> None:
     assert dead["seq"].tolist() == [1]
     assert (report.accepted, report.rejected) == (2, 1)
     assert mon.series() == ["s"]
+    assert_counts_add_up(mon)
+
+
+def test_a_bad_series_name_is_the_reason_before_a_bad_timestamp_or_value() -> None:
+    """As on Spark (spark/points.py checks the series before the timestamp and the value),
+    a point with no series name is bad_series whatever else is wrong with it."""
+    mon = Monitor(["*"], retention=None, max_future="1d")
+    names = ["", None, 7, "", "s"]
+    ts = np.array(["garbage", 10**17, T0, T0 + 10 * DAY_MS, T0], dtype=object)
+    report = mon.ingest(names, ts, [1.0, 2.0, "x", 3.0, 4.0], clock_ms=T0)
+    dead = mon.dead_letters()
+    assert dead["reason"].tolist() == ["bad_series"] * 4
+    assert [None if pd.isna(t) else t for t in dead["ts_ms"]] == [
+        None,
+        10**17,
+        T0,
+        T0 + 10 * DAY_MS,
+    ]
+    assert dead["detail"].tolist()[:3] == [
+        f"series name {n!r} is not a non-empty string" for n in names[:3]
+    ]
+    assert (report.accepted, report.rejected) == (1, 4)
     assert_counts_add_up(mon)
 
 

@@ -75,7 +75,18 @@ def read_batch(
     instants = (ts_ms >= MIN_INSTANT_MS) & (ts_ms <= MAX_INSTANT_MS)  # as on Spark
     if on_time and ts_ok.all() and instants.all() and not reasons.any():  # all good
         return Batch(seq, names.copy(), ts_ms.copy(), numbers.copy(), len(names))
+    # a point rejected for its time or value is bad_series first if it has no name, as on
+    # Spark (the others the store rejects as bad_series: no loop over a good batch's names)
+    late = np.zeros(len(names), bool) if latest_ms is None else ts_ms > latest_ms
+    doubtful = np.flatnonzero(~ts_ok | ~instants | (reasons != 0) | late)
+    why = [(i, bad_series(names[i])) for i in doubtful.tolist()]
+    unnamed = np.array([i for i, w in why if w is not None], dtype=np.int64)
+    stamps = np.where(ts_ok[unnamed], ts_ms[unnamed].astype(object), None)  # None: unread
+    rows = (seq[unnamed], names[unnamed], stamps, raw_values[unnamed])
+    dead.add(*rows, Reason.BAD_SERIES, [w for _, w in why if w is not None])
     bad_ts = ~ts_ok
+    bad_ts[unnamed] = False
+    ts_ok[unnamed] = False  # then no other reason: ts_ok gates them all
     dead.add(
         seq[bad_ts],
         names[bad_ts],
@@ -106,6 +117,15 @@ def read_batch(
         dead.add(*rows, Reason.FUTURE_TIMESTAMP, detail)
         keep &= ~ahead
     return Batch(seq[keep], names[keep], ts_ms[keep], numbers[keep], len(names))
+
+
+def bad_series(name: object) -> str | None:
+    """Why ``name`` cannot be a series name (a ``bad_series`` dead letter's detail), or None."""
+    return (
+        None
+        if isinstance(name, str) and name
+        else f"series name {name!r} is not a non-empty string"
+    )
 
 
 _VALUE_REASONS = (

@@ -28,7 +28,7 @@ from tsmon.core.windows import STATS, WindowView
 from tsmon.engine.deadletters import DeadLetters, Reason
 from tsmon.engine.evaluation import ViewBindings, fire
 from tsmon.engine.events import EventLog
-from tsmon.engine.points import Batch, read_batch
+from tsmon.engine.points import Batch, bad_series, read_batch
 from tsmon.engine.runs import PendingRuns, increasing_groups, regular_runs, series_groups
 from tsmon.engine.series import Plan, SeriesNode, advance_together, pack_nodes, unpack_nodes
 from tsmon.query import CompiledQuery, Stat, parse_expr, query_key
@@ -97,8 +97,9 @@ class SeriesStore:
     def _admit(self, name: object) -> tuple[Reason, str] | None:
         """Why points of series ``name`` cannot be stored, or None (registering the series
         when a declared glob accepts it)."""
-        if not isinstance(name, str) or not name:
-            return Reason.BAD_SERIES, f"series name {name!r} is not a non-empty string"
+        unnamed = bad_series(name)
+        if unnamed is not None:
+            return Reason.BAD_SERIES, unnamed
         if name not in self.nodes and series_matches(name, self.patterns):
             self._create_series(name)
         if name in self.nodes:
