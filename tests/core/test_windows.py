@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tests.oracle import observed_coverage, tolerance, window_index, window_stats
 from tsmon.core.register import Register, RegisterConfig
 from tsmon.core.window_spec import WindowSpec
-from tsmon.core.windows import STATS, open_window
+from tsmon.core.windows import STATS, advance_many, open_window
 
 MOMENT_AND_ORDER_STATS = [s for s in STATS if s != "coverage"]
 
@@ -242,3 +242,43 @@ def test_window_forked_at_a_past_point_equals_recomputation(data: st.DataObject,
         assert_matches(name, view.stat(name), ts, values, spec, at)
     expected = [observed_coverage(ts, j, spec) for j in range(at, len(ts))]
     np.testing.assert_allclose(view.stat("coverage"), expected, rtol=1e-15)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), streams_=st.lists(streams(), min_size=2, max_size=4))
+def test_windows_advanced_together_equal_each_advanced_alone(
+    data: st.DataObject, streams_: list
+) -> None:
+    """A bank of series (``advance_many``: each segment's window starts searched in its own
+    timestamps, however far apart the series' times) gives every series exactly the
+    statistics of its window advanced alone, bit for bit."""
+    spec = data.draw(st.sampled_from(["count", "time"]))
+    if spec == "count":
+        spec = WindowSpec.count(data.draw(st.integers(1, 40)), before=data.draw(st.booleans()))
+    else:
+        span = data.draw(st.integers(1, 5) | st.integers(1, 3_000_000))
+        spec = WindowSpec.time(span, before=data.draw(st.booleans()))
+    shifts = data.draw(st.lists(st.sampled_from([0, 10**15, -(10**12)]), min_size=4, max_size=4))
+    series = [(ts + shift, values) for (ts, values), shift in zip(streams_, shifts, strict=False)]
+    cuts = [split_points(data.draw, len(ts)) for ts, _ in series]
+    alone = [
+        advance_in_batches(spec, ts, x, bounds)
+        for (ts, x), bounds in zip(series, cuts, strict=True)
+    ]
+    regs = [Register(f"s{i}", RegisterConfig(retention_ms=None)) for i in range(len(series))]
+    windows = [open_window(spec, reg) for reg in regs]
+    got: list[list[dict[str, np.ndarray]]] = [[] for _ in series]
+    for step in range(max(len(c) for c in cuts) - 1):  # the series with a batch at this step
+        moving = [i for i, c in enumerate(cuts) if step + 1 < len(c)]
+        spans = [
+            regs[i].append(*(a[cuts[i][step] : cuts[i][step + 1]] for a in series[i]))
+            for i in moving
+        ]
+        view = advance_many([windows[i] for i in moving], spans, STATS)
+        at = np.cumsum([0] + [p1 - p0 for p0, p1 in spans])
+        for i, lo, hi in zip(moving, at[:-1], at[1:], strict=True):
+            got[i].append({name: view.stat(name)[lo:hi] for name in STATS})
+    for i, parts in enumerate(got):
+        for name in STATS:
+            mine = np.concatenate([part[name] for part in parts])
+            assert np.array_equal(mine, alone[i][name], equal_nan=True), (i, name, spec)
