@@ -10,8 +10,9 @@ mapping that cannot work with one line, before a query starts.
 Column types read:
 
 - ``series``, ``source``: text;
-- ``ts``: a Spark ``TIMESTAMP``, integer epoch milliseconds, or text (digits: epoch ms; else an
-  ISO-8601 time, read by ``try_to_timestamp``);
+- ``ts``: a Spark ``TIMESTAMP``, an integer epoch number, or text (digits: an epoch number;
+  else an ISO-8601 time, read by ``try_to_timestamp``); epoch numbers are in ``ts_unit``
+  (ms by default);
 - ``value``: any number type, or text (``try_cast`` to double);
 - a files input's Parquet rows carry ``ts`` and ``value`` typed beside the text columns
   (:data:`~tsmon.spark.filerows.TYPED_TS`, :data:`~tsmon.spark.filerows.TYPED_VALUE`): a
@@ -59,7 +60,7 @@ _ACCEPTED = {
 _WANTED = {
     "series": "a string",
     "source": "a string",
-    "ts": "a timestamp, integer epoch milliseconds or a string",
+    "ts": "a timestamp, integer epoch numbers (ms, or ts_unit) or a string",
     "value": "a number or a string",
 }
 
