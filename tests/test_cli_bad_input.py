@@ -261,6 +261,22 @@ def test_replay_dead_letters_a_line_that_is_no_record(tmp_path: Path) -> None:
     assert again.returncode == 2 and "--dead-letters-out" in again.stdout + again.stderr
 
 
+def test_replay_writes_an_empty_dead_letters_file_when_no_row_is_rejected(tmp_path: Path) -> None:
+    """No dead letter: --dead-letters-out is a file of the header only, not a traceback (an
+    empty seq column was no index)."""
+    path = tmp_path / "x.csv"
+    path.write_text("timestamp,value\n2014-01-01 00:00:00,1\n", encoding="utf-8")
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY a ON * WHEN last > 1\n", encoding="utf-8")
+    dead = tmp_path / "dead.csv"
+    run = tsmon(
+        "replay", str(path), "--queries", str(queries), "--dead-letters-out", str(dead)
+    )  # fmt: skip
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 0 and f"wrote 0 dead letters to {dead}" in out, out
+    assert dead.read_text().splitlines() == ["seq,series,ts_ms,value,reason,detail,origin"]
+
+
 def test_a_csv_in_the_working_directory_is_named_after_it(tmp_path: Path) -> None:
     (tmp_path / "x.csv").write_text("timestamp,value\n2014-01-01 00:00:00,1\n", encoding="utf-8")
     (tmp_path / "q.tsq").write_text("QUERY a ON * WHEN last > 0\n", encoding="utf-8")

@@ -68,7 +68,7 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.dead_letters_out is not None:
         dead = monitor.dead_letters()
         order = np.concatenate(taken) if taken else np.zeros(0, dtype=np.int64)
-        dead["origin"] = points["origin"].to_numpy()[order[dead["seq"].to_numpy()]]
+        dead["origin"] = points["origin"].take(order[dead["seq"].to_numpy(np.int64)]).to_numpy()
         _write_dead_letters(dead, args.dead_letters_out)
     console.print(events_table(counts, monitor.queries(), monitor.unmatched()))
     stats = monitor.stats()
@@ -104,15 +104,13 @@ def _feed(
             if interrupted.is_set():
                 break
             rows = points.iloc[lo : lo + args.batch]
-            malformed = rows["reason"].notna()
+            malformed = rows["reason"].notna().to_numpy()
             if malformed.any():  # lines that are no records: dead letters, as on Spark
                 monitor.refuse("malformed_line", rows["detail"][malformed].tolist())
             positions = np.arange(lo, lo + len(rows))
-            taken += [positions[malformed.to_numpy()], positions[~malformed.to_numpy()]]
-            chunk = rows[~malformed]
-            monitor.ingest(
-                chunk["series"].to_numpy(), chunk["ts"].to_numpy(), chunk["value"].to_numpy()
-            )
+            taken += [positions[malformed], positions[~malformed]]
+            texts = (rows[c].to_numpy(dtype=object) for c in ("series", "ts", "value"))
+            monitor.ingest(*(t[~malformed] for t in texts))  # Python strings, a batch's only
             fed += len(rows)
             for event in monitor.events():
                 counts[event.query] += 1
