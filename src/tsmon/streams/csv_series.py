@@ -179,8 +179,8 @@ def merge_by_time(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """The rows of several files in one stream, by time, each file's row order kept.
 
     One file is returned in its own order. Several are merged by a stable sort on
-    :func:`merge_order_key` computed per file; equal keys keep the order in which the files
-    were given.
+    :func:`merge_order_key` computed per file (:func:`merge_order`); equal keys keep the order
+    in which the files were given.
 
     Examples
     --------
@@ -191,7 +191,34 @@ def merge_by_time(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """
     if len(frames) == 1:
         return frames[0].reset_index(drop=True)
+    points = pd.concat(frames, ignore_index=True)
+    return points.iloc[merge_order(frames)].reset_index(drop=True)
+
+
+def concat_rows(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The rows of :func:`read_series_csv` frames end to end, each column one Arrow array (a
+    take of a batch's rows from it is cheap, from many chunks it costs a copy of them); the
+    frames are emptied column by column as they are copied, so their rows are held once."""
+    columns = {}
+    for c in list(frames[0].columns):
+        rows = pd.concat([f.pop(c) for f in frames], ignore_index=True).array
+        columns[c] = pd.arrays.ArrowExtensionArray(rows.__arrow_array__().combine_chunks())
+    return pd.DataFrame(columns)
+
+
+def merge_order(frames: Sequence[pd.DataFrame]) -> np.ndarray | None:
+    """Where :func:`merge_by_time` takes its rows from in the frames put end to end (None for
+    one frame: its own order); a reader that takes them a batch at a time holds no merged
+    copy of the rows.
+
+    Examples
+    --------
+    >>> a = pd.DataFrame({"ts": ["1", "5", "3", "7"]})
+    >>> merge_order([a, pd.DataFrame({"ts": ["2", "4", "6"]})]).tolist()
+    [0, 4, 5, 1, 2, 6, 3]
+    """
+    if len(frames) == 1:
+        return None
     ts = (f["ts"].to_numpy(dtype=object, na_value=None) for f in frames)
     keys = np.concatenate([merge_order_key(t) for t in ts])
-    points = pd.concat(frames, ignore_index=True)
-    return points.iloc[np.argsort(keys, kind="stable")].reset_index(drop=True)
+    return np.argsort(keys, kind="stable")
