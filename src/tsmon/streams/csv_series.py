@@ -145,6 +145,7 @@ def read_series_csv(path: str | Path, series: str | None = None) -> pd.DataFrame
         }
         for column, array in columns.items():
             chunks[column].append(array)
+        pa.default_memory_pool().release_unused()  # else Arrow keeps the freed temporaries
     return pd.DataFrame(
         {c: pd.arrays.ArrowExtensionArray(pa.chunked_array(a, text)) for c, a in chunks.items()}
     )
