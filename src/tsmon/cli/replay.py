@@ -76,7 +76,8 @@ def run_replay(args: argparse.Namespace) -> int:
     console.print(events_table(counts, monitor.queries(), monitor.unmatched()))
     stats = monitor.stats()
     console.print(summary_line(stats), soft_wrap=True)
-    _notes(points[["reason", "detail"]].iloc[numbered], stats, args.max_future)
+    malformed = numbered[points["reason"].notna().to_numpy()[numbered]]  # in the order fed
+    _notes(points[["reason", "detail"]].iloc[malformed], stats, args.max_future)
     if interrupted.is_set():
         console.print(
             f"interrupted: replayed the first {fed} of {len(points)} rows; the counts above "
