@@ -261,6 +261,44 @@ def test_replay_dead_letters_a_line_that_is_no_record(tmp_path: Path) -> None:
     assert again.returncode == 2 and "--dead-letters-out" in again.stdout + again.stderr
 
 
+def test_replay_of_several_files_names_each_dead_letter_s_line(tmp_path: Path) -> None:
+    """Several files are merged by time a batch at a time: each dead letter, malformed or
+    not, names its own file and line, numbered in the order the rows were fed."""
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("series,ts,value\na,1000,1\na,3000,2,2\na,5000,x\n", encoding="utf-8")
+    b.write_text('series,ts,value\nb,2000,1\n"b,4000\nb,6000,y\n', encoding="utf-8")
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY q ON * WHEN last > 5\n", encoding="utf-8")
+    dead = tmp_path / "dead.csv"
+    run = tsmon(
+        "replay", str(a), str(b), "--queries", str(queries), "--max-future", "off",
+        "--dead-letters-out", str(dead), "--batch", "2",
+    )  # fmt: skip
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 0, out
+    assert f"note: 2 lines are no record (malformed_line), e.g. {a}:3: 4 fields" in out, out
+    rows = pd.read_csv(dead)  # fed: a:2 a:3 | b:2 b:3 | a:4 b:4, each batch's malformed first
+    assert rows["seq"].tolist() == [0, 2, 4, 5], rows
+    assert rows["reason"].tolist() == ["malformed_line"] * 2 + ["not_numeric"] * 2, rows
+    assert rows["origin"].tolist() == [f"{a}:3", f"{b}:3", f"{a}:4", f"{b}:4"], rows
+
+
+def test_replay_writes_an_empty_dead_letters_file_when_no_row_is_rejected(tmp_path: Path) -> None:
+    """No dead letter: --dead-letters-out is a file of the header only, not a traceback (an
+    empty seq column was no index)."""
+    path = tmp_path / "x.csv"
+    path.write_text("timestamp,value\n2014-01-01 00:00:00,1\n", encoding="utf-8")
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY a ON * WHEN last > 1\n", encoding="utf-8")
+    dead = tmp_path / "dead.csv"
+    run = tsmon(
+        "replay", str(path), "--queries", str(queries), "--dead-letters-out", str(dead)
+    )  # fmt: skip
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 0 and f"wrote 0 dead letters to {dead}" in out, out
+    assert dead.read_text().splitlines() == ["seq,series,ts_ms,value,reason,detail,origin"]
+
+
 def test_a_csv_in_the_working_directory_is_named_after_it(tmp_path: Path) -> None:
     (tmp_path / "x.csv").write_text("timestamp,value\n2014-01-01 00:00:00,1\n", encoding="utf-8")
     (tmp_path / "q.tsq").write_text("QUERY a ON * WHEN last > 0\n", encoding="utf-8")

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tsmon.spark.filerows import csv_fields, file_rows
+from tsmon.spark.filerows import csv_fields, csv_header, file_batches, file_rows
 
 NAMES = ["series", "ts", "value"]
 # text lines: no newline characters, no NUL (a NUL makes the whole file unreadable)
@@ -274,3 +274,66 @@ def test_a_parquet_float_ts_reaches_spark_as_text_the_runtime_reads_alike(unit: 
         on_spark = read_epoch_ms(np.array(text, dtype=object), unit)  # digits: as on Spark
         in_process = read_epoch_ms(column.to_numpy(), unit)
         assert [m.tolist() for m in on_spark] == [m.tolist() for m in in_process], text
+
+
+def line_by_line(path: str, content: bytes, names: list[str]) -> list[tuple]:
+    """The rows of a CSV file (no NUL byte) read one line at a time with :func:`csv_fields`,
+    as file_rows read them before it split the usual lines by numpy and Arrow."""
+    lines = [(n, raw) for n, raw in enumerate(content.splitlines(), 1) if raw.strip()]
+    if not lines:
+        return []
+    empty = (None,) * len(names)
+    header = csv_header(lines[0][1])
+    if isinstance(header, str):
+        return [(path, lines[0][0], *empty, "unreadable_file", f"its header is {header}")]
+    index = {h: i for i, h in reversed(list(enumerate(header)))}
+    missing = [n for n in names if n not in index]
+    detail = f"the header has no column {missing[0]!r} (it has {header})" if missing else ""
+    rows = []
+    for n, raw in lines[1:]:
+        fields = csv_fields(raw)
+        if isinstance(fields, list) and len(fields) != len(header):
+            fields = f"{len(fields)} fields, the header has {len(header)}"
+        if isinstance(fields, str):
+            rows.append((path, n, *empty, "malformed_line", fields))
+        else:
+            rows.append((path, n, *(fields[index[k]] if k in index else None for k in names)))
+            rows[-1] += (None, detail)
+    return rows
+
+
+CSV_LINE = st.lists(
+    st.sampled_from([b"a", b"1.5", b",", b",", b'"', b" ", b"\t", b"\x0b", "é".encode(), b"\xff"]),
+    max_size=8,
+).map(b"".join)
+
+
+@settings(max_examples=400)
+@given(
+    header=st.one_of(
+        st.permutations(["series", "ts", "value", "x"]).map(lambda h: ",".join(h).encode()),
+        st.sampled_from([b"ts,value", b"\xef\xbb\xbfseries , value,ts", b'"ts",value,"x"']),
+        CSV_LINE,
+    ),
+    lines=st.lists(
+        st.one_of(CSV_LINE, st.sampled_from([b"a,1,2,3", b"b,2,3", b'"c,d",3,4,5', b"", b" "])),
+        max_size=12,
+    ),
+    breaks=st.lists(st.sampled_from([b"\n", b"\r\n", b"\r"]), min_size=13, max_size=13),
+    last=st.sampled_from([b"", b"\n", b"\r\n", b"\r", b"\n\n"]),
+    before=st.sampled_from([b"", b"\n", b" \r\n"]),
+    block=st.integers(1, 14),
+)
+def test_csv_rows_are_those_of_reading_line_by_line(
+    header, lines, breaks, last, before, block
+) -> None:
+    """Whatever the lines (quotes, commas, bytes beyond ASCII or UTF-8, blank ones, LF, CRLF
+    or CR), file_rows gives the rows of csv_fields applied to each line in turn, and so does
+    file_batches whatever the number of lines it splits at a time."""
+    body = b"".join(line + brk for line, brk in zip([header, *lines], breaks, strict=False))
+    content = before + body.removesuffix(breaks[len(lines)]) + last
+    want = line_by_line("f.csv", content, NAMES)
+    assert list(file_rows("f.csv", content, "csv", NAMES)) == want
+    batches = file_batches("f.csv", content, "csv", NAMES, block)
+    rows = [row for b in batches for row in zip(*(c.to_pylist() for c in b.columns), strict=True)]
+    assert rows == want

@@ -28,7 +28,7 @@ from tsmon.engine.events import Event
 from tsmon.engine.monitor import Monitor
 from tsmon.query import parse_queries
 from tsmon.spark.signals import INTERRUPTED
-from tsmon.streams.csv_series import csv_layout, merge_by_time, read_series_csv
+from tsmon.streams.csv_series import concat_rows, csv_layout, merge_order, read_series_csv
 
 __all__ = ["run_replay"]
 
@@ -48,7 +48,9 @@ def run_replay(args: argparse.Namespace) -> int:
     _check_series_option(args.series, args.csv, layouts)
     queries = read_text(args.queries, "query file")
     _check_replayable(args.queries, parse_queries(queries))  # syntax errors too, before the CSVs
-    points = merge_by_time([read_series_csv(path, args.series) for path in args.csv])
+    frames = [read_series_csv(path, args.series) for path in args.csv]
+    order = merge_order(frames)  # the merge by time, made a batch at a time: no copy of all
+    points = concat_rows(frames) if len(frames) > 1 else frames[0]
     monitor = Monitor(
         allowed_lateness=args.allowed_lateness,
         max_future=None if args.max_future == "off" else args.max_future,
@@ -62,18 +64,20 @@ def run_replay(args: argparse.Namespace) -> int:
     collected: list[Event] = []
     taken: list[np.ndarray] = []  # row positions in the order the monitor numbered them
     with _deferred_interrupt() as interrupted:
-        fed = _feed(monitor, points, args, counts, collected, interrupted, taken)
+        fed = _feed(monitor, points, order, args, counts, collected, interrupted, taken)
     if args.events_out is not None:
         _write_events(collected, args.events_out)
+    numbered = np.concatenate(taken) if taken else np.zeros(0, dtype=np.int64)
     if args.dead_letters_out is not None:
         dead = monitor.dead_letters()
-        order = np.concatenate(taken) if taken else np.zeros(0, dtype=np.int64)
-        dead["origin"] = points["origin"].to_numpy()[order[dead["seq"].to_numpy()]]
+        at = numbered[dead["seq"].to_numpy(np.int64)]
+        dead["origin"] = points["origin"].take(at).to_numpy()
         _write_dead_letters(dead, args.dead_letters_out)
     console.print(events_table(counts, monitor.queries(), monitor.unmatched()))
     stats = monitor.stats()
     console.print(summary_line(stats), soft_wrap=True)
-    _notes(points.iloc[:fed], stats, args.max_future)
+    malformed = numbered[points["reason"].notna().to_numpy()[numbered]]  # in the order fed
+    _notes(points[["reason", "detail"]].iloc[malformed], stats, args.max_future)
     if interrupted.is_set():
         console.print(
             f"interrupted: replayed the first {fed} of {len(points)} rows; the counts above "
@@ -87,32 +91,32 @@ def run_replay(args: argparse.Namespace) -> int:
 def _feed(
     monitor: Monitor,
     points: pd.DataFrame,
+    order: np.ndarray | None,
     args: argparse.Namespace,
     counts: Counter[str],
     collected: list[Event],
     interrupted: threading.Event,
     taken: list[np.ndarray],
 ) -> int:
-    """Feed ``points`` in batches of ``--batch`` rows until done or ``interrupted``: events
-    counted per query, the first ``--show`` printed, all kept with ``--events-out``, the rows'
-    positions appended to ``taken`` in the order the monitor numbers them (its ``seq``); the
-    number of rows fed."""
+    """Feed ``points`` in ``order`` (None: their own) in batches of ``--batch`` rows until
+    done or ``interrupted``: events counted per query, the first ``--show`` printed, all kept
+    with ``--events-out``, the rows' positions appended to ``taken`` in the order the monitor
+    numbers them (its ``seq``); the number of rows fed."""
     shown = fed = 0
     with _progress() as progress:
         task = progress.add_task("replaying", total=len(points))
         for lo in range(0, len(points), args.batch):
             if interrupted.is_set():
                 break
-            rows = points.iloc[lo : lo + args.batch]
-            malformed = rows["reason"].notna()
+            hi = min(lo + args.batch, len(points))
+            at = np.arange(lo, hi) if order is None else order[lo:hi]
+            rows = points.iloc[lo:hi] if order is None else points.iloc[at]
+            malformed = rows["reason"].notna().to_numpy()
             if malformed.any():  # lines that are no records: dead letters, as on Spark
                 monitor.refuse("malformed_line", rows["detail"][malformed].tolist())
-            positions = np.arange(lo, lo + len(rows))
-            taken += [positions[malformed.to_numpy()], positions[~malformed.to_numpy()]]
-            chunk = rows[~malformed]
-            monitor.ingest(
-                chunk["series"].to_numpy(), chunk["ts"].to_numpy(), chunk["value"].to_numpy()
-            )
+            taken += [at[malformed], at[~malformed]]
+            texts = (rows[c].to_numpy(dtype=object) for c in ("series", "ts", "value"))
+            monitor.ingest(*(t[~malformed] for t in texts))  # Python strings, a batch's only
             fed += len(rows)
             for event in monitor.events():
                 counts[event.query] += 1

@@ -30,9 +30,7 @@ rows in = accepted + dead letters, whatever the file holds.
 
 from __future__ import annotations
 
-import csv
 import json
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -40,6 +38,7 @@ import numpy as np
 
 from tsmon.core.timestamps import epoch_to_ms
 from tsmon.engine.deadletters import Reason
+from tsmon.spark.csvlines import CsvLines, csv_fields, csv_header, decoded
 
 __all__ = [
     "DETAIL",
@@ -51,8 +50,10 @@ __all__ = [
     "arrow_rows",
     "csv_fields",
     "csv_header",
+    "file_batches",
     "file_origin",
     "file_rows",
+    "file_table",
     "json_object",
     "json_text",
     "schema",
@@ -94,31 +95,85 @@ def file_rows(path: str, content: bytes, fmt: str, names: Sequence[str]) -> Iter
     >>> print(*file_rows("x.csv", b"\\x00\\x01\\xff", "csv", ["series"]))
     ('x.csv', None, None, 'unreadable_file', 'binary content (a NUL byte at offset 0), not csv text')
     """  # noqa: E501
+    table = file_table(path, content, fmt, names)
+    yield from zip(*(c.to_pylist() for c in table.columns), strict=True)
+
+
+def file_table(path: str, content: bytes, fmt: str, names: Sequence[str]) -> Any:
+    """The rows of :func:`file_rows` as a pyarrow table of :func:`schema`."""
+    import pyarrow as pa
+
+    batches = list(file_batches(path, content, fmt, names))
+    return pa.Table.from_batches(batches, schema=_table([], names).schema)
+
+
+def file_batches(
+    path: str, content: bytes, fmt: str, names: Sequence[str], block: int = 1 << 16
+) -> Iterator[Any]:
+    """The rows of :func:`file_rows` as pyarrow record batches of :func:`schema`. A CSV file's
+    usual lines are split without a Python object per line or field (:class:`CsvLines`),
+    ``block`` lines at a time, one batch each: a reader that takes the batches one by one
+    holds one block's worth besides what it keeps of them."""
     if fmt == "parquet":
-        yield from zip(
-            *(c.to_pylist() for c in _parquet(path, content, names, None).columns), strict=True
-        )
+        yield from _parquet(path, content, names, None).to_batches()
         return
     empty = (None,) * len(names)
     if b"\x00" in content:
         at = content.index(b"\x00")
         detail = f"binary content (a NUL byte at offset {at}), not {fmt} text"
-        yield (path, None, *empty, Reason.UNREADABLE_FILE.value, detail)
+        row = (path, None, *empty, Reason.UNREADABLE_FILE.value, detail)
+        yield from _table([row], names).to_batches()
         return
-    lines = [(n, line) for n, line in enumerate(content.splitlines(), 1) if line.strip()]
     if fmt == "csv":
-        yield from _csv(path, lines, names, empty)
+        yield from _csv(path, content, names, block)
         return
-    for n, raw in lines:
-        text = _decoded(raw)
+    rows = []
+    for n, raw in enumerate(content.splitlines(), 1):
+        if not raw.strip():
+            continue
+        text = decoded(raw)
         record = None if text is None else json_object(text)
         if record is None:
             what = "not UTF-8 text" if text is None else "not a JSON object"
-            yield (path, n, *empty, Reason.MALFORMED_LINE.value, what)
+            rows.append((path, n, *empty, Reason.MALFORMED_LINE.value, what))
             continue
         missing = [k for k in names if k not in record]
         detail = f"no key {missing[0]!r}" if missing else ""
-        yield (path, n, *(json_text(record.get(k)) for k in names), None, detail)
+        rows.append((path, n, *(json_text(record.get(k)) for k in names), None, detail))
+    yield from _table(rows, names).to_batches()
+
+
+def _csv(path: str, content: bytes, names: Sequence[str], block: int) -> Iterator[Any]:
+    """:func:`file_batches` of a CSV file (no NUL byte in it)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lines = CsvLines(content)
+    first = lines.header()
+    if first is None:
+        return
+    at, header = first
+    if isinstance(header, str):
+        row = (path, at, *(None,) * len(names), Reason.UNREADABLE_FILE.value)
+        yield from _table([(*row, f"its header is {header}")], names).to_batches()
+        return
+    index = {h: i for i, h in reversed(list(enumerate(header)))}  # a name twice: the first
+    present = [n for n in dict.fromkeys(names) if n in index]
+    missing = [n for n in names if n not in index]
+    detail = f"the header has no column {missing[0]!r} (it has {header})" if missing else ""
+    text = pa.string()
+    malformed, none = pa.scalar(Reason.MALFORMED_LINE.value, text), pa.scalar(None, text)
+    for numbers, fields, what in lines.records(len(header), [index[n] for n in present], block):
+        columns, n = dict(zip(present, fields, strict=True)), len(numbers)
+        bad = pa.array([w is not None for w in what], type=pa.bool_())
+        arrays = [
+            pa.repeat(pa.scalar(path, text), n),
+            pa.array(numbers, type=pa.int64()),
+            *(columns[c] if c in columns else pa.nulls(n, text) for c in names),
+            pc.if_else(bad, malformed, none),
+            pc.if_else(bad, pa.array(what, type=text), pa.scalar(detail, text)),
+        ]
+        yield pa.RecordBatch.from_arrays(arrays, names=_columns(names))
 
 
 def arrow_rows(
@@ -133,10 +188,10 @@ def arrow_rows(
     the files' rows (:func:`schema`, typed for Parquet) out. A Parquet file's columns go from
     pyarrow to Arrow batches without a Python object per value, its ``typed`` columns (the
     ``ts`` and ``value`` columns' names, None for one Spark must read as text) as numbers
-    when the file holds numbers (:func:`typed_arrays`); CSV and JSON files are read line by
-    line. ``ts_unit``: the unit of epoch numbers (a typed integer ``ts`` is scaled to ms
-    here, its text by Spark: :func:`typed_arrays`). ``cpu``: an accumulator the reader adds
-    its CPU time to (``fileReader``, :class:`tsmon.spark.cpu.CpuTimes`)."""
+    when the file holds numbers (:func:`typed_arrays`); a CSV file's usual lines too
+    (:func:`file_batches`), JSON files line by line. ``ts_unit``: the unit of epoch numbers
+    (a typed integer ``ts`` is scaled to ms here, its text by Spark). ``cpu``: an accumulator
+    the reader adds its CPU time to (``fileReader``, :class:`tsmon.spark.cpu.CpuTimes`)."""
     from tsmon.spark.cpu import Clock, settle_worker
 
     settle_worker()
@@ -147,12 +202,12 @@ def arrow_rows(
             path = uri.removeprefix("file://").removeprefix("file:")
             clock = Clock(cpu)
             if fmt == "parquet":
-                table = _parquet(path, content, names, typed, ts_unit)
+                out = _parquet(path, content, names, typed, ts_unit).to_batches()
             else:
-                table = _table(list(file_rows(path, content, fmt, names)), names)
+                out = list(file_batches(path, content, fmt, names))
             clock.lap("fileReader")
             clock.send()
-            yield from table.to_batches()
+            yield from out
 
 
 def _table(
@@ -314,85 +369,6 @@ def text_columns(
     """The named columns of a pyarrow table as text (None for null), as
     :func:`text_arrays` gives them."""
     return {n: c.to_pylist() for n, c in text_arrays(table, names, ts_unit).items()}
-
-
-def _csv(
-    path: str, lines: list[tuple[int, bytes]], names: Sequence[str], empty: tuple
-) -> Iterator[tuple]:
-    if not lines:
-        return
-    first, raw = lines[0]
-    header = csv_header(raw)
-    if isinstance(header, str):
-        yield (path, first, *empty, Reason.UNREADABLE_FILE.value, f"its header is {header}")
-        return
-    index = {h: i for i, h in reversed(list(enumerate(header)))}  # a name twice: the first
-    missing = [n for n in names if n not in index]
-    detail = f"the header has no column {missing[0]!r} (it has {header})" if missing else ""
-    for n, raw in lines[1:]:
-        fields = csv_fields(raw)
-        if isinstance(fields, str) or len(fields) != len(header):
-            what = (
-                fields
-                if isinstance(fields, str)
-                else (f"{len(fields)} fields, the header has {len(header)}")
-            )
-            yield (path, n, *empty, Reason.MALFORMED_LINE.value, what)
-            continue
-        values = (fields[index[k]] if k in index else None for k in names)
-        yield (path, n, *values, None, detail)
-
-
-def _decoded(raw: bytes) -> str | None:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def csv_header(raw: bytes) -> list[str] | str:
-    """A CSV file's column names from its header line (a UTF-8 byte order mark dropped, names
-    stripped), or what keeps it from being one.
-
-    Examples
-    --------
-    >>> csv_header(b"\\xef\\xbb\\xbftimestamp, value ")
-    ['timestamp', 'value']
-    """
-    fields = csv_fields(raw.removeprefix(b"\xef\xbb\xbf"))
-    return fields if isinstance(fields, str) else [h.strip() for h in fields]
-
-
-def csv_fields(raw: bytes) -> list[str] | str:
-    """The fields of one CSV line (quotes as in RFC 4180), or what keeps it from being one.
-
-    Examples
-    --------
-    >>> csv_fields(b'a,"b,c"'), csv_fields(b"\\xff,1"), csv_fields(b'"a,1')
-    (['a', 'b,c'], 'not UTF-8 text', 'not CSV (unexpected end of data: an unclosed quote?)')
-    >>> csv_fields(b'b",1000,1')[:45]
-    'not CSV (a quote inside a field that does not'
-    """
-    text = _decoded(raw)
-    if text is None:
-        return "not UTF-8 text"
-    if text and '"' not in text and "\r" not in text and "\n" not in text:  # the usual line:
-        return text.split(",")  # what csv.reader gives, in 1/2 of its time
-    try:
-        fields = next(csv.reader([text], strict=True))
-    except csv.Error as e:
-        hint = ": an unclosed quote?" if "end of data" in str(e) else ""
-        return f"not CSV ({e}{hint})"
-    if '"' in text and not _QUOTED_RIGHT.fullmatch(text):  # csv.reader keeps such a quote
-        return (  # the second half of a quoted field broken over two lines, most likely
-            "not CSV (a quote inside a field that does not start with one: RFC 4180 quotes "
-            "the whole field; a line break inside quotes?)"
-        )
-    return fields
-
-
-_QUOTED_RIGHT = re.compile(r'(?:"(?:[^"]|"")*"|[^",]*)(?:,(?:"(?:[^"]|"")*"|[^",]*))*', re.S)
-"""A line whose every quote is RFC 4180's (§2.5-2.7): a field is quoted whole or holds none."""
 
 
 def json_object(line: str) -> dict[str, Any] | None:

@@ -11,8 +11,7 @@ the reason ``malformed_line``, costing that line only.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from itertools import islice
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -85,7 +84,9 @@ def csv_layout(path: str | Path) -> Layout:
 
 def read_series_csv(path: str | Path, series: str | None = None) -> pd.DataFrame:
     """Load a CSV as ``series, ts, value, reason, detail, origin`` rows, in the file's line
-    order; ``origin`` is each row's ``<file>:<line>``.
+    order; ``origin`` is each row's ``<file>:<line>``. The columns are Arrow text
+    (``string[pyarrow]``, null as ``<NA>``): the file's text stays in Arrow's buffers, not a
+    Python string per field, and a replay makes Python strings one batch at a time.
 
     A two-column ``timestamp,value`` file (NAB's format) becomes one series named ``series`` or
     ``<folder>.<file stem>``; a file with ``series``, ``ts`` (or ``timestamp``) and ``value``
@@ -106,11 +107,14 @@ def read_series_csv(path: str | Path, series: str | None = None) -> pd.DataFrame
     ...     _ = p.write_text("series,ts,value\\na,2000,1\\na,oops,2,3\\na,1000,x\\n")
     ...     rows = read_series_csv(p)
     >>> rows[["series", "ts", "value", "reason"]].values.tolist()
-    [['a', '2000', '1', None], [None, None, None, 'malformed_line'], ['a', '1000', 'x', None]]
+    [['a', '2000', '1', <NA>], [<NA>, <NA>, <NA>, 'malformed_line'], ['a', '1000', 'x', <NA>]]
     >>> rows["detail"][1].endswith("m.csv:3: 4 fields, the header has 3")
     True
     """
-    from tsmon.spark.filerows import DETAIL, FILE, LINE, REASON, file_rows
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from tsmon.spark.filerows import DETAIL, LINE, REASON, file_batches
 
     path = Path(path)
     _require_file(path)
@@ -121,34 +125,33 @@ def read_series_csv(path: str | Path, series: str | None = None) -> pd.DataFrame
         content = path.read_bytes()
     except OSError as e:
         raise ValueError(f"{path}: cannot be read: {e.strerror or e}") from None
-    rows = _frame(file_rows(str(path), content, "csv", names), [FILE, LINE, *names, REASON, DETAIL])
-    unreadable = rows[rows[REASON] == Reason.UNREADABLE_FILE.value]
-    if len(unreadable):
-        raise ValueError(f"{path}: not a CSV file: {unreadable[DETAIL].iloc[0]}")
-    bad = rows[REASON].notna()
-    origin = path.as_posix() + ":" + rows[LINE].astype(str)
     name = series or f"{path.absolute().parent.name}.{path.stem}"  # ./x.csv: <cwd's name>.x
-    one = layout == "timestamp_value"
-    named = pd.Series(name, index=rows.index) if one else rows["series"]
-    return pd.DataFrame(
-        {
-            "series": named.where(~bad, None),
-            "ts": rows[names[-2]],
-            "value": rows["value"],
-            "reason": rows[REASON],
-            "detail": (origin + ": " + rows[DETAIL]).where(bad, ""),
+    text = pa.string()
+    chunks: dict[str, list] = {c: [] for c in _COLUMNS}
+    for rows in file_batches(str(path), content, "csv", names):  # a block of lines at a time
+        reason = rows.column(REASON)
+        if reason[0].as_py() == Reason.UNREADABLE_FILE.value:  # then the file's one row
+            raise ValueError(f"{path}: not a CSV file: {rows.column(DETAIL)[0]}")
+        bad = pc.is_valid(reason)
+        origin = pc.binary_join_element_wise(path.as_posix(), pc.cast(rows.column(LINE), text), ":")
+        named = pa.scalar(name) if layout == "timestamp_value" else rows.column("series")
+        columns = {
+            "series": pc.if_else(bad, pa.scalar(None, text), named),
+            "ts": rows.column(names[-2]),
+            "value": rows.column("value"),
+            "reason": reason,
+            "detail": pc.if_else(bad, pc.binary_join_element_wise(origin, rows[DETAIL], ": "), ""),
             "origin": origin,
         }
+        for column, array in columns.items():
+            chunks[column].append(array)
+        pa.default_memory_pool().release_unused()  # else Arrow keeps the freed temporaries
+    return pd.DataFrame(
+        {c: pd.arrays.ArrowExtensionArray(pa.chunked_array(a, text)) for c, a in chunks.items()}
     )
 
 
-def _frame(rows: Iterator[tuple], columns: list[str]) -> pd.DataFrame:
-    """``rows`` as a frame, made 65,536 rows at a time: a list of all their tuples first
-    would take more memory than the frame itself (1M lines: a 735 MB peak, not 595 MB)."""
-    frames = []
-    while chunk := list(islice(rows, 65_536)):
-        frames.append(pd.DataFrame(chunk, columns=columns))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+_COLUMNS = ("series", "ts", "value", "reason", "detail", "origin")
 
 
 def merge_order_key(ts: object) -> np.ndarray:
@@ -177,8 +180,8 @@ def merge_by_time(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """The rows of several files in one stream, by time, each file's row order kept.
 
     One file is returned in its own order. Several are merged by a stable sort on
-    :func:`merge_order_key` computed per file; equal keys keep the order in which the files
-    were given.
+    :func:`merge_order_key` computed per file (:func:`merge_order`); equal keys keep the order
+    in which the files were given.
 
     Examples
     --------
@@ -189,6 +192,34 @@ def merge_by_time(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """
     if len(frames) == 1:
         return frames[0].reset_index(drop=True)
-    keys = np.concatenate([merge_order_key(f["ts"].to_numpy()) for f in frames])
     points = pd.concat(frames, ignore_index=True)
-    return points.iloc[np.argsort(keys, kind="stable")].reset_index(drop=True)
+    return points.iloc[merge_order(frames)].reset_index(drop=True)
+
+
+def concat_rows(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The rows of :func:`read_series_csv` frames end to end, each column one Arrow array (a
+    take of a batch's rows from it is cheap, from many chunks it costs a copy of them); the
+    frames are emptied column by column as they are copied, so their rows are held once."""
+    columns = {}
+    for c in list(frames[0].columns):
+        rows = pd.concat([f.pop(c) for f in frames], ignore_index=True).array
+        columns[c] = pd.arrays.ArrowExtensionArray(rows.__arrow_array__().combine_chunks())
+    return pd.DataFrame(columns)
+
+
+def merge_order(frames: Sequence[pd.DataFrame]) -> np.ndarray | None:
+    """Where :func:`merge_by_time` takes its rows from in the frames put end to end (None for
+    one frame: its own order); a reader that takes them a batch at a time holds no merged
+    copy of the rows.
+
+    Examples
+    --------
+    >>> a = pd.DataFrame({"ts": ["1", "5", "3", "7"]})
+    >>> merge_order([a, pd.DataFrame({"ts": ["2", "4", "6"]})]).tolist()
+    [0, 4, 5, 1, 2, 6, 3]
+    """
+    if len(frames) == 1:
+        return None
+    ts = (f["ts"].to_numpy(dtype=object, na_value=None) for f in frames)
+    keys = np.concatenate([merge_order_key(t) for t in ts])
+    return np.argsort(keys, kind="stable")
