@@ -206,3 +206,40 @@ def test_a_quoted_field_broken_over_two_lines_makes_no_record(tmp_path: Path) ->
     assert texts(rows["reason"]) == ["malformed_line", "malformed_line", None]
     assert texts(rows["series"]) == [None, None, "c"]
     assert "a quote inside a field that does not start with one" in rows["detail"][1]
+
+
+@pytest.mark.parametrize(("unit", "per_s"), [("s", 1), ("us", 10**6), ("ns", 10**9)])
+def test_replay_in_another_unit_equals_the_replay_in_ms(tmp_path: Path, unit, per_s) -> None:
+    """``--ts-unit``: files in seconds (or µs, ns) merged by time give the events and dead
+    letters of the same files in ms, an ISO instant and an unreadable timestamp among them."""
+    import numpy as np
+
+    from tests.test_cli import tsmon
+
+    rng = np.random.default_rng(3)
+    values = {"a": rng.normal(0, 1, 40), "b": rng.normal(0, 1, 40)}
+    seconds = {"a": 1_704_067_200 + 13 * np.arange(40), "b": 1_704_067_207 + 13 * np.arange(40)}
+    queries = tmp_path / "q.tsq"
+    queries.write_text("QUERY up ON a, b WHEN last > mean(3m) + 1 EMIT last\n", encoding="utf-8")
+    outs = {}
+    for name, scale in (("ms", 1000), (unit, per_s)):
+        paths = []
+        for series in ("a", "b"):
+            lines = [
+                f"{series},{t * scale},{v:.3f}"
+                for t, v in zip(seconds[series].tolist(), values[series], strict=True)
+            ]
+            lines[5] = f"{series},2024-01-01T00:01:00Z,3"  # an instant: no unit applies
+            lines[9] = f"{series},oops,1"
+            path = tmp_path / f"{name}-{series}.csv"
+            path.write_text("series,ts,value\n" + "\n".join(lines) + "\n", encoding="utf-8")
+            paths.append(str(path))
+        events, dead = tmp_path / f"{name}-events.csv", tmp_path / f"{name}-dead.csv"
+        run = tsmon(
+            "replay", *paths, "--queries", str(queries), "--ts-unit", name,
+            "--events-out", str(events), "--dead-letters-out", str(dead), "--max-future", "off",
+        )  # fmt: skip
+        assert run.returncode == 0, run.stdout + run.stderr
+        outs[name] = (events.read_text(), pd.read_csv(dead)[["seq", "reason"]].values.tolist())
+    assert outs[unit] == outs["ms"]
+    assert len(outs["ms"][0].splitlines()) > 1 and len(outs["ms"][1]) == 2

@@ -30,6 +30,7 @@ from tsmon.cli.commands import (
 )
 from tsmon.cli.replay import run_replay
 from tsmon.cli.results import add_parsers as add_result_parsers
+from tsmon.core.timestamps import EPOCH_UNITS
 from tsmon.core.units import UnitError, parse_duration_ms
 from tsmon.query import QuerySyntaxError
 from tsmon.spark.session import JavaError
@@ -282,6 +283,13 @@ def _parser() -> argparse.ArgumentParser:
         type=_duration,
         default="0ms",
         help="how far behind its series' newest point a point may arrive, e.g. 5m (default: 0ms)",
+    )
+    replay.add_argument(
+        "--ts-unit",
+        choices=list(EPOCH_UNITS),
+        default="ms",
+        help="the unit of epoch numbers in the timestamp column (ISO-8601 text is read as the "
+        "instant it is whatever the unit; default: ms)",
     )
     replay.add_argument(
         "--max-future",

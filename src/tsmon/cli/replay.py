@@ -49,7 +49,7 @@ def run_replay(args: argparse.Namespace) -> int:
     queries = read_text(args.queries, "query file")
     _check_replayable(args.queries, parse_queries(queries))  # syntax errors too, before the CSVs
     frames = [read_series_csv(path, args.series) for path in args.csv]
-    order = merge_order(frames)  # the merge by time, made a batch at a time: no copy of all
+    order = merge_order(frames, args.ts_unit)  # by time, a batch at a time: no merged copy
     points = concat_rows(frames) if len(frames) > 1 else frames[0]
     monitor = Monitor(
         allowed_lateness=args.allowed_lateness,
@@ -116,7 +116,8 @@ def _feed(
                 monitor.refuse("malformed_line", rows["detail"][malformed].tolist())
             taken += [at[malformed], at[~malformed]]
             texts = (rows[c].to_numpy(dtype=object) for c in ("series", "ts", "value"))
-            monitor.ingest(*(t[~malformed] for t in texts))  # Python strings, a batch's only
+            kept = (t[~malformed] for t in texts)  # Python strings, a batch's only
+            monitor.ingest(*kept, ts_unit=args.ts_unit)
             fed += len(rows)
             for event in monitor.events():
                 counts[event.query] += 1

@@ -154,10 +154,11 @@ def read_series_csv(path: str | Path, series: str | None = None) -> pd.DataFrame
 _COLUMNS = ("series", "ts", "value", "reason", "detail", "origin")
 
 
-def merge_order_key(ts: object) -> np.ndarray:
+def merge_order_key(ts: object, ts_unit: str = "ms") -> np.ndarray:
     """A non-decreasing int64 key per row that a stable sort can merge files by.
 
-    The key is the running maximum of the readable timestamps (epoch ms); an unreadable one
+    The key is the running maximum of the readable timestamps (epoch ms; epoch numbers in
+    ``ts_unit``, as the monitor reads them); an unreadable one
     takes its predecessor's key (the first readable one's when at the start of the file). As
     the key never decreases within a file, a stable sort of several files' rows on it keeps
     each file's own row order — a late row or one with a bad timestamp stays between the
@@ -168,7 +169,7 @@ def merge_order_key(ts: object) -> np.ndarray:
     >>> merge_order_key(["oops", "5", "9", "7", "bad", "12"]).tolist()
     [5, 5, 9, 9, 9, 12]
     """
-    millis, ok = read_epoch_ms(ts)
+    millis, ok = read_epoch_ms(ts, ts_unit)
     floor = np.iinfo(np.int64).min
     key = np.maximum.accumulate(np.where(ok, millis, floor)) if len(millis) else millis
     if ok.any():
@@ -176,7 +177,7 @@ def merge_order_key(ts: object) -> np.ndarray:
     return key.astype(np.int64, copy=False)
 
 
-def merge_by_time(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+def merge_by_time(frames: Sequence[pd.DataFrame], ts_unit: str = "ms") -> pd.DataFrame:
     """The rows of several files in one stream, by time, each file's row order kept.
 
     One file is returned in its own order. Several are merged by a stable sort on
@@ -193,7 +194,7 @@ def merge_by_time(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     if len(frames) == 1:
         return frames[0].reset_index(drop=True)
     points = pd.concat(frames, ignore_index=True)
-    return points.iloc[merge_order(frames)].reset_index(drop=True)
+    return points.iloc[merge_order(frames, ts_unit)].reset_index(drop=True)
 
 
 def concat_rows(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -207,7 +208,7 @@ def concat_rows(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
-def merge_order(frames: Sequence[pd.DataFrame]) -> np.ndarray | None:
+def merge_order(frames: Sequence[pd.DataFrame], ts_unit: str = "ms") -> np.ndarray | None:
     """Where :func:`merge_by_time` takes its rows from in the frames put end to end (None for
     one frame: its own order); a reader that takes them a batch at a time holds no merged
     copy of the rows.
@@ -221,5 +222,5 @@ def merge_order(frames: Sequence[pd.DataFrame]) -> np.ndarray | None:
     if len(frames) == 1:
         return None
     ts = (f["ts"].to_numpy(dtype=object, na_value=None) for f in frames)
-    keys = np.concatenate([merge_order_key(t) for t in ts])
+    keys = np.concatenate([merge_order_key(t, ts_unit) for t in ts])
     return np.argsort(keys, kind="stable")
