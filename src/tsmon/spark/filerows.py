@@ -319,6 +319,8 @@ def typed_arrays(
         if pa.types.is_timestamp(column.type):
             column = pc.cast(pc.cast(column, pa.timestamp("ms", "UTC")), pa.int64())
             out[TYPED_TS] = column.combine_chunks()
+        elif _fits_int64(column.type) and ts_unit == "ms":  # as they are: no copy per batch
+            out[TYPED_TS] = pc.cast(column, pa.int64()).combine_chunks()
         elif _fits_int64(column.type):
             numbers = pc.cast(column, pa.int64()).combine_chunks()
             valid = numbers.is_valid().to_numpy(zero_copy_only=False)

@@ -158,11 +158,11 @@ def merge_order_key(ts: object, ts_unit: str = "ms") -> np.ndarray:
     """A non-decreasing int64 key per row that a stable sort can merge files by.
 
     The key is the running maximum of the readable timestamps (epoch ms; epoch numbers in
-    ``ts_unit``, as the monitor reads them); an unreadable one
-    takes its predecessor's key (the first readable one's when at the start of the file). As
-    the key never decreases within a file, a stable sort of several files' rows on it keeps
-    each file's own row order — a late row or one with a bad timestamp stays between the
-    neighbours its file put it — while interleaving the files by time.
+    ``ts_unit``, as the monitor reads them); an unreadable one takes its predecessor's key
+    (the first readable one's when at the start of the file). As the key never decreases
+    within a file, a stable sort of several files' rows on it keeps each file's own row order
+    — a late row or one with a bad timestamp stays between the neighbours its file put it —
+    while interleaving the files by time.
 
     Examples
     --------
