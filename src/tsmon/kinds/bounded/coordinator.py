@@ -138,8 +138,9 @@ class BoundedCoordinator(CoordinatorPart):
 
         A running job does not know its series in advance, so the query covers the matching
         series the rows have shown so far (or ``source_of`` declared): from the first step
-        where every term matches, and registered again over the larger set whenever a new
-        matching series appears (an added query, §3.4: its bounds shrink to a share at once).
+        where every term matches, and replaced by the query over the larger set whenever a new
+        matching series appears (:meth:`Coordinator.replace_query`, §3.4: the new series gets
+        its share at once, the others keep their widths unless wider than their new share).
         """
         hub.free(statement.name)
         self.globbed[statement.name] = statement
@@ -232,7 +233,8 @@ class BoundedCoordinator(CoordinatorPart):
         return out
 
     def _expand_globs(self, hub: CoordinatorNode) -> list[WidthMessage]:
-        """Re-register each glob query whose matching series changed (at the current time)."""
+        """Register, or replace, each glob query whose matching series changed (at the
+        current time)."""
         out: list[WidthMessage] = []
         known = sorted(set(hub.known_series()) - hub.shared)
         if len(known) == self._globs_expanded_over:
@@ -253,11 +255,10 @@ class BoundedCoordinator(CoordinatorPart):
                     out += self.coordinator.remove_query(name)
                 continue
             old = self.coordinator.queries.get(name)
-            if old is not None and old.objects == query.objects:
-                continue
-            if old is not None:
-                out += self.coordinator.remove_query(name)
-            out += self.coordinator.add_query(query)
+            if old is None:
+                out += self.coordinator.add_query(query)
+            elif old.objects != query.objects:
+                out += self.coordinator.replace_query(query)
         return out
 
     # -- answers ----------------------------------------------------------------------------

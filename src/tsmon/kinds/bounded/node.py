@@ -37,6 +37,12 @@ class BoundedNode(NodePart):
     finished input never brings, and the answer would stay unknown with every value at hand.
     Not earlier: the coordinator may be at the node's time − 1 already, and the update would
     be late (§4). A message stamped at the node's time (lag 0) starts the filter there.
+
+    For the same reason a filter that exists applies a width message (a shrink, §3.4) as of
+    one millisecond before the node's time, with the series' value then, when it had one
+    (:meth:`SourceFilter.apply`'s ``before``): a query over a glob that a new series joined
+    shrinks the filters of the others, and a reply stamped at the node's time would leave
+    the coordinator assuming their wider widths for good on a finished input.
     """
 
     control_types = ("growth", "shrink")
@@ -48,7 +54,7 @@ class BoundedNode(NodePart):
         self.shrink = float(settings.shrink)
         self.filters: dict[str, SourceFilter] = {}
         self.last: dict[str, float] = {}  # series -> its newest value
-        # series without a filter -> (the node's time at its newest value, its value before)
+        # series -> (the node's time at its newest value, its value before that instant)
         self.since: dict[str, tuple[int, float | None]] = {}
         self.held: list[tuple[int, WidthMessage]] = []  # width messages not applied yet
 
@@ -64,9 +70,7 @@ class BoundedNode(NodePart):
     def _start(self, message: WidthMessage, now_ms: int) -> list[StreamedUpdate]:
         """The filter of ``message``'s series, created by it (see the class docstring)."""
         name, before_now = message.object_id, now_ms - 1
-        at, value = self.since.pop(name, (now_ms, None))
-        if at < now_ms:  # its newest value is older than the node's time
-            value = self.last[name]
+        value = self._value_before(name, now_ms)
         if value is None or message.ts_ms > before_now:
             f = self.filters[name] = SourceFilter(
                 name, self.period_ms, self.shrink, self.last.get(name)
@@ -74,7 +78,7 @@ class BoundedNode(NodePart):
             return f.apply(message, now_ms)
         f = self.filters[name] = SourceFilter(name, self.period_ms, self.shrink, value)
         out = f.apply(message, before_now)
-        if at == now_ms:  # the value it took at the node's time, as a point
+        if self.since[name][0] == now_ms:  # the value it took at the node's time, as a point
             out += f.observe(now_ms, self.last[name])
         return out
 
@@ -87,15 +91,25 @@ class BoundedNode(NodePart):
         out: list[StreamedUpdate] = []
         for _, message in held:
             f = self.filters.get(message.object_id)
-            out += self._start(message, now_ms) if f is None else f.apply(message, now_ms)
+            if f is None:
+                out += self._start(message, now_ms)
+            else:
+                value = self._value_before(message.object_id, now_ms)
+                before = None if value is None else (now_ms - 1, value)
+                out += f.apply(message, now_ms, before)
         return _rows(out)
 
+    def _value_before(self, name: str, now_ms: int) -> float | None:
+        """The series' value one millisecond before the node's time, None if it had none."""
+        at, before = self.since.get(name, (now_ms, None))
+        return self.last[name] if at < now_ms else before
+
     def observe(self, points: Points) -> list[Row]:
-        """Each series' newest value; for a series without a filter, also the node's time at
-        it and its value before that instant (the last point at an earlier time, else the
-        newest before the batch unless that was at this instant too); the filtered series'
-        points to their filters. Vectorized over series: the applied points grouped by
-        series (in order), each group's instants non-decreasing."""
+        """Each series' newest value, the node's time at it and its value before that instant
+        (the last point at an earlier time, else the newest before the batch unless that was
+        at this instant too); the filtered series' points to their filters. Vectorized over
+        series: the applied points grouped by series (in order), each group's instants
+        non-decreasing."""
         keep = points.applied
         if not keep.any():
             return []
@@ -119,13 +133,12 @@ class BoundedNode(NodePart):
                 index = order[a:b].tolist()
                 bulk = f.observe_many(at[a:b], values[a:b])
                 sent += [(index[i], update) for i, update in bulk]
-            else:
-                now = at[b - 1]
-                tail = bisect_left(at, now, a, b)  # its points at its newest instant
-                if tail > a:  # a point at an earlier instant in the batch
-                    self.since[name] = (now, values[tail - 1])
-                elif self.since.get(name, (None,))[0] != now:
-                    self.since[name] = (now, self.last.get(name))
+            now = at[b - 1]
+            tail = bisect_left(at, now, a, b)  # its points at its newest instant
+            if tail > a:  # a point at an earlier instant in the batch
+                self.since[name] = (now, values[tail - 1])
+            elif self.since.get(name, (None,))[0] != now:
+                self.since[name] = (now, self.last.get(name))
             self.last[name] = values[b - 1]
         sent.sort(key=lambda x: x[0])  # stable: in the order the points sent them
         return _rows([update for _, update in sent])

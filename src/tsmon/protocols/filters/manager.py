@@ -8,7 +8,9 @@ Query changes while running (§3.4):
 * weakening ``δ`` is absorbed by growth at the next boundary;
 * strengthening ``δ`` suppresses growth and lets the period shrinks narrow the answer, or, with
   ``immediately=True`` (always when ``S = 0``), sends explicit shrink messages;
-* removing a query frees its objects: objects left in no query get ``W = inf``.
+* removing a query frees its objects: objects left in no query get ``W = inf``;
+* replacing a query (a query over globs that a new series joined) is adding it, except that
+  the objects it keeps get no message where their schedules are within their new share.
 
 A shrink is only assumed by the coordinator once the source confirms it (see
 :mod:`~tsmon.protocols.filters.bounds`), so with latency a tightened or new query meets its
@@ -168,8 +170,24 @@ class PrecisionManager:
         """
         if query.name in self.queries:
             raise ValueError(f"query {query.name!r} exists; remove it first or alter its δ")
+        return self._put(query)
+
+    def _put(self, query: Query) -> list[WidthMessage]:
         new = {**self.queries, query.name: query}
         return self._change(new, tighten={query.name}, objects=query.objects)
+
+    def replace_query(self, query: Query) -> list[WidthMessage]:
+        """Register ``query`` in place of the one of its name (a query over globs that a new
+        series joined); returns the width messages to send.
+
+        As :meth:`add_query` (§3.4): where a constraint of ``query`` is broken or reads a new
+        object, each object in it gets at most its uniform share; an object it keeps, on a
+        schedule within that, gets no message: its filter is not shrunk again and its bound
+        stays as confirmed. (Removing and adding the query would free every object, ``W = inf``
+        confirmed at once, then shrink each one back, unbounded until every source replies.)
+        """
+        self._known(query.name)
+        return self._put(query)
 
     def remove_query(self, name: str) -> list[WidthMessage]:
         """Unregister query ``name``; objects left in no query stop sending (``W = inf``)."""

@@ -252,15 +252,30 @@ class SourceFilter:
                 return j
         return len(v)
 
-    def apply(self, message: WidthMessage, now_ms: int) -> list[StreamedUpdate]:
-        """Receive a growth or shrink message at ``now_ms``; returns what to send, if anything."""
+    def apply(
+        self, message: WidthMessage, now_ms: int, before: tuple[int, float] | None = None
+    ) -> list[StreamedUpdate]:
+        """Receive a growth or shrink message at ``now_ms``; returns what to send, if anything.
+
+        ``before``: ``(t, v)``, the caller's word that the object's value was ``v`` from ``t``
+        until ``now_ms`` excluded. If the filter is at ``now_ms`` already and the message is
+        not from later, it is applied as of ``t``: a reply is stamped ``t`` with ``v`` (§4: it
+        confirms the new width from then), then the value at ``now_ms`` is taken again, and
+        sent if it differs from ``v`` after a reply (whatever was sent at ``now_ms`` before,
+        the centres of both ends agree). Else (or with ``None``) it is applied at ``now_ms``.
+        """
         if message.object_id != self.object_id:
             raise ValueError(
                 f"message for {message.object_id!r} sent to the filter of {self.object_id!r}"
             )
         self._check_time(now_ms)  # before holding the message: a refused call changes nothing
         self.held.append(message)
-        return self.advance(now_ms)
+        if before is None or self.now_ms != now_ms or not message.ts_ms <= before[0] < now_ms:
+            return self.advance(now_ms)
+        value, self.value = self.value, before[1]
+        out = self._release(now_ms, before[0])  # advance(now_ms), as of `t`
+        self.value = value
+        return out + self._send(now_ms, forced=bool(out) and value != before[1])
 
     def _check_time(self, now_ms: int) -> None:
         if self.now_ms is not None and now_ms < self.now_ms:
@@ -268,7 +283,9 @@ class SourceFilter:
                 f"time of {self.object_id!r} must not go back: at {self.now_ms} ms, got {now_ms} ms"
             )
 
-    def _release(self, now_ms: int) -> list[StreamedUpdate]:
+    def _release(self, now_ms: int, stamp_ms: int | None = None) -> list[StreamedUpdate]:
+        """Apply the held messages due at ``now_ms``; what they send is stamped ``stamp_ms``
+        (default ``now_ms``; see :meth:`apply`)."""
         due = [m for m in self.held if m.ts_ms <= now_ms]
         if not due:
             return []
@@ -290,7 +307,8 @@ class SourceFilter:
             self.width = self.base
             self._set_period(now_ms // period)  # §3.1, the shrinks since t_m
             width = self.width
-            out += self._send(now_ms, forced=changed and math.isfinite(width))
+            stamp = now_ms if stamp_ms is None else stamp_ms
+            out += self._send(stamp, forced=changed and math.isfinite(width))
         return out
 
 
