@@ -149,3 +149,31 @@ def test_pickled_between_steps_equals_never_pickled(ops: list, period: int | Non
             got = [f.apply(message, now) for f in (plain, pickled)]
         assert got[0] == got[1]
         assert vars(pickled) == vars(plain)
+
+
+def test_a_message_applied_as_of_an_earlier_time_replies_then_and_resends_a_newer_value() -> None:
+    """``apply(..., before=(t, v))``: the value ``v`` held from ``t``; the reply is stamped
+    ``t`` with ``v``, and the value at ``now_ms``, if another, follows (kinds/bounded/node)."""
+
+    def filter_at_30(last: float) -> SourceFilter:
+        f = SourceFilter("a", 10, 0.5)
+        f.apply(Shrink("a", 4.0, 0, seq=1, adaptive=False), 0)
+        f.observe(0, 1.0)
+        assert f.observe(29, 1.4) == [] and f.observe(30, last) == []  # inside [-1, 3]
+        return f
+
+    shrink = Shrink("a", 0.2, 20, seq=2, adaptive=False)
+    f = filter_at_30(1.6)
+    assert f.apply(shrink, 30, before=(29, 1.4)) == [
+        StreamedUpdate("a", 1.4, 29, width_seq=2, forced=True, seq=2),
+        StreamedUpdate("a", 1.6, 30, width_seq=2, forced=True, seq=3),
+    ]
+    assert (f.width, f.centre, f.now_ms) == (0.2, 1.6, 30)
+    f = filter_at_30(1.4)  # the same value at 30: the reply alone
+    assert f.apply(shrink, 30, before=(29, 1.4)) == [
+        StreamedUpdate("a", 1.4, 29, width_seq=2, forced=True, seq=2)
+    ]
+    f = filter_at_30(1.6)  # a message from after t: applied at now_ms
+    assert f.apply(Shrink("a", 0.2, 30, seq=2, adaptive=False), 30, before=(29, 1.4)) == [
+        StreamedUpdate("a", 1.6, 30, width_seq=2, forced=True, seq=2)
+    ]
