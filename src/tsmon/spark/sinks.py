@@ -258,9 +258,8 @@ class ConsoleView:
             f"{sum(len(a) for a in out.answers.values())} answers",
             markup=False,
         )
-        for part in kinds.PARTS:
-            for name, a in out.answers.get(part.name, {}).items():
-                self.console.print(f"  {name}: {part.line(a)}", markup=False)
+        for line in kinds.answer_lines(out.answers):
+            self.console.print(f"  {line}", markup=False)
         for name, why in _waiting(p).items():
             self.console.print(f"  {name} waits: {why}", markup=False)
 
