@@ -100,6 +100,7 @@ def _cluster(args: argparse.Namespace) -> int:
 def _query_submit(args: argparse.Namespace) -> int:
     """Check a command (syntax errors with line:column, nothing written) and submit it."""
     from tsmon.spark.commands import CommandLog, job_directory
+    from tsmon.spark.driver import latest_snapshot
 
     directory = job_directory(args.job)
     log = CommandLog(directory)
@@ -108,7 +109,7 @@ def _query_submit(args: argparse.Namespace) -> int:
         f"submitted {args.op} as {command_id}; the job applies it at its next batch",
         soft_wrap=True,
     )
-    snapshot = _latest_snapshot(directory)  # what the job would make of it, told at once
+    snapshot = latest_snapshot(directory)  # what the job would make of it, told at once
     note = None if snapshot is None else _foresee(snapshot[1], log, command_id)
     if note is not None:
         console.print(f"note: {note}", soft_wrap=True)
@@ -133,16 +134,6 @@ def _foresee(node: Any, log: Any, command_id: str) -> str | None:
         return None
     why = node.why_waiting(node.registered_name(check(command.op, command.text).name))
     return None if why is None else f"it will wait: {why}"
-
-
-def _latest_snapshot(directory: Path) -> tuple[int, Any] | None:
-    """The batch and coordinator of the newest snapshot in a job's checkpoint, if any."""
-    import pickle
-
-    snapshots = sorted((directory / "coordinator").glob("coord-*.pkl"))
-    if not snapshots:
-        return None
-    return int(snapshots[-1].stem.split("-")[1]), pickle.loads(snapshots[-1].read_bytes())
 
 
 def _query_list(args: argparse.Namespace) -> int:
@@ -173,7 +164,9 @@ def _query_list(args: argparse.Namespace) -> int:
 
 def _running_table(directory: Path) -> Table | str:
     """The queries of the newest coordinator snapshot, by kind, with their state."""
-    snapshot = _latest_snapshot(directory)
+    from tsmon.spark.driver import latest_snapshot
+
+    snapshot = latest_snapshot(directory)
     if snapshot is None:
         return f"no batch has run yet in {directory}: the job's queries start with its first"
     batch, node = snapshot

@@ -255,12 +255,12 @@ def _exact_line(
     them; None when ``job`` is a directory, reads no files or has no snapshot of the query."""
     if not job.is_file():
         return None
-    from tsmon.cli.commands import _latest_snapshot
     from tsmon.cli.oracle import bounded_query, exact_over_time, input_points
+    from tsmon.spark.driver import latest_snapshot
     from tsmon.spark.job import load_job
 
     spec = load_job(job)
-    snapshot = _latest_snapshot(spec.checkpoint)
+    snapshot = latest_snapshot(spec.checkpoint)
     definition = None if snapshot is None else bounded_query(snapshot[1], query)
     points = None if definition is None else input_points(spec.input)
     if points is None:
