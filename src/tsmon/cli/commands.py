@@ -29,7 +29,7 @@ def _run(args: argparse.Namespace) -> int:
     from tsmon.spark.api import Monitor
     from tsmon.spark.job import load_job
     from tsmon.spark.session import jvm_output
-    from tsmon.spark.signals import run_until_signalled
+    from tsmon.spark.signals import INTERRUPTED, run_until_signalled
 
     job = load_job(args.job)
     http = job.http
@@ -38,24 +38,39 @@ def _run(args: argparse.Namespace) -> int:
     service = serve(job, http)  # before Spark: a bad address or a busy port fails at once
     if service.url is not None:
         console.print(f"HTTP API, /metrics and the dashboard on {service.url}/ (docs/http.md)")
-    try:
-        console.print(f"tsmon run {job.name}: starting Spark ({job.master}) ...")
-        log = None if args.verbose else job.checkpoint / "spark.log"
-        if log is not None:
-            log.parent.mkdir(parents=True, exist_ok=True)
+    log = None if args.verbose else job.checkpoint / "spark.log"
+    started: list[Any] = []  # the runner, once Spark is up
+
+    def work(signalled: threading.Event) -> None:
+        # Spark starts in here too: a Ctrl-C while pyspark launches the JVM (which ignores
+        # SIGINT) would end this process and leave the JVM running without it
         with jvm_output(log):  # Spark's own messages: to the log, unless --verbose
-            runner = Monitor.from_job(job).run()  # the PySpark API over the job's [input]
+            started.append(Monitor.from_job(job).run())  # the PySpark API over the [input]
+        runner = started[0]
         if log is not None:
             console.print(f"Spark's own messages go to {log} (--verbose shows them here)")
         service.subscribe(runner.sinks)
+        if signalled.is_set():  # came while Spark started: stop() found no runner
+            runner.close()
+            return
+        runner.start()
+        (runner.process_all_available if args.once else runner.await_termination)()
 
-        def work(_: threading.Event) -> None:
-            runner.start()
-            (runner.process_all_available if args.once else runner.await_termination)()
+    def stop() -> None:
+        if started:
+            started[0].close()  # the query, then Spark
 
-        signalled = run_until_signalled(work, runner.close)  # close: the query, then Spark
+    try:
+        console.print(f"tsmon run {job.name}: starting Spark ({job.master}) ...")
+        if log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+        signalled = run_until_signalled(work, stop)
     finally:
         service.close()
+    if not started:  # a signal, then Spark failed to start (else the failure was raised)
+        console.print("interrupted")
+        return INTERRUPTED
+    runner = started[0]
     if signalled:
         console.print("interrupted: stopped (state is in the checkpoint)")
     accepted = runner.input_rows - runner.dead_letters
