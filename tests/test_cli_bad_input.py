@@ -695,6 +695,49 @@ def test_ctrl_c_while_spark_starts_stops_its_jvm_and_ends_with_the_summary(
     assert out.strip().splitlines()[-1].startswith("done: 0 batches"), out
 
 
+@pytest.mark.slow
+@pytest.mark.spark
+def test_ctrl_c_while_the_demo_starts_spark_leaves_no_jvm(tmp_path: Path) -> None:
+    """The same for `tsmon demo`, whose session starts in the main thread: the signal is held
+    while Spark starts (tsmon.spark.session), then Spark is stopped and the demo ends with
+    'interrupted', status 130."""
+    import signal
+    import time
+
+    def demo_jvms() -> set[int]:
+        marker = b"spark.app.name=tsmon-demo"
+        return {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()
+                and marker in _cmdline(p)}  # fmt: skip
+
+    before = demo_jvms()
+    env = dict(os.environ, COLUMNS="200", PYTHONPATH=str(REPO / "src"))
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "tsmon", "demo", "--hosts", "5", "--dir", str(tmp_path / "d")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    assert demo.stdout is not None
+    first = demo.stdout.readline()
+    assert "starting Spark" in first, first
+    time.sleep(1.5)  # the JVM is being launched
+    demo.send_signal(signal.SIGINT)
+    try:
+        rest, _ = demo.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        demo.kill()
+        demo.communicate()
+        raise
+    time.sleep(2)  # a JVM that lost its Python would still be here
+    left = demo_jvms() - before
+    for pid in left:  # no JVM left running after a failure
+        os.kill(pid, signal.SIGKILL)
+    out = first + rest
+    assert not left, out
+    assert demo.returncode == 130 and out.strip().splitlines()[-1] == "interrupted", out
+
+
 def _cmdline(proc: Path) -> bytes:
     try:
         return (proc / "cmdline").read_bytes()
