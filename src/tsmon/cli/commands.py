@@ -37,7 +37,10 @@ def _run(args: argparse.Namespace) -> int:
         http = replace(http, listen=args.http)
     service = serve(job, http)  # before Spark: a bad address or a busy port fails at once
     if service.url is not None:
-        console.print(f"HTTP API, /metrics and the dashboard on {service.url}/ (docs/http.md)")
+        console.print(
+            f"HTTP API, /metrics and the dashboard on {service.url}/ (docs/http.md)",
+            soft_wrap=True,
+        )
     log = None if args.verbose else job.checkpoint / "spark.log"
     started: list[Any] = []  # the runner, once Spark is up
 
@@ -48,7 +51,9 @@ def _run(args: argparse.Namespace) -> int:
             started.append(Monitor.from_job(job).run())  # the PySpark API over the [input]
         runner = started[0]
         if log is not None:
-            console.print(f"Spark's own messages go to {log} (--verbose shows them here)")
+            console.print(
+                f"Spark's own messages go to {log} (--verbose shows them here)", soft_wrap=True
+            )
         service.subscribe(runner.sinks)
         if signalled.is_set():  # came while Spark started: stop() found no runner
             runner.close()
@@ -61,7 +66,7 @@ def _run(args: argparse.Namespace) -> int:
             started[0].close()  # the query, then Spark
 
     try:
-        console.print(f"tsmon run {job.name}: starting Spark ({job.master}) ...")
+        console.print(f"tsmon run {job.name}: starting Spark ({job.master}) ...", soft_wrap=True)
         if log is not None:
             log.parent.mkdir(parents=True, exist_ok=True)
         signalled = run_until_signalled(work, stop)
@@ -77,7 +82,8 @@ def _run(args: argparse.Namespace) -> int:
     console.print(
         f"done: {runner.batches} batches, {runner.input_rows} rows in ({accepted} accepted, "
         f"{runner.dead_letters} dead letters), {len(runner.answers())} answers; progress in "
-        f"{job.checkpoint / 'progress.jsonl'}"
+        f"{job.checkpoint / 'progress.jsonl'}",
+        soft_wrap=True,
     )
     return 0
 
