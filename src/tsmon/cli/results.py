@@ -266,12 +266,17 @@ def _exact_line(
     if points is None:
         return None
     exact = exact_over_time(definition, points, times)
-    known = ~np.isnan(exact)
-    inside = known & (lo.to_numpy() - 1e-9 <= exact) & (exact <= hi.to_numpy() + 1e-9)
+    lo_, hi_ = lo.to_numpy(dtype=float), hi.to_numpy(dtype=float)
+    unknown = ~(np.isfinite(lo_) & np.isfinite(hi_))  # [-inf, inf]: not known yet, no bound
+    known = ~np.isnan(exact) & ~unknown
+    inside = known & (lo_ - 1e-9 <= exact) & (exact <= hi_ + 1e-9)
     said = (
         f"exact values recomputed from the input files in {spec.input.path}: inside the "
-        f"bounds in {int(inside.sum())} of {int(known.sum())} answers"
+        f"bounds in {int(inside.sum())} of {int(known.sum())} known answers"
     )
+    if unknown.any():
+        n = int(unknown.sum())
+        said += f" ({n} answer{'s' if n > 1 else ''} not known yet)"
     return exact, "exact (from the input files)", said
 
 
