@@ -560,3 +560,30 @@ def test_spark_demo_verbose_shows_spark_and_its_progress(tmp_path: Path) -> None
     assert "points seen 2,880" in out
     assert "Setting default log level" in run.stderr
     assert not (tmp_path / "spark.log").exists()
+
+
+def test_replay_prints_the_aggregates_answers_at_the_end(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    n = 200
+    rows = pd.DataFrame(
+        {
+            "series": np.tile(["a.x", "b.x", "c.x"], n),
+            "ts": np.repeat(np.arange(n) * 60_000, 3),
+            "value": np.round(rng.uniform(0, 10, 3 * n), 3),
+        }
+    )
+    rows.to_csv(tmp_path / "points.csv", index=False)
+    queries = _queries(
+        tmp_path,
+        "QUERY avg AS AVG(a.x, b.x) WITHIN 1\nQUERY best AS TOP 1 OF * BY x WITHIN 0\n",
+    )
+    run = tsmon("replay", str(tmp_path / "points.csv"), "--queries", str(queries), "--show", "0")
+    assert run.returncode == 0, run.stdout + run.stderr
+    newest = rows.groupby("series")["value"].last()
+    exact = (newest["a.x"] + newest["b.x"]) / 2
+    match = re.search(r"^  avg: (\S+) in \[(\S+), (\S+)\] as of .*\((\d+) ms\)$", run.stdout, re.M)
+    assert match, run.stdout
+    lo, hi, as_of = float(match[2]), float(match[3]), int(match[4])
+    assert lo <= exact <= hi and hi - lo <= 1 and as_of == (n - 1) * 60_000
+    top = rows.groupby(rows["series"].str[0])["value"].sum().idxmax()
+    assert re.search(rf"^  best: TOP 1 within 0: {top} \(", run.stdout, re.M), run.stdout

@@ -202,9 +202,13 @@ def test_plot_writes_a_png_of_an_answer_over_time(job, tmp_path: Path) -> None:
     # the exact SUM(a.x, b.x) from the input files (1 + 2 from the first points on) beside
     # the bounds, inside them whenever both series have a point
     frame = pd.concat(pd.read_parquet(p) for p in sorted((root / "out" / "answers").iterdir()))
-    known = int((frame[frame["query"] == "s"]["as_of_ms"] >= 0).sum())
+    answers = frame[frame["query"] == "s"]
+    bounded = (answers["lo"] > -float("inf")) & (answers["hi"] < float("inf"))
+    known, unknown = int(bounded.sum()), int((~bounded).sum())
     assert known > 0
-    said = f"inside the bounds in {known} of {known} answers"
+    said = f"inside the bounds in {known} of {known} known answers"
+    if unknown:  # [-inf, inf] holds anything: counted apart, not as inside
+        said += f" ({unknown} answer{'s' if unknown > 1 else ''} not known yet)"
     assert said in flat(run.stdout), run.stdout
     band_only = tmp_path / "band.png"
     out_dir = tsmon("plot", "--job", str(root / "out"), "--query", "s", "--out", str(band_only))
@@ -286,3 +290,36 @@ def test_show_dead_letters_since_selects_by_when_their_batch_was_written(tmp_pat
     assert "too_late" not in absolute.stdout and absolute.stdout.count("malformed_line") == 1
     everything = tsmon("show", "dead-letters", "--job", str(tmp_path / "out"))
     assert everything.stdout.count("malformed_line") == 2 and "too_late" in everything.stdout
+
+
+def test_plot_counts_an_answer_not_known_yet_apart_from_those_inside_their_bounds(
+    tmp_path: Path,
+) -> None:
+    """An answer not known yet, [-inf, inf], holds any value: `tsmon plot` said 'inside the
+    bounds in 3 of 3 answers' for a query that had never been known."""
+    from tsmon.cli.results import _exact_line
+    from tsmon.engine.batched import BatchedRuntime
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "p.csv").write_text(
+        "series,ts,value\na.x,1000,1\nb.x,1000,3\na.x,2000,2\n", encoding="utf-8"
+    )
+    job = tmp_path / "job.toml"
+    job.write_text(
+        'queries = "QUERY q AS AVG(a.x, b.x) WITHIN 1"\n[job]\ncheckpoint = "ckpt"\n'
+        '[input]\nkind = "files"\npath = "in"\nformat = "csv"\n',
+        encoding="utf-8",
+    )
+    rt = BatchedRuntime(None, 0.05, 0, queries="QUERY q AS AVG(a.x, b.x) WITHIN 1")
+    (tmp_path / "ckpt" / "coordinator").mkdir(parents=True)
+    (tmp_path / "ckpt" / "coordinator" / "coord-000000000.pkl").write_bytes(
+        rt.coordinator.snapshot()
+    )
+    inf = float("inf")
+    lo, hi = pd.Series([-inf, 1.5, 0.0]), pd.Series([inf, 2.5, 1.0])  # exact: 2, 2.5, 2.5
+    line = _exact_line(job, "q", [1000, 2000, 2500], lo, hi)
+    assert line is not None
+    assert list(line[0]) == [2.0, 2.5, 2.5]
+    assert line[2].endswith("inside the bounds in 1 of 2 known answers (1 answer not known yet)"), (
+        line[2]
+    )

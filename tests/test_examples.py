@@ -73,7 +73,7 @@ def test_nab_spikes_job(examples: Path) -> None:
     plot = tsmon("plot", "--job", str(job), "--query", "cpu_max", "--out", str(png))
     assert plot.returncode == 0, plot.stdout + plot.stderr
     said = " ".join(plot.stdout.split())
-    inside = re.search(r"inside the bounds in (\d+) of (\d+) answers", said)
+    inside = re.search(r"inside the bounds in (\d+) of (\d+) known answers", said)
     assert inside and inside.group(1) == inside.group(2) != "0", plot.stdout
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

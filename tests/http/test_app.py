@@ -12,7 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from tests.http.feed import batches
+from tests.http.feed import batches, runtime
 from tsmon.http.app import make_app
 from tsmon.http.live import Live, json_safe
 from tsmon.query import QuerySyntaxError
@@ -280,3 +280,16 @@ def test_the_dashboard_page_and_its_script_are_served(log):
     page = c.get("/")
     assert page.status_code == 200 and 'src="static/dashboard.js"' in page.text
     assert "EventSource" in c.get("/static/dashboard.js").text
+
+
+def test_before_its_first_batch_a_restarted_job_lists_the_queries_of_its_checkpoint(tmp_path):
+    rt = runtime()
+    rt.run_batch([("a", "a.x", 0, 1.0), ("b", "b.x", 0, 2.0)])
+    (tmp_path / "coordinator").mkdir()
+    (tmp_path / "coordinator" / "coord-000000003.pkl").write_bytes(rt.coordinator.snapshot())
+    body = client(Live(), CommandLog(tmp_path)).get("/queries").json()
+    assert body["running"] == {
+        "local": ["hot", "ghost"], "topk": ["top"], "bounded": ["total"]
+    }  # fmt: skip
+    assert body["waiting"] == {"ghost": "no series matches zz*.x (series now: 'a.x', 'b.x')"}
+    assert client(Live(), CommandLog(tmp_path / "new")).get("/queries").json()["running"] == {}

@@ -330,6 +330,21 @@ def test_job_directory_must_look_like_a_checkpoint(tmp_path: Path) -> None:
     assert job_directory(tmp_path) == tmp_path
 
 
+def test_job_directory_of_a_job_file_is_its_checkpoint(tmp_path: Path) -> None:
+    (tmp_path / "incoming").mkdir()
+    (tmp_path / "ckpt" / "control").mkdir(parents=True)
+    job = tmp_path / "job.toml"
+    job.write_text(
+        'queries = "QUERY d AS SUM(a.x, b.x) WITHIN 1"\n[job]\ncheckpoint = "ckpt"\n'
+        '[input]\nkind = "files"\npath = "incoming"\nformat = "csv"\n',
+        encoding="utf-8",
+    )
+    assert job_directory(job) == tmp_path / "ckpt"  # as tsmon show takes the job file
+    (tmp_path / "ckpt" / "control").rmdir()
+    with pytest.raises(CommandError, match=r"ckpt is not a job checkpoint .* after the job has"):
+        job_directory(job)
+
+
 # -- the CLI ----------------------------------------------------------------------------------
 
 

@@ -70,6 +70,13 @@ def test_console_lines_without_a_terminal_and_a_table_on_one() -> None:
     # brackets kept (no markup); the time in UTC beside the milliseconds
     assert "[s]: 2 in [1, 3] as of 1970-01-01T00:00:00.099Z (99 ms)" in text
 
+    narrow = io.StringIO()  # a narrow log file, yet every line whole for grep
+    view = ConsoleView(Console(file=narrow, width=40, force_terminal=False))
+    view.update(output(4, 2.0))
+    lines = narrow.getvalue().splitlines()
+    assert "  [s]: 2 in [1, 3] as of 1970-01-01T00:00:00.099Z (99 ms)" in lines
+    assert "batch 4: 7 points, 2 rows to the coordinator, 1 events, 1 answers" in lines
+
     table = io.StringIO()
     rendered = Console(file=table, width=160, force_terminal=True, color_system=None)
     rendered.print(view.render(output(5, 2.0)))

@@ -314,7 +314,7 @@ def _query_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     ops = query.add_subparsers(required=True, metavar="OP")
-    job_help = "the job's checkpoint directory ([job] checkpoint in the job file)"
+    job_help = "the job's checkpoint directory ([job] checkpoint in the job file), or the job file"
     for op, arg, help_text, arg_help in (
         ("add", "statement", "add a query", "QUERY name AS AGG(...) WITHIN δ"),
         ("alter", "statement", "change a query's δ", "ALTER QUERY name WITHIN δ [IMMEDIATELY]"),

@@ -29,7 +29,7 @@ def _run(args: argparse.Namespace) -> int:
     from tsmon.spark.api import Monitor
     from tsmon.spark.job import load_job
     from tsmon.spark.session import jvm_output
-    from tsmon.spark.signals import run_until_signalled
+    from tsmon.spark.signals import INTERRUPTED, run_until_signalled
 
     job = load_job(args.job)
     http = job.http
@@ -37,32 +37,53 @@ def _run(args: argparse.Namespace) -> int:
         http = replace(http, listen=args.http)
     service = serve(job, http)  # before Spark: a bad address or a busy port fails at once
     if service.url is not None:
-        console.print(f"HTTP API, /metrics and the dashboard on {service.url}/ (docs/http.md)")
+        console.print(
+            f"HTTP API, /metrics and the dashboard on {service.url}/ (docs/http.md)",
+            soft_wrap=True,
+        )
+    log = None if args.verbose else job.checkpoint / "spark.log"
+    started: list[Any] = []  # the runner, once Spark is up
+
+    def work(signalled: threading.Event) -> None:
+        # Spark starts in here too: a Ctrl-C while pyspark launches the JVM (which ignores
+        # SIGINT) would end this process and leave the JVM running without it
+        with jvm_output(log):  # Spark's own messages: to the log, unless --verbose
+            started.append(Monitor.from_job(job).run())  # the PySpark API over the [input]
+        runner = started[0]
+        if log is not None:
+            console.print(
+                f"Spark's own messages go to {log} (--verbose shows them here)", soft_wrap=True
+            )
+        service.subscribe(runner.sinks)
+        if signalled.is_set():  # came while Spark started: stop() found no runner
+            runner.close()
+            return
+        runner.start()
+        (runner.process_all_available if args.once else runner.await_termination)()
+
+    def stop() -> None:
+        if started:
+            started[0].close()  # the query, then Spark
+
     try:
-        console.print(f"tsmon run {job.name}: starting Spark ({job.master}) ...")
-        log = None if args.verbose else job.checkpoint / "spark.log"
+        console.print(f"tsmon run {job.name}: starting Spark ({job.master}) ...", soft_wrap=True)
         if log is not None:
             log.parent.mkdir(parents=True, exist_ok=True)
-        with jvm_output(log):  # Spark's own messages: to the log, unless --verbose
-            runner = Monitor.from_job(job).run()  # the PySpark API over the job's [input]
-        if log is not None:
-            console.print(f"Spark's own messages go to {log} (--verbose shows them here)")
-        service.subscribe(runner.sinks)
-
-        def work(_: threading.Event) -> None:
-            runner.start()
-            (runner.process_all_available if args.once else runner.await_termination)()
-
-        signalled = run_until_signalled(work, runner.close)  # close: the query, then Spark
+        signalled = run_until_signalled(work, stop)
     finally:
         service.close()
+    if not started:  # a signal, then Spark failed to start (else the failure was raised)
+        console.print("interrupted")
+        return INTERRUPTED
+    runner = started[0]
     if signalled:
         console.print("interrupted: stopped (state is in the checkpoint)")
     accepted = runner.input_rows - runner.dead_letters
     console.print(
         f"done: {runner.batches} batches, {runner.input_rows} rows in ({accepted} accepted, "
         f"{runner.dead_letters} dead letters), {len(runner.answers())} answers; progress in "
-        f"{job.checkpoint / 'progress.jsonl'}"
+        f"{job.checkpoint / 'progress.jsonl'}",
+        soft_wrap=True,
     )
     return 0
 
@@ -100,6 +121,7 @@ def _cluster(args: argparse.Namespace) -> int:
 def _query_submit(args: argparse.Namespace) -> int:
     """Check a command (syntax errors with line:column, nothing written) and submit it."""
     from tsmon.spark.commands import CommandLog, job_directory
+    from tsmon.spark.driver import latest_snapshot
 
     directory = job_directory(args.job)
     log = CommandLog(directory)
@@ -108,7 +130,7 @@ def _query_submit(args: argparse.Namespace) -> int:
         f"submitted {args.op} as {command_id}; the job applies it at its next batch",
         soft_wrap=True,
     )
-    snapshot = _latest_snapshot(directory)  # what the job would make of it, told at once
+    snapshot = latest_snapshot(directory)  # what the job would make of it, told at once
     note = None if snapshot is None else _foresee(snapshot[1], log, command_id)
     if note is not None:
         console.print(f"note: {note}", soft_wrap=True)
@@ -133,16 +155,6 @@ def _foresee(node: Any, log: Any, command_id: str) -> str | None:
         return None
     why = node.why_waiting(node.registered_name(check(command.op, command.text).name))
     return None if why is None else f"it will wait: {why}"
-
-
-def _latest_snapshot(directory: Path) -> tuple[int, Any] | None:
-    """The batch and coordinator of the newest snapshot in a job's checkpoint, if any."""
-    import pickle
-
-    snapshots = sorted((directory / "coordinator").glob("coord-*.pkl"))
-    if not snapshots:
-        return None
-    return int(snapshots[-1].stem.split("-")[1]), pickle.loads(snapshots[-1].read_bytes())
 
 
 def _query_list(args: argparse.Namespace) -> int:
@@ -173,7 +185,9 @@ def _query_list(args: argparse.Namespace) -> int:
 
 def _running_table(directory: Path) -> Table | str:
     """The queries of the newest coordinator snapshot, by kind, with their state."""
-    snapshot = _latest_snapshot(directory)
+    from tsmon.spark.driver import latest_snapshot
+
+    snapshot = latest_snapshot(directory)
     if snapshot is None:
         return f"no batch has run yet in {directory}: the job's queries start with its first"
     batch, node = snapshot

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from tsmon import kinds
 from tsmon.cli.commands import console
 from tsmon.cli.report import events_table, format_event, summary_line
 from tsmon.core.textfile import check_writable, read_text
@@ -35,7 +36,8 @@ __all__ = ["run_replay"]
 
 def run_replay(args: argparse.Namespace) -> int:
     """Feed recorded CSV rows to a :class:`Monitor` in batches, printing events as they come;
-    then the events per query, the counts, notes, and the files asked for."""
+    then the events per query, the aggregates' answers, the counts, notes, and the files asked
+    for."""
     outputs: dict[Path, str] = {}
     for option in ("events_out", "dead_letters_out"):
         path, flag = getattr(args, option), "--" + option.replace("_", "-")
@@ -74,6 +76,12 @@ def run_replay(args: argparse.Namespace) -> int:
         dead["origin"] = points["origin"].take(at).to_numpy()
         _write_dead_letters(dead, args.dead_letters_out)
     console.print(events_table(counts, monitor.queries(), monitor.unmatched()))
+    by_part = {p.name: monitor.answers(p.name) for p in kinds.PARTS if p.line is not None}
+    answered = kinds.answer_lines(by_part)  # aggregates answer, rather than emit events
+    if answered:
+        console.print("answers at the end of the replay:")
+        for line in answered:
+            console.print(f"  {line}", soft_wrap=True)
     stats = monitor.stats()
     console.print(summary_line(stats), soft_wrap=True)
     malformed = numbered[points["reason"].notna().to_numpy()[numbered]]  # in the order fed

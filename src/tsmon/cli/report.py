@@ -65,14 +65,14 @@ def summary_line(stats: Mapping[str, object]) -> str:
 
     Shows that every point is accounted for (received = accepted + rejected, rejections by
     reason), how many accepted points were late inserts or replaced duplicates, and the size of
-    the state (series, shared windows, queries).
+    the state (series, shared windows, watch queries: the aggregates' answers are shown apart).
 
     Examples
     --------
     >>> summary_line({"received": 10, "accepted": 8, "rejected": 2,
     ...               "rejected_by_reason": {"too_late": 1, "nan": 1}, "late_inserted": 1,
     ...               "duplicates_replaced": 0, "series": 2, "windows": 3, "queries": 1})
-    'points received 10 = accepted 8 + rejected 2 (nan: 1, too_late: 1); late inserted 1, duplicates replaced 0; series 2, windows 3, queries 1'
+    'points received 10 = accepted 8 + rejected 2 (nan: 1, too_late: 1); late inserted 1, duplicates replaced 0; series 2, windows 3, watch queries 1'
     """  # noqa: E501
     by_reason = cast("Mapping[str, int]", stats.get("rejected_by_reason") or {})
     reasons = ", ".join(f"{reason}: {n}" for reason, n in sorted(by_reason.items()))
@@ -81,7 +81,7 @@ def summary_line(stats: Mapping[str, object]) -> str:
         f"{stats['rejected']}{f' ({reasons})' if reasons else ''}; "
         f"late inserted {stats['late_inserted']}, duplicates replaced "
         f"{stats['duplicates_replaced']}; series {stats['series']}, windows {stats['windows']}, "
-        f"queries {stats['queries']}"
+        f"watch queries {stats['queries']}"
     )
 
 

@@ -255,23 +255,28 @@ def _exact_line(
     them; None when ``job`` is a directory, reads no files or has no snapshot of the query."""
     if not job.is_file():
         return None
-    from tsmon.cli.commands import _latest_snapshot
     from tsmon.cli.oracle import bounded_query, exact_over_time, input_points
+    from tsmon.spark.driver import latest_snapshot
     from tsmon.spark.job import load_job
 
     spec = load_job(job)
-    snapshot = _latest_snapshot(spec.checkpoint)
+    snapshot = latest_snapshot(spec.checkpoint)
     definition = None if snapshot is None else bounded_query(snapshot[1], query)
     points = None if definition is None else input_points(spec.input)
     if points is None:
         return None
     exact = exact_over_time(definition, points, times)
-    known = ~np.isnan(exact)
-    inside = known & (lo.to_numpy() - 1e-9 <= exact) & (exact <= hi.to_numpy() + 1e-9)
+    lo_, hi_ = lo.to_numpy(dtype=float), hi.to_numpy(dtype=float)
+    unknown = ~(np.isfinite(lo_) & np.isfinite(hi_))  # [-inf, inf]: not known yet, no bound
+    known = ~np.isnan(exact) & ~unknown
+    inside = known & (lo_ - 1e-9 <= exact) & (exact <= hi_ + 1e-9)
     said = (
         f"exact values recomputed from the input files in {spec.input.path}: inside the "
-        f"bounds in {int(inside.sum())} of {int(known.sum())} answers"
+        f"bounds in {int(inside.sum())} of {int(known.sum())} known answers"
     )
+    if unknown.any():
+        n = int(unknown.sum())
+        said += f" ({n} answer{'s' if n > 1 else ''} not known yet)"
     return exact, "exact (from the input files)", said
 
 

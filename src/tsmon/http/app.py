@@ -45,6 +45,7 @@ from starlette.staticfiles import StaticFiles
 from tsmon.http.live import Live
 from tsmon.http.metrics import CONTENT_TYPE, metrics_text
 from tsmon.spark.commands import CommandError, CommandLog
+from tsmon.spark.driver import latest_snapshot, running_queries
 
 __all__ = ["make_app"]
 
@@ -78,6 +79,10 @@ def make_app(
         progress = live.last_progress()
         running = progress.get("queries", {})
         waiting = progress.get("unmatchedQueries", {})
+        if live.batch_id is None:  # a restart before its first batch: the checkpoint's
+            snapshot = await anyio.to_thread.run_sync(latest_snapshot, commands.directory.parent)
+            if snapshot is not None:
+                running, waiting = running_queries(snapshot[1]), dict(snapshot[1].waiting.notes)
         states = await anyio.to_thread.run_sync(commands.states)
         return JSONResponse({"running": running, "waiting": waiting, "commands": states})
 

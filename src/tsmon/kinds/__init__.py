@@ -36,6 +36,7 @@ __all__ = [
     "Points",
     "QueryKind",
     "alter_kind",
+    "answer_lines",
     "answers_part",
     "kind_of",
     "reserved_part",
@@ -65,6 +66,17 @@ def alter_kind(statement: object) -> QueryKind:
                 "and add it again"
             )
     raise ValueError(f"no query kind takes {type(statement).__name__} statements")
+
+
+def answer_lines(answers: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Each answer of ``answers`` (part name -> query -> answer) as ``name: <its part's line>``,
+    part by part in :data:`PARTS` order: the console's lines after a batch or a replay."""
+    return [
+        f"{name}: {part.line(a)}"
+        for part in PARTS
+        if part.line is not None
+        for name, a in answers.get(part.name, {}).items()
+    ]
 
 
 def answers_part(name: str) -> str:

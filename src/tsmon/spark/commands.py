@@ -105,12 +105,17 @@ class Command:
 
 
 def job_directory(path: str | os.PathLike[str]) -> Path:
-    """``path`` if it is a job's checkpoint directory (has ``coordinator/`` or ``control/``).
+    """``path`` if it is a job's checkpoint directory (has ``coordinator/`` or ``control/``),
+    or the checkpoint of ``path`` if it is a job file (as ``tsmon show --job`` takes one).
 
     Raises :class:`CommandError` saying what to pass instead.
     """
     directory = Path(path)
-    fix = "pass the job's checkpoint directory ([job] checkpoint in its job file)"
+    if directory.is_file():
+        from tsmon.spark.job import load_job
+
+        directory = load_job(directory).checkpoint
+    fix = "pass the job's checkpoint directory ([job] checkpoint in its job file) or job file"
     if not directory.is_dir():
         raise CommandError(f"--job {directory}: no such directory; {fix}")
     if not ((directory / "coordinator").is_dir() or (directory / "control").is_dir()):

@@ -129,6 +129,20 @@ class Coordinator:
         return node, control, prepared, quarantine
 
 
+def latest_snapshot(checkpoint: Path) -> tuple[int, CoordinatorNode] | None:
+    """The batch and coordinator of the newest snapshot in a job's checkpoint, if any."""
+    snapshots = sorted((checkpoint / "coordinator").glob("coord-*.pkl"))
+    if not snapshots:
+        return None
+    return int(snapshots[-1].stem.split("-")[1]), pickle.loads(snapshots[-1].read_bytes())
+
+
+def running_queries(node: CoordinatorNode) -> dict[str, list[str]]:
+    """The queries of coordinator ``node`` by part, parts with none left out (a batch's
+    progress ``queries``, ``GET /queries``)."""
+    return {name: p.names() for name, p in node.parts.items() if p.names()}
+
+
 def known_sources(job: Job, objects: list[str]) -> dict[str, str]:
     """Where the job says each series lives, as rows will show it: by its ``[sources]`` glob;
     else, without a source column, the series itself. With a source column the rows decide,

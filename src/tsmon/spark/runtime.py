@@ -62,7 +62,7 @@ from tsmon.spark.buckets import (
 from tsmon.spark.commands import CommandLog, apply
 from tsmon.spark.control import ControlChannel
 from tsmon.spark.cpu import CpuTimes
-from tsmon.spark.driver import Coordinator, JobQueries, known_sources
+from tsmon.spark.driver import Coordinator, JobQueries, known_sources, running_queries
 from tsmon.spark.failures import query_failures, start_failures
 from tsmon.spark.host import PASS, node_stream
 from tsmon.spark.job import Job, JobError
@@ -320,7 +320,7 @@ class JobRunner:
             "quarantined": quarantined,
             **node.progress(),
             "commands": outcomes,
-            "queries": {name: p.names() for name, p in node.parts.items() if p.names()},
+            "queries": running_queries(node),
             "messages": _counts(node),
             **progress_of_parts,
             "previousBatchDurationMs": self.spark_progress.last_duration_ms,

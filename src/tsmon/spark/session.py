@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -301,7 +303,35 @@ def spark_session(
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    with jvm_output(log), jvm_python_path(STARTUP):
+    with jvm_output(log), jvm_python_path(STARTUP), _signals_held() as came:
         session = builder.getOrCreate()
+    if came:  # Ctrl-C or SIGTERM while Spark started: stop it, then act on it
+        session.stop()
+        raise KeyboardInterrupt
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+@contextmanager
+def _signals_held() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM that come while the block runs are kept in the list yielded, not
+    acted on. pyspark launches the driver JVM ignoring SIGINT, so a ``KeyboardInterrupt``
+    raised in the launch ended Python and left the JVM running on its own. A handler that
+    pyspark sets meanwhile (its SIGINT handler, once the JVM is up) stays. Outside the main
+    thread, where no handler can be set, signals are left as they are."""
+    came: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield came
+        return
+
+    def keep(signum: int, _: object) -> None:
+        came.append(signum)
+
+    held = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.signal(s, keep) for s in held}
+    try:
+        yield came
+    finally:
+        for s in held:
+            if signal.getsignal(s) is keep:
+                signal.signal(s, previous[s])

@@ -249,7 +249,7 @@ class ConsoleView:
             self.live.update(self.render(out), refresh=True)
             return
         if self.headline is not None:
-            self.console.print(self.headline(out), markup=False)
+            self.console.print(self.headline(out), markup=False, soft_wrap=True)
         p = out.progress
         self.console.print(
             f"batch {out.batch_id}: {p.get('numInputRows', 0)} points, "
@@ -257,12 +257,12 @@ class ConsoleView:
             f"{len(out.events)} events, "
             f"{sum(len(a) for a in out.answers.values())} answers",
             markup=False,
+            soft_wrap=True,  # a log line stays one line, whatever the width
         )
-        for part in kinds.PARTS:
-            for name, a in out.answers.get(part.name, {}).items():
-                self.console.print(f"  {name}: {part.line(a)}", markup=False)
+        for line in kinds.answer_lines(out.answers):
+            self.console.print(f"  {line}", markup=False, soft_wrap=True)
         for name, why in _waiting(p).items():
-            self.console.print(f"  {name} waits: {why}", markup=False)
+            self.console.print(f"  {name} waits: {why}", markup=False, soft_wrap=True)
 
     def render(self, out: BatchOutput) -> Group:
         """The table of answers, the newest events and a progress line."""
