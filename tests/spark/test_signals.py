@@ -39,3 +39,19 @@ def test_a_second_signal_gives_up_a_stop_that_hangs():
         timer.join()
     assert time.monotonic() - start < 10
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_while_spark_starts_a_signal_is_held_and_a_second_one_gives_up():
+    from tsmon.spark.session import _signals_held
+
+    before = signal.getsignal(signal.SIGINT)
+    with _signals_held() as came:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # the handler runs between bytecodes of this thread
+    assert came == [signal.SIGINT] and signal.getsignal(signal.SIGINT) is before
+    with pytest.raises(KeyboardInterrupt), _signals_held() as came:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+    assert signal.getsignal(signal.SIGINT) is before

@@ -318,13 +318,17 @@ def _signals_held() -> Iterator[list[int]]:
     acted on. pyspark launches the driver JVM ignoring SIGINT, so a ``KeyboardInterrupt``
     raised in the launch ended Python and left the JVM running on its own. A handler that
     pyspark sets meanwhile (its SIGINT handler, once the JVM is up) stays. Outside the main
-    thread, where no handler can be set, signals are left as they are."""
+    thread, where no handler can be set, signals are left as they are. A second signal
+    raises ``KeyboardInterrupt`` at once, as ``run_until_signalled``'s does: a launch that
+    hangs can still be left."""
     came: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield came
         return
 
     def keep(signum: int, _: object) -> None:
+        if came:  # a second one: give up waiting for the launch
+            raise KeyboardInterrupt
         came.append(signum)
 
     held = (signal.SIGINT, signal.SIGTERM)
