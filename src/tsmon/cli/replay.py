@@ -152,8 +152,9 @@ def _notes(fed: pd.DataFrame, stats: dict[str, Any], max_future: str) -> None:
     future = cast("dict[str, int]", stats["rejected_by_reason"]).get("future_timestamp", 0)
     if future:
         console.print(
-            f"note: {future} rows are stamped more than {max_future} after this machine's "
-            "clock (future_timestamp); --max-future off replays them",
+            f"note: {future} {'row is' if future == 1 else 'rows are'} stamped more than "
+            f"{max_future} after this machine's clock (future_timestamp); --max-future off "
+            "replays them",
             soft_wrap=True,
         )
 

@@ -51,7 +51,7 @@ def _line(t: TopKAnswer) -> str:
     resolution runs."""
     word = "BOTTOM" if t.bottom else "TOP"
     line = f"{word} {t.k} within {format_value(t.eps)}: {', '.join(t.members) or '(none yet)'}"
-    line += f" (epoch {t.epoch}, {t.nodes} nodes, {t.messages} messages)"
+    line += f" (epoch {t.epoch}, {t.nodes} node{'s' * (t.nodes != 1)}, {t.messages} messages)"
     return line if t.settled else f"{line} (resolving)"
 
 
