@@ -17,6 +17,7 @@ from tsmon.http.app import make_app
 from tsmon.http.live import Live, json_safe
 from tsmon.query import QuerySyntaxError
 from tsmon.spark.commands import CommandError, CommandLog, apply, check
+from tsmon.spark.sinks import BatchOutput
 
 
 @pytest.fixture
@@ -188,7 +189,8 @@ def test_bad_long_poll_parameters_are_refused(log, query):
 
 def test_an_unforeseen_error_is_a_named_json_500_and_one_log_line(log, caplog):
     live, _ = fed(1)
-    live.snapshot = lambda: {}["answers"]  # a bug in a route, as the API would meet it
+    # a bug in a route, as the API would meet it
+    live.snapshot = lambda checkpoint=None: {}["answers"]
     r = client(live, log).get("/answers")
     assert (r.status_code, r.json()) == (500, {"error": "internal error: KeyError: 'answers'"})
     errors = [rec for rec in caplog.records if rec.levelname == "ERROR"]
@@ -293,3 +295,41 @@ def test_before_its_first_batch_a_restarted_job_lists_the_queries_of_its_checkpo
     }  # fmt: skip
     assert body["waiting"] == {"ghost": "no series matches zz*.x (series now: 'a.x', 'b.x')"}
     assert client(Live(), CommandLog(tmp_path / "new")).get("/queries").json()["running"] == {}
+
+
+def test_before_its_first_batch_a_restarted_job_answers_those_of_its_checkpoint(tmp_path):
+    rt = runtime()
+    for b in range(3):
+        rt.run_batch([("a", "a.x", b * 1000, 1.0 + b), ("b", "b.x", b * 1000, 2.0 * b),
+                      ("a", "a.x", b * 1000 + 200, 5.0)])  # fmt: skip
+    (tmp_path / "coordinator").mkdir()
+    (tmp_path / "coordinator" / "coord-000000002.pkl").write_bytes(rt.coordinator.snapshot())
+    live = Live()
+    c = client(live, CommandLog(tmp_path))
+    body = c.get("/answers").json()
+    total = rt.coordinator.part("bounded").answers()["total"]
+    assert total.value == 5.0 + 2.0  # a.x (ts 1200) + b.x (ts 1000) as of 1999, its as_of_ms
+    assert (body["batch"], body["fromCheckpoint"]) == (2, True)
+    assert body["answers"]["bounded"]["total"] == {
+        "value": total.value, "lo": total.lo, "hi": total.hi, "as_of_ms": 1_999
+    }  # fmt: skip
+    assert body["bands"]["total"] == {"part": "bounded", "value": total.value, "lo": total.lo,
+                                      "hi": total.hi}  # fmt: skip
+    assert body["answers"]["topk"]["top"]["members"] == ["a"]
+    # what batch 2 served: its answers fed to a Live as the Spark runtime gives them
+    served = Live()
+    served.feed(
+        BatchOutput(2, [], [], {}, {n: p.answers() for n, p in rt.coordinator.parts.items()})
+    )
+    assert (body["answers"], body["bands"]) == (
+        served.snapshot()["answers"],
+        served.snapshot()["bands"],
+    )
+    out = batches(2)[1]  # a batch of the restarted run
+    live.feed(out)
+    body = c.get("/answers").json()
+    assert (body["batch"], body["fromCheckpoint"]) == (1, False)
+    assert body["answers"] == json_safe(out.answers)
+    assert body["bands"]["total"]["value"] == out.answers["bounded"]["total"].value != total.value
+    empty = client(Live(), CommandLog(tmp_path / "new")).get("/answers").json()
+    assert (empty["batch"], empty["answers"], empty["fromCheckpoint"]) == (None, {}, False)

@@ -11,6 +11,7 @@
 ``DELETE /queries/{name}``             remove a query; ``?wait=S``
 ``GET /commands/{id}``                 one command's state
 ``GET /answers``                       every query's newest answer by part, progress, totals
+                                       (before a restart's first batch: the checkpoint's)
 ``GET /answers/history``               each numeric answer's value and bounds, batch by batch
 ``GET /events``                        server-sent events (``Accept: text/event-stream``), else
                                        a long poll: ``?since=SEQ&timeout=S&limit=N``
@@ -42,10 +43,11 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from tsmon.engine.hub import CoordinatorNode
 from tsmon.http.live import Live
 from tsmon.http.metrics import CONTENT_TYPE, metrics_text
 from tsmon.spark.commands import CommandError, CommandLog
-from tsmon.spark.driver import latest_snapshot, running_queries
+from tsmon.spark.driver import latest_answers, latest_snapshot, running_queries
 
 __all__ = ["make_app"]
 
@@ -75,14 +77,20 @@ def make_app(
             body["webhook"] = dict(webhook())
         return JSONResponse(body)
 
+    async def _restored() -> tuple[int, CoordinatorNode] | None:
+        """Before the first batch (of a job restarted on its checkpoint), the batch and
+        coordinator of the checkpoint's newest snapshot; None after, or with none."""
+        if live.batch_id is not None:
+            return None
+        return await anyio.to_thread.run_sync(latest_snapshot, commands.directory.parent)
+
     async def list_queries(request: Request) -> Response:
         progress = live.last_progress()
         running = progress.get("queries", {})
         waiting = progress.get("unmatchedQueries", {})
-        if live.batch_id is None:  # a restart before its first batch: the checkpoint's
-            snapshot = await anyio.to_thread.run_sync(latest_snapshot, commands.directory.parent)
-            if snapshot is not None:
-                running, waiting = running_queries(snapshot[1]), dict(snapshot[1].waiting.notes)
+        snapshot = await _restored()
+        if snapshot is not None:
+            running, waiting = running_queries(snapshot[1]), dict(snapshot[1].waiting.notes)
         states = await anyio.to_thread.run_sync(commands.states)
         return JSONResponse({"running": running, "waiting": waiting, "commands": states})
 
@@ -134,7 +142,9 @@ def make_app(
         return _error(404, f"no command {request.path_params['id']!r}")
 
     async def answers(request: Request) -> Response:
-        return JSONResponse(live.snapshot())
+        snapshot = await _restored()
+        checkpoint = None if snapshot is None else (snapshot[0], latest_answers(snapshot[1]))
+        return JSONResponse(live.snapshot(checkpoint))
 
     async def history(request: Request) -> Response:
         return JSONResponse(live.history_of())

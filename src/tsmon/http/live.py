@@ -18,7 +18,7 @@ import math
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tsmon import kinds
@@ -41,6 +41,19 @@ def json_safe(value: Any) -> Any:
     if hasattr(value, "item"):  # numpy scalars
         return json_safe(value.item())
     return value
+
+
+Band = tuple[float | None, float | None, float | None]  # value, lo, hi; None: not a number
+
+
+def _bands(answers: Mapping[str, Mapping[str, Any]]) -> Iterator[tuple[str, str, Band]]:
+    """``(part, query, band)`` of each numeric answer of ``answers`` (part -> query -> answer),
+    by its part's ``band``."""
+    for part in kinds.PARTS:
+        if part.band is not None:
+            for query, answer in answers.get(part.name, {}).items():
+                value, lo, hi = (None if b is None else float(b) for b in part.band(answer))
+                yield part.name, query, (value, lo, hi)
 
 
 class Live:
@@ -82,13 +95,10 @@ class Live:
             self.totals["events"] += len(out.events)
             self.dead_letters.update(str(r["reason"]) for r in out.rejected)
             for part in kinds.PARTS:
-                answers = out.answers.get(part.name)
-                if answers is None:
-                    continue
-                self.answers[part.name] = dict(answers)
-                if part.band is not None:
-                    for query, answer in answers.items():
-                        self._record(part.name, query, part.band(answer), out.batch_id, now)
+                if part.name in out.answers:
+                    self.answers[part.name] = dict(out.answers[part.name])
+            for part_name, query, band in _bands(out.answers):
+                self._record(part_name, query, band, out.batch_id, now)
             for name in [q for q, (p, *_) in self.bands.items() if q not in self._named(p)]:
                 del self.bands[name]  # a removed query: its history stays for the page
             for event in out.events:
@@ -101,10 +111,8 @@ class Live:
     def _named(self, part: str) -> Mapping[str, Any]:
         return self.answers.get(part, {})
 
-    def _record(
-        self, part: str, query: str, band: tuple[float, Any, Any], batch: int, now: float
-    ) -> None:
-        value, lo, hi = (None if b is None else float(b) for b in band)
+    def _record(self, part: str, query: str, band: Band, batch: int, now: float) -> None:
+        value, lo, hi = band
         self.bands[query] = (part, value, lo, hi)
         history = self.history.setdefault(query, deque(maxlen=self._history_len))
         if history and history[-1][0] == batch:
@@ -132,15 +140,25 @@ class Live:
             out = [e for e in self.events if e["seq"] > seq]
         return json_safe(out[-limit:] if limit else [])  # events are not changed once fed
 
-    def snapshot(self) -> dict[str, Any]:
-        """The newest answers (by part), progress and totals as one JSON object."""
+    def snapshot(
+        self, checkpoint: tuple[int, Mapping[str, Mapping[str, Any]]] | None = None
+    ) -> dict[str, Any]:
+        """The newest answers (by part), progress and totals as one JSON object. Before the
+        first batch, ``checkpoint`` (a batch id and its answers by part: a restarted job's
+        newest coordinator snapshot) gives the answers and bands, ``fromCheckpoint`` true."""
         with self._lock:
+            batch, answers, bands = self.batch_id, self.answers, self.bands
+            restored = batch is None and checkpoint is not None
+            if restored:
+                batch, answers = checkpoint
+                bands = {q: (p, *band) for p, q, band in _bands(answers)}
             snap = {
-                "batch": self.batch_id,
-                "answers": {part: dict(answers) for part, answers in self.answers.items()},
+                "batch": batch,
+                "fromCheckpoint": restored,
+                "answers": {part: dict(a) for part, a in answers.items()},
                 "bands": {
                     q: {"part": p, "value": v, "lo": lo, "hi": hi}
-                    for q, (p, v, lo, hi) in self.bands.items()
+                    for q, (p, v, lo, hi) in bands.items()
                 },
                 "progress": self.progress,
                 "totals": dict(self.totals),

@@ -4,7 +4,7 @@ the coordinator stepped per batch and snapshotted to disk (:class:`Coordinator`)
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -19,7 +19,14 @@ from tsmon.query.patterns import is_glob, series_matches
 from tsmon.spark.files import atomic_write
 from tsmon.spark.job import Job, JobError
 
-__all__ = ["Coordinator", "JobQueries", "known_sources"]
+__all__ = [
+    "Coordinator",
+    "JobQueries",
+    "known_sources",
+    "latest_answers",
+    "latest_snapshot",
+    "running_queries",
+]
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,12 @@ def running_queries(node: CoordinatorNode) -> dict[str, list[str]]:
     """The queries of coordinator ``node`` by part, parts with none left out (a batch's
     progress ``queries``, ``GET /queries``)."""
     return {name: p.names() for name, p in node.parts.items() if p.names()}
+
+
+def latest_answers(node: CoordinatorNode) -> dict[str, Mapping[str, Any]]:
+    """Every query's newest answer of coordinator ``node``, by part (a batch's answers to its
+    sinks; ``GET /answers`` before a restarted job's first batch)."""
+    return {name: part.answers() for name, part in node.parts.items()}
 
 
 def known_sources(job: Job, objects: list[str]) -> dict[str, str]:

@@ -62,7 +62,13 @@ from tsmon.spark.buckets import (
 from tsmon.spark.commands import CommandLog, apply
 from tsmon.spark.control import ControlChannel
 from tsmon.spark.cpu import CpuTimes
-from tsmon.spark.driver import Coordinator, JobQueries, known_sources, running_queries
+from tsmon.spark.driver import (
+    Coordinator,
+    JobQueries,
+    known_sources,
+    latest_answers,
+    running_queries,
+)
 from tsmon.spark.failures import query_failures, start_failures
 from tsmon.spark.host import PASS, node_stream
 from tsmon.spark.job import Job, JobError
@@ -289,7 +295,7 @@ class JobRunner:
         self.channel.write(
             batch_id, {src: [r["payload"] for r in rs] for src, rs in control.items()}
         )
-        self.latest = {name: part.answers() for name, part in node.parts.items()}
+        self.latest = latest_answers(node)
         arrived = {name: part.arrived() for name, part in node.parts.items()}
         events = [r["payload"] for r in event_order(rows)]
         dead = [r for r in [*rows, *quarantine.rows] if r["kind"] == "dead"]

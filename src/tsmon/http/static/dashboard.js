@@ -139,6 +139,10 @@ async function refresh() {
   const [snap, history] = await Promise.all(
     ["answers", "answers/history"].map((p) => fetch(p).then((r) => r.json())));
   showProgress(snap.progress, snap.totals, snap.deadLetters);
+  if (snap.fromCheckpoint) {  // a restarted job before its first batch
+    document.getElementById("progress").textContent =
+      `no batch since the restart · answers of batch ${snap.batch}, from the checkpoint`;
+  }
   showAnswers(snap.answers, snap.bands);
   showHistory(history);
 }
