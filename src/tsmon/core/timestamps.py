@@ -224,9 +224,10 @@ def decimal_ms(text: str, unit: str) -> int | None:
     if number.adjusted() >= 38 - EPOCH_DECIMAL_PLACES:
         return None
     rounded = number.quantize(_PLACES, context=_ROUNDING)
-    if abs(rounded) >= _INTEGER_LIMIT:
+    if rounded.copy_abs() >= _INTEGER_LIMIT:  # copy_abs: abs() would round to 28 digits
         return None
-    whole = int(rounded.scaleb(EPOCH_DECIMAL_PLACES)) * times // 10**EPOCH_DECIMAL_PLACES
+    nanos = int(rounded.scaleb(EPOCH_DECIMAL_PLACES, context=_ROUNDING))  # exact: 39 digits
+    whole = nanos * times // 10**EPOCH_DECIMAL_PLACES
     return whole // per if _INT64.min <= whole <= _INT64.max else None
 
 
