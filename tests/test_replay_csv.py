@@ -208,26 +208,44 @@ def test_a_quoted_field_broken_over_two_lines_makes_no_record(tmp_path: Path) ->
     assert "a quote inside a field that does not start with one" in rows["detail"][1]
 
 
-@pytest.mark.parametrize(("unit", "per_s"), [("s", 1), ("us", 10**6), ("ns", 10**9)])
-def test_replay_in_another_unit_equals_the_replay_in_ms(tmp_path: Path, unit, per_s) -> None:
-    """``--ts-unit``: files in seconds (or µs, ns) merged by time give the events and dead
-    letters of the same files in ms, an ISO instant and an unreadable timestamp among them."""
+def _seconds(ms: int) -> str:
+    """Epoch ms as seconds with a fraction: a point, or an exponent for odd ms."""
+    return f"{ms / 1000:.12e}" if ms % 2 else f"{ms // 1000}.{ms % 1000:03d}"
+
+
+@pytest.mark.parametrize(
+    ("unit", "write", "step_ms"),
+    [
+        ("s", lambda ms: str(ms // 1000), 13_000),
+        ("us", lambda ms: str(ms * 1000), 13_000),
+        ("ns", lambda ms: str(ms * 10**6), 13_000),
+        ("s", _seconds, 12_345),  # fractional seconds: a dead letter each before
+    ],
+    ids=["s", "us", "ns", "s-fraction"],
+)
+def test_replay_in_another_unit_equals_the_replay_in_ms(
+    tmp_path: Path, unit, write, step_ms
+) -> None:
+    """``--ts-unit``: files in seconds (whole or with a fraction; or µs, ns) merged by time
+    give the events and dead letters of the same files in ms, an ISO instant and an
+    unreadable timestamp among them."""
     import numpy as np
 
     from tests.test_cli import tsmon
 
     rng = np.random.default_rng(3)
     values = {"a": rng.normal(0, 1, 40), "b": rng.normal(0, 1, 40)}
-    seconds = {"a": 1_704_067_200 + 13 * np.arange(40), "b": 1_704_067_207 + 13 * np.arange(40)}
+    start = {"a": 1_704_067_200_000, "b": 1_704_067_207_000}
+    millis = {k: t0 + step_ms * np.arange(40) for k, t0 in start.items()}
     queries = tmp_path / "q.tsq"
     queries.write_text("QUERY up ON a, b WHEN last > mean(3m) + 1 EMIT last\n", encoding="utf-8")
     outs = {}
-    for name, scale in (("ms", 1000), (unit, per_s)):
+    for name, text in (("ms", str), (unit, write)):
         paths = []
         for series in ("a", "b"):
             lines = [
-                f"{series},{t * scale},{v:.3f}"
-                for t, v in zip(seconds[series].tolist(), values[series], strict=True)
+                f"{series},{text(t)},{v:.3f}"
+                for t, v in zip(millis[series].tolist(), values[series], strict=True)
             ]
             lines[5] = f"{series},2024-01-01T00:01:00Z,3"  # an instant: no unit applies
             lines[9] = f"{series},oops,1"

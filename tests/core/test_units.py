@@ -7,6 +7,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from tests.core.epochs import decimal_oracle, decimal_texts
 from tsmon.core.timestamps import (
     MAX_INSTANT_MS,
     MIN_INSTANT_MS,
@@ -160,3 +161,35 @@ def test_epoch_numbers_in_a_unit_are_floored_to_ms_and_instants_are_not_scaled(
 def test_an_unknown_epoch_unit_is_refused_with_the_units() -> None:
     with pytest.raises(ValueError, match=r"unknown epoch unit 'sec'; use one of s, ms, us, ns"):
         read_epoch_ms([1], "sec")
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    texts=st.lists(decimal_texts(), min_size=1, max_size=8),
+    unit=st.sampled_from(["s", "ms", "us", "ns"]),
+)
+@example(texts=["99999999999999999999999999999.9999999995", "0.0009999999995", "0e9999"], unit="s")
+@example(texts=["9223372036854775.807", "9223372036854775.808", "-9223372036854775.8085"], unit="s")
+@example(texts=["-.5e-3", "5.e3", "+.5", "1.7040672005e9", "1e-9999"], unit="ms")
+def test_decimal_epoch_numbers_are_rounded_to_nanoseconds_then_floored_to_ms(
+    texts: list[str], unit: str
+) -> None:
+    """A decimal epoch number's text (a point, an exponent) in any unit is read as its exact
+    decimal rounded half up to 9 places, then floored to the ms (was: no timestamp)."""
+    millis, ok = read_epoch_ms(np.array(texts, dtype=object), unit)
+    got = [int(m) if read else None for m, read in zip(millis, ok, strict=True)]
+    assert got == [decimal_oracle(t, unit) for t in texts]
+
+
+def test_non_whole_floats_are_the_decimal_of_their_shortest_text() -> None:
+    """A non-whole float is the decimal its shortest text says (1.001 s is 1001 ms, though
+    1.001 * 1000 is 1000.9999999999999), as a float64 or float32 array and item by item; NaN
+    and infinities are no timestamp (were: every non-whole float no timestamp)."""
+    floats = [1.001, 1704067200.5, -0.0005, 1e-07, 0.1 + 0.2, float("nan"), float("inf"), 2.0]
+    expected = [1001, 1704067200500, -1, 0, 300, None, None, 2000]
+    for ts in (np.array(floats), np.array(floats, dtype=object), floats):
+        millis, ok = read_epoch_ms(ts, "s")
+        assert [int(m) if read else None for m, read in zip(millis, ok, strict=True)] == expected
+    single = np.array([1.1, 16777215.5], np.float32)  # 16777215.5 is 16777216 in float32
+    assert read_epoch_ms(single, "s")[0].tolist() == [1100, 16777216000]
+    assert read_epoch_ms(np.array(single, dtype=object), "s")[0].tolist() == [1100, 16777216000]

@@ -26,21 +26,21 @@ def test_read_epoch_ms_object_items_one_by_one() -> None:
             "2023-11-14T22:13:20Z",
             dt.datetime(2023, 11, 14, 22, 13, 20),
             np.datetime64(T0, "ms"),
+            1.5,
             None,
             np.nan,
             pd.NaT,
             np.datetime64("NaT"),
             True,
             np.bool_(False),
-            1.5,
             2**70,
             "x",
         ],
         dtype=object,
     )
     millis, ok = read_epoch_ms(items)
-    assert ok.tolist() == [True] * 7 + [False] * 9
-    assert millis[:7].tolist() == [T0, 7, 2, T0, T0, T0, T0]
+    assert ok.tolist() == [True] * 8 + [False] * 8
+    assert millis[:8].tolist() == [T0, 7, 2, T0, T0, T0, T0, 1]
     assert not millis[~ok].any()
 
 
@@ -62,10 +62,24 @@ def test_read_epoch_ms_typed_inputs(ts: object) -> None:
     assert ok.all()
 
 
-def test_read_epoch_ms_float_array_rejects_fractions_and_nan() -> None:
-    millis, ok = read_epoch_ms(np.array([1.0, 1.5, np.nan, np.inf, 1e30]))
-    assert ok.tolist() == [True, False, False, False, False]
-    assert millis.tolist() == [1, 0, 0, 0, 0]
+def test_read_epoch_ms_float_array_floors_fractions_and_rejects_nan() -> None:
+    millis, ok = read_epoch_ms(np.array([1.0, 1.5, -1.5, np.nan, np.inf, 1e30]))
+    assert ok.tolist() == [True, True, True, False, False, False]
+    assert millis.tolist() == [1, 1, -2, 0, 0, 0]
+
+
+def test_monitor_ingests_float_seconds_at_the_ms_of_their_decimal() -> None:
+    """``time.time()`` floats in seconds are stored at the ms their shortest text says
+    (1.001 s is 1001 ms, though 1.001 * 1000 is 1000.9999999999999); NaN is a bad_timestamp
+    (were: every non-whole float a bad_timestamp)."""
+    mon = Monitor(["s"], retention=None)
+    ts = np.array([1.001, 1_700_000_000.001, 1_700_000_000.5, 1_700_000_001.999, np.nan])
+    report = mon.ingest(["s"] * 5, ts, [0.0, 1.0, 2.0, 3.0, 4.0], ts_unit="s")
+    points = mon.points("s")
+    assert points["ts_ms"].tolist() == [1001, T0 + 1, T0 + 500, T0 + 1999]
+    assert points["value"].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert report.rejected == 1
+    assert mon.dead_letters()["reason"].tolist() == ["bad_timestamp"]
 
 
 def test_as_column_keeps_mixed_lists_as_objects() -> None:

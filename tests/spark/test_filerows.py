@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.core.epochs import decimal_oracle
 from tsmon.spark.filerows import csv_fields, csv_header, file_batches, file_rows
 
 NAMES = ["series", "ts", "value"]
@@ -267,13 +269,64 @@ def test_a_parquet_float_ts_reaches_spark_as_text_the_runtime_reads_alike(unit: 
     from tsmon.spark.filerows import text_columns
 
     numbers = [1e10, 1.7e9, 1_704_067_200_123.0, 1.7e18, -5.0, -0.0, 2.0**62, 2.0**63, 1.5]
-    numbers += [float("nan"), float("inf")]
+    numbers += [float("nan"), float("inf"), 1704067200.5, 1.001, -1e-7, 0.1 + 0.2, 5e-324]
     for kind in (pa.float64(), pa.float32()):
-        column = pa.array(numbers, kind)
+        column = pa.array([*numbers, None], kind)
         text = text_columns(pa.table({"t": column}), ["t"], unit)["t"]
-        on_spark = read_epoch_ms(np.array(text, dtype=object), unit)  # digits: as on Spark
-        in_process = read_epoch_ms(column.to_numpy(), unit)
+        on_spark = read_epoch_ms(np.array(text, dtype=object), unit)  # as on Spark
+        in_process = read_epoch_ms(column.to_numpy(zero_copy_only=False), unit)
         assert [m.tolist() for m in on_spark] == [m.tolist() for m in in_process], text
+        assert on_spark[1][-8:].tolist() == [False, False, True, True, True, True, True, False]
+        if kind == pa.float64():
+            assert text[-6:] == [
+                "1704067200.5",
+                "1.001",
+                "-1e-07",
+                "0.30000000000000004",
+                "5e-324",
+                None,
+            ]
+    assert text[-6:-1] == ["1704067200", "1.001", "-1e-07", "0.3", "0"]  # float32's text
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    floats=st.lists(
+        st.floats(allow_nan=False, allow_infinity=False) | st.floats(0, 2e9), max_size=30
+    ),
+    unit=st.sampled_from(["s", "ms", "us", "ns"]),
+    single=st.booleans(),
+)
+def test_a_parquet_file_of_non_whole_floats_is_read_as_in_process(
+    floats: list[float], unit: str, single: bool
+) -> None:
+    """Any float ``ts`` (a ``time.time()`` column in seconds, float32 too) reaches Spark as
+    the text the runtime reads the float by: the same epoch ms, the decimal of its shortest
+    text (Arrow's own text was unread by Spark whenever the float was not whole)."""
+    import io
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tsmon.core.timestamps import read_epoch_ms
+    from tsmon.spark.filerows import text_columns
+
+    column = pa.array(floats, pa.float32() if single else pa.float64())
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"t": column}), buffer)
+    table = pq.read_table(io.BytesIO(buffer.getvalue()))
+    text = text_columns(table, ["t"], unit)["t"]
+    on_spark = read_epoch_ms(np.array(text, dtype=object), unit)
+    in_process = read_epoch_ms(table.column("t").to_numpy(), unit)
+    assert [m.tolist() for m in on_spark] == [m.tolist() for m in in_process], text
+    fraction = [math.isfinite(x) and not x.is_integer() for x in table.column("t").to_pylist()]
+    stored = [x for x, f in zip(table.column("t").to_pylist(), fraction, strict=True) if f]
+    exact = [str(np.float32(x)) if single else repr(x) for x in stored]
+    millis, ok = (m[np.array(fraction, dtype=bool)] for m in in_process)
+    assert [int(t) if read else None for t, read in zip(millis, ok, strict=True)] == [
+        decimal_oracle(t, unit) for t in exact
+    ]
 
 
 def line_by_line(path: str, content: bytes, names: list[str]) -> list[tuple]:

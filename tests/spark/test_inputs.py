@@ -316,6 +316,18 @@ def test_a_recording_sorts_digits_at_the_ms_the_runtime_reads() -> None:
     assert _time_keys(["5", "99999999999999999999"]).tolist() == [5.0, 5.0]
 
 
+def test_a_recording_sorts_decimal_seconds_at_the_ms_the_runtime_reads() -> None:
+    """Seconds with a fraction or an exponent are keyed at the ms the runtime floors them to,
+    between instants (were: no timestamp, keyed as the row before them)."""
+    from tsmon.core.timestamps import read_epoch_ms
+    from tsmon.spark.pysources import _time_keys
+
+    ts = ["1704067200.5", "2024-01-01T00:00:00.400Z", "1.70406720045e9", "-0.0005", "1e30"]
+    expected = [1_704_067_200_500, 1_704_067_200_400, 1_704_067_200_450, -1, -1]
+    assert read_epoch_ms(np.array(ts, dtype=object), "s")[0].tolist()[:4] == expected[:4]
+    assert _time_keys(ts, "s").tolist() == [float(k) for k in expected]
+
+
 def test_a_recording_in_another_unit_sorts_digits_as_the_runtime_reads_them(
     tmp_path: Path,
 ) -> None:

@@ -8,7 +8,10 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from tests.core.epochs import decimal_oracle, decimal_texts
 from tsmon.core.timestamps import read_epoch_ms
 from tsmon.engine.points import _read_value
 
@@ -148,3 +151,85 @@ def test_epoch_numbers_in_a_unit_are_read_alike(spark, unit: str) -> None:
         int(m) if read else None for m, read in zip(numbers, fine, strict=True)
     ]
     assert in_process[-1] == 1_704_067_200_007
+
+
+UNITS = ("s", "ms", "us", "ns")
+DECIMAL_TIMESTAMPS = [
+    "1704067200.5",
+    "1704067200.123456789",
+    "-1.25",
+    ".5",
+    "5.",
+    "+.5",
+    "-.5e-3",
+    "1.7040672005e9",
+    "1E3",
+    "1e+3",
+    "1.5e0003",
+    "2024.5",  # pandas read it as an instant (2024-05-01): a number now, on both
+    "0.0009999999995",  # rounded half up to 9 places: 0.001
+    "0.00099999999949999",
+    "-0.0009999999995",
+    "99999999999999999999999999999.9999999994",  # DECIMAL(38, 9) holds it
+    "99999999999999999999999999999.9999999995",  # rounded to 10**29: it does not
+    "0e9999",  # zero whatever its exponent
+    "1e-9999",
+    "1e9999",
+    "1e12345",  # a 5-digit exponent: no number (then no instant either)
+    "9223372036854775.807",  # the greatest ms in seconds
+    "9223372036854775.808",
+    "-9223372036854775.808",
+    "-9223372036854775.8085",
+    "9223372036854775807.5",
+    "9223372036854775808.5",
+    "\x7f1.5\x01",  # what Spark trims around digits, not Java's String.trim
+    " 1.5\t",
+    "1.5\x85",
+    "\u0661.\u0665",
+    "1.5e",
+    "e5",
+    ".",
+    "1_0.5",
+    "0x1.8p1",
+    "1.5d",
+    "1,5",
+    "inf",
+    "NaN",
+]
+
+
+def _read_in_all_units(spark, texts: list[str]) -> tuple[dict, dict]:
+    """Epoch ms (None: unread) of each text in every unit, on Spark and in-process."""
+    from pyspark.sql import functions as F
+
+    from tsmon.spark.points import _timestamp
+
+    frame = spark.createDataFrame([(t,) for t in texts], "t string")
+    columns = [_timestamp(F.col("t"), "string", None, u)[0].alias(u) for u in UNITS]
+    rows = frame.select(*columns).collect()
+    on_spark = {u: [r[u] for r in rows] for u in UNITS}
+    in_process = {}
+    for u in UNITS:
+        millis, ok = read_epoch_ms(np.array(texts, dtype=object), u)
+        in_process[u] = [int(m) if read else None for m, read in zip(millis, ok, strict=True)]
+    return on_spark, in_process
+
+
+def test_decimal_epoch_numbers_are_read_alike_in_every_unit(spark) -> None:
+    """A decimal epoch number's text (a point, an exponent) is the same epoch ms on Spark
+    (cast to DECIMAL(38, 9), half up) as in-process, in every unit; beyond DECIMAL(38, 9) or
+    int64 ms it is unread on both (were: unread on both, every one)."""
+    on_spark, in_process = _read_in_all_units(spark, DECIMAL_TIMESTAMPS)
+    assert on_spark == in_process
+    assert in_process["s"][:3] == [1_704_067_200_500, 1_704_067_200_123, -1250]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(decimal_texts(), min_size=1, max_size=40))
+def test_random_decimal_epoch_numbers_are_read_alike_in_every_unit(spark, texts) -> None:
+    """Random decimal texts (long fractions, runs of 9s, exponents, signs, 32 integer
+    digits, characters Spark trims): Spark's epoch ms equal the in-process ones, those of the
+    rule (docs/inputs.md)."""
+    on_spark, in_process = _read_in_all_units(spark, texts)
+    assert on_spark == in_process
+    assert in_process == {u: [decimal_oracle(t, u) for t in texts] for u in UNITS}

@@ -288,8 +288,9 @@ def _parser() -> argparse.ArgumentParser:
         "--ts-unit",
         choices=list(EPOCH_UNITS),
         default="ms",
-        help="the unit of epoch numbers in the timestamp column (ISO-8601 text is read as the "
-        "instant it is whatever the unit; default: ms)",
+        help="the unit of epoch numbers in the timestamp column (a fraction, 1704067200.5, is "
+        "floored to the ms; ISO-8601 text is read as the instant it is whatever the unit; "
+        "default: ms)",
     )
     replay.add_argument(
         "--max-future",

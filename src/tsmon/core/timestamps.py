@@ -1,16 +1,19 @@
 """Timestamps and instants: reading them into int64 epoch milliseconds, and writing them.
 
-Integers are epoch milliseconds; strings, ``datetime`` and ``datetime64`` values are instants
-(naive = UTC). An instant read from text lies within pandas' ``Timestamp`` range,
-:data:`MIN_INSTANT_MS` (1677-09-21T00:12:43.146Z) to :data:`MAX_INSTANT_MS`
-(2262-04-11T23:47:16.854Z).
+Numbers are epoch milliseconds (or another unit, :data:`EPOCH_UNITS`): integers exactly, a
+decimal text or a non-whole float as a decimal floored to the ms (:func:`decimal_ms`); strings,
+``datetime`` and ``datetime64`` values are instants (naive = UTC). An instant read from text
+lies within pandas' ``Timestamp`` range, :data:`MIN_INSTANT_MS` (1677-09-21T00:12:43.146Z) to
+:data:`MAX_INSTANT_MS` (2262-04-11T23:47:16.854Z).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
+from decimal import ROUND_HALF_UP, Context, Decimal
 
 import numpy as np
 import pandas as pd
@@ -86,11 +89,15 @@ def read_epoch_ms(ts: object, unit: str = "ms") -> tuple[np.ndarray, np.ndarray]
     """Convert timestamps to int64 epoch milliseconds, with a mask of the ones that were read.
 
     Integers (Python or numpy, or strings of digits) are epoch numbers in ``unit`` (one of
-    :data:`EPOCH_UNITS`; :func:`epoch_to_ms`); floats are too when whole; strings,
-    ``datetime`` and ``datetime64`` values are instants (naive = UTC), whatever the unit.
-    Missing (None, NaN, NaT), bools, fractional floats and unreadable strings are not read:
-    their mask entry is False and their value 0. Integer, float and datetime64 arrays are
-    converted without a Python loop; object arrays and mixed lists are read item by item.
+    :data:`EPOCH_UNITS`; :func:`epoch_to_ms`); floats are too when whole; decimal text with a
+    point or an exponent (:data:`EPOCH_NUMBER_TEXT`) and the shortest text of a non-whole
+    float (:func:`float_texts`: ``1.001`` is 1.001, not its binary value) are epoch numbers
+    floored to the ms (:func:`decimal_ms`); other strings, ``datetime`` and ``datetime64``
+    values are instants (naive = UTC), whatever the unit. Missing (None, NaN, NaT), bools,
+    infinities and unreadable strings are not read: their mask entry is False and their value
+    0. Integer, whole float and datetime64 arrays are converted without a Python loop (a
+    non-whole float costs a text and a ``Decimal``); object arrays and mixed lists are read
+    item by item.
 
     Examples
     --------
@@ -99,6 +106,8 @@ def read_epoch_ms(ts: object, unit: str = "ms") -> tuple[np.ndarray, np.ndarray]
     ([5, 1000, 0, 0, 2], [True, True, False, False, True])
     >>> read_epoch_ms(["1704067200", "2024-01-01T00:00:00Z"], unit="s")[0].tolist()
     [1704067200000, 1704067200000]
+    >>> read_epoch_ms(np.array([1704067200.5, 1.001, -0.0005]), unit="s")[0].tolist()
+    [1704067200500, 1001, -1]
     """
     if isinstance(ts, (pd.Series, pd.Index)) and isinstance(ts.dtype, pd.DatetimeTZDtype):
         ts = ts.to_numpy(dtype="datetime64[ns]")  # UTC instants
@@ -109,12 +118,17 @@ def read_epoch_ms(ts: object, unit: str = "ms") -> tuple[np.ndarray, np.ndarray]
         numbers = arr.astype(np.int64, copy=False)
         return epoch_to_ms(numbers, np.ones(len(arr), dtype=bool), unit)
     if kind == "f":
-        ok = np.isfinite(arr) & (arr == np.floor(arr)) & (np.abs(arr) < 2.0**63)
-        return epoch_to_ms(np.where(ok, arr, 0).astype(np.int64), ok, unit)
+        whole = arr == np.floor(arr)  # False for NaN, True for infinities
+        ok = whole & (np.abs(arr) < 2.0**63)
+        millis, ok = epoch_to_ms(np.where(ok, arr, 0).astype(np.int64), ok, unit)
+        if not whole.all():  # NaN or fractions: a text and a Decimal for each fraction
+            fraction = np.isfinite(arr) & ~whole
+            millis[fraction], ok[fraction] = decimals_ms(float_texts(arr[fraction]), unit)
+        return millis, ok
     if kind == "M":
         ok = ~np.isnat(arr)
         return np.where(ok, arr.astype("datetime64[ms]").astype(np.int64), 0), ok
-    millis, ok, numbers = _read_objects(arr.astype(object))
+    millis, ok, numbers = _read_objects(arr.astype(object), unit)
     if (times, per) == (1, 1) or not numbers.any():
         return millis, ok
     scaled, read = epoch_to_ms(millis[numbers], ok[numbers], unit)
@@ -129,7 +143,7 @@ EPOCH_UNITS: dict[str, tuple[int, int]] = {
     "ns": (1, 1_000_000),
 }
 """The units an epoch number can be in, each as ``(times, per)``: ``n`` of it is
-``floor(n × times / per)`` milliseconds (:func:`epoch_to_ms`; on Spark
+``floor(n × times / per)`` milliseconds (:func:`epoch_to_ms`, :func:`decimal_ms`; on Spark
 ``tsmon.spark.points``)."""
 
 
@@ -171,29 +185,113 @@ TRIMMED = "".join(map(chr, range(0x21))) + "\x7f"
 #: digits (Java's ``\d``) and a sign, between :data:`TRIMMED` characters.
 EPOCH_MS_TEXT = r"[\x00-\x20\x7f]*[+-]?[0-9]+[\x00-\x20\x7f]*"
 _INT_TEXT = re.compile(EPOCH_MS_TEXT)
+#: Text read as a decimal epoch number (:func:`decimal_ms`), in Python's and Java's syntax
+#: alike: digits with a point or not (``1.5``, ``.5``, ``5.``), an exponent of up to 4 digits
+#: or not, a sign, between :data:`TRIMMED` characters (digits alone match too; they are read
+#: as :data:`EPOCH_MS_TEXT` first). No ``inf``/``nan``; a longer exponent is no number (Java's
+#: ``BigDecimal`` takes up to 2**31, and Spark would round ``1e-999999999`` for long).
+EPOCH_NUMBER_TEXT = (
+    r"[\x00-\x20\x7f]*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,4})?[\x00-\x20\x7f]*"
+)
+_DECIMAL_TEXT = re.compile(EPOCH_NUMBER_TEXT)
+_DECIMAL_CHARS = TRIMMED + "0123456789.eE+-"  # all a decimal has: a cheap test before the regex
+#: Decimal places an epoch number's text is rounded to before the unit applies (half up):
+#: Spark's ``try_cast(text AS DECIMAL(38, 9))``. Nine keep nanoseconds of a second; the 29
+#: integer digits left hold any int64 number; and the product by 1,000 (seconds) stays exact
+#: in Spark's DECIMAL(38, 6) (18 places would be rounded again there, to 13).
+EPOCH_DECIMAL_PLACES = 9
+_INTEGER_LIMIT = Decimal(10) ** (38 - EPOCH_DECIMAL_PLACES)  # DECIMAL(38, 9) holds less
+_PLACES = Decimal(1).scaleb(-EPOCH_DECIMAL_PLACES)
+_ROUNDING = Context(prec=40, rounding=ROUND_HALF_UP)  # 29 digits + 9 places, carried
 
 
-def _read_objects(items: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`read_epoch_ms` of an object array in ms: numbers one by one, instants through
-    pandas; with the mask of the items read as epoch numbers (not instants)."""
+def decimal_ms(text: str, unit: str) -> int | None:
+    """Epoch ms of a decimal epoch number's text (:data:`EPOCH_NUMBER_TEXT`) in ``unit``, or
+    None: as Spark reads it (``tsmon.spark.points``), the text rounded half up to
+    :data:`EPOCH_DECIMAL_PLACES` places (None when 29 integer digits do not hold it; zero is
+    zero whatever its exponent), times the unit's ``times``, floored, None beyond int64, then
+    floor-divided by its ``per`` (:data:`EPOCH_UNITS`).
+
+    >>> decimal_ms("1704067200.5", "s"), decimal_ms("-0.0005", "s"), decimal_ms("2.5e3", "us")
+    (1704067200500, -1, 2)
+    >>> decimal_ms("0.0009999999995", "s"), decimal_ms("1e29", "ns")  # half up: 0.001 s
+    (1, None)
+    """
+    times, per = epoch_unit(unit)
+    number = Decimal(text.strip(TRIMMED))
+    if not number:
+        return 0
+    if number.adjusted() >= 38 - EPOCH_DECIMAL_PLACES:
+        return None
+    rounded = number.quantize(_PLACES, context=_ROUNDING)
+    if rounded.copy_abs() >= _INTEGER_LIMIT:  # copy_abs: abs() would round to 28 digits
+        return None
+    nanos = int(rounded.scaleb(EPOCH_DECIMAL_PLACES, context=_ROUNDING))  # exact: 39 digits
+    whole = nanos * times // 10**EPOCH_DECIMAL_PLACES
+    return whole // per if _INT64.min <= whole <= _INT64.max else None
+
+
+def decimals_ms(texts: Iterable[str], unit: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`decimal_ms` of each text, as int64 ms (0 where None) and the mask of those read."""
+    millis = [decimal_ms(t, unit) for t in texts]
+    ok = np.array([m is not None for m in millis], dtype=bool)
+    return np.array([m or 0 for m in millis], dtype=np.int64), ok
+
+
+def float_texts(floats: np.ndarray) -> np.ndarray:
+    """The text each float epoch number is read by: a non-whole one's shortest text that
+    reads back as it (numpy's; Python's ``repr`` for a ``float64``), the decimal it stands
+    for; a whole one's exact digits, however long. In-process and in the text a Parquet
+    file's floats reach Spark as (``tsmon.spark.filerows``).
+
+    >>> float_texts(np.array([1.001, 1e-07, 2.0**63])).tolist()
+    ['1.001', '1e-07', '9223372036854775808']
+    >>> float_texts(np.float32([1.1, 2.0**63])).tolist()  # not 9.223372e+18: that fits int64
+    ['1.1', '9223372036854775808']
+    """
+    texts = floats.astype(str).astype(object)
+    whole = floats == np.floor(floats)
+    texts[whole] = [str(int(x)) for x in floats[whole].tolist()]
+    return texts
+
+
+def _read_objects(items: np.ndarray, unit: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`read_epoch_ms` of an object array: whole numbers one by one (in ``unit``, not
+    yet scaled to ms), decimals too (in ms), instants through pandas; with the mask of the
+    items read as whole epoch numbers, the ones left to scale."""
     millis = np.zeros(len(items), dtype=np.int64)
     ok = np.zeros(len(items), dtype=bool)
     numbers = np.zeros(len(items), dtype=bool)
     instants = np.zeros(len(items), dtype=bool)
+    decimals: dict[int, str] = {}  # item number: its decimal text, read after the loop
     for i, item in enumerate(items):
-        if item is None or isinstance(item, (bool, np.bool_)):
-            continue
-        if isinstance(item, str) and _INT_TEXT.fullmatch(item):
-            try:
-                item = int(item.strip(TRIMMED))  # int() strips other characters than Spark
-            except ValueError:  # more digits than int() reads: far beyond int64 anyway
+        if isinstance(item, str):
+            if _INT_TEXT.fullmatch(item):
+                try:
+                    item = int(item.strip(TRIMMED))  # int() strips other characters than Spark
+                except ValueError:  # more digits than int() reads: far beyond int64 anyway
+                    continue
+            elif not item.strip(_DECIMAL_CHARS) and _DECIMAL_TEXT.fullmatch(item):
+                decimals[i] = item
                 continue
+            else:
+                instants[i] = True
+                continue
+        elif item is None or isinstance(item, (bool, np.bool_)):
+            continue
+        elif isinstance(item, (float, np.floating)) and not float(item).is_integer():
+            if math.isfinite(item):
+                decimals[i] = str(item)  # its shortest text, as float_texts
+            continue
         if isinstance(item, (int, np.integer, float, np.floating)):
             number = _whole_ms(item)
             if number is not None:
                 millis[i], ok[i], numbers[i] = number, True, True
         else:
             instants[i] = True
+    if decimals:
+        at = np.fromiter(decimals, dtype=np.int64, count=len(decimals))
+        millis[at], ok[at] = decimals_ms(decimals.values(), unit)
     if instants.any():
         stamps = pd.DatetimeIndex(
             pd.to_datetime(
@@ -214,11 +312,8 @@ def _trimmed(item: object) -> object:
 
 
 def _whole_ms(number: float | int | np.number) -> int | None:
-    """A number of epoch milliseconds as an int, or None when not whole or beyond int64."""
-    if isinstance(number, (float, np.floating)):
-        if not float(number).is_integer():  # also NaN and infinities
-            return None
-        number = int(number)
+    """A whole epoch number (an int, or a float that is whole) as an int, or None beyond
+    int64."""
     number = int(number)
     return number if _INT64.min <= number <= _INT64.max else None
 

@@ -239,15 +239,18 @@ class Monitor:
         """Store a batch of points; each triggers its queries as of that point.
 
         ``series``, ``ts`` (epoch numbers in ``ts_unit``: ``"s"``, ``"ms"``, ``"us"`` or
-        ``"ns"``; or ISO-8601 instants) and ``value`` are equal-length arrays. Points are taken
-        in the order given; bad ones go to :meth:`dead_letters`, among them those stamped more
-        than ``max_future`` after ``clock_ms`` (the wall clock by default).
+        ``"ns"``, a fraction floored to the ms, a float's by its shortest text:
+        :func:`~tsmon.core.timestamps.read_epoch_ms`; or ISO-8601 instants) and ``value`` are
+        equal-length arrays. Points are taken in the order given; bad ones go to
+        :meth:`dead_letters`, among them those stamped more than ``max_future`` after
+        ``clock_ms`` (the wall clock by default).
 
         >>> mon = Monitor(["cpu"])
-        >>> mon.ingest(["cpu"], [1_704_067_200], [1.0], ts_unit="s").accepted
-        1
+        >>> ts = [1_704_067_200, 1_704_067_200.001]  # time.time() floats too
+        >>> mon.ingest(["cpu"] * 2, ts, [1.0, 2.0], ts_unit="s").accepted
+        2
         >>> mon.points("cpu")["ts_ms"].tolist()
-        [1704067200000]
+        [1704067200000, 1704067200001]
         """
         epoch_unit(ts_unit)  # an unknown unit is the caller's mistake, not a dead letter
         store = self._store

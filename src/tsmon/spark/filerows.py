@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from tsmon.core.timestamps import epoch_to_ms
+from tsmon.core.timestamps import epoch_to_ms, float_texts
 from tsmon.engine.deadletters import Reason
 from tsmon.spark.csvlines import CsvLines, csv_fields, csv_header, decoded
 
@@ -343,10 +343,11 @@ def _fits_int64(kind: Any) -> bool:
 def text_arrays(table: Any, names: Sequence[str], ts_unit: str = "ms") -> dict[str, Any]:
     """The named columns of a pyarrow table as Arrow text arrays: numbers as their shortest
     text, but a whole float within int64 as its digits (``1e+10`` is no epoch number; the
-    runtime reads the float as one), instants as epoch milliseconds (exact), or when epoch
-    numbers are in another ``ts_unit`` than ms, as ISO-8601 text to the millisecond (which is
-    read as an instant whatever the unit); a column that is no scalar raises
-    ``pyarrow.ArrowNotImplementedError``."""
+    runtime reads the float as one) and a non-whole float as the text the runtime reads it
+    by (:func:`~tsmon.core.timestamps.float_texts`, on those rows only), instants as epoch
+    milliseconds (exact), or when epoch numbers are in another ``ts_unit`` than ms, as
+    ISO-8601 text to the millisecond (which is read as an instant whatever the unit); a
+    column that is no scalar raises ``pyarrow.ArrowNotImplementedError``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -358,11 +359,26 @@ def text_arrays(table: Any, names: Sequence[str], ts_unit: str = "ms") -> dict[s
             if ts_unit == "ms":
                 column = pc.cast(column, pa.int64())
         if pa.types.is_float32(column.type) or pa.types.is_float64(column.type):
-            whole = pc.and_(pc.equal(pc.floor(column), column), pc.less(pc.abs(column), 2.0**63))
-            digits = pc.cast(pc.cast(pc.if_else(whole, column, 0), pa.int64()), pa.string())
-            column = pc.if_else(whole, digits, pc.cast(column, pa.string()))
+            column = _float_text(column)
         out[n] = pc.cast(column, pa.string()).combine_chunks()
     return out
+
+
+def _float_text(column: Any) -> Any:
+    """:func:`text_arrays` of a float column (a ``ChunkedArray``, as it came): Arrow's
+    digits of a whole float within int64, else (finite) the text the runtime reads it by
+    (:func:`~tsmon.core.timestamps.float_texts`, made for those rows only)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    whole = pc.and_(pc.equal(pc.floor(column), column), pc.less(pc.abs(column), 2.0**63))
+    digits = pc.cast(pc.cast(pc.if_else(whole, column, 0), pa.int64()), pa.string())
+    text = pc.if_else(whole, digits, pc.cast(column, pa.string()))
+    other = pc.fill_null(pc.and_(pc.is_finite(column), pc.invert(whole)), False).combine_chunks()
+    if not pc.any(other).as_py():  # whole floats within int64: no Python object per value
+        return text
+    texts = pa.array(float_texts(pc.filter(column, other).to_numpy()), pa.string())
+    return pa.chunked_array([pc.replace_with_mask(text.combine_chunks(), other, texts)])
 
 
 def text_columns(

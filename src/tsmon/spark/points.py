@@ -11,8 +11,10 @@ Column types read:
 
 - ``series``, ``source``: text;
 - ``ts``: a Spark ``TIMESTAMP``, an integer epoch number, or text (digits: an epoch number;
-  else an ISO-8601 time, read by ``try_to_timestamp``); epoch numbers are in ``ts_unit``
-  (ms by default);
+  a decimal with a point or an exponent: an epoch number floored to the ms; else an ISO-8601
+  time, read by ``try_to_timestamp``); epoch numbers are in ``ts_unit`` (ms by default). A
+  ``DOUBLE`` is refused: Java's text of a double is not always Python's, which in-process
+  reads;
 - ``value``: any number type, or text (``try_cast`` to double);
 - a files input's Parquet rows carry ``ts`` and ``value`` typed beside the text columns
   (:data:`~tsmon.spark.filerows.TYPED_TS`, :data:`~tsmon.spark.filerows.TYPED_VALUE`): a
@@ -31,7 +33,15 @@ from itertools import chain
 from typing import TYPE_CHECKING
 
 from tsmon.core.moments import MAX_ABS_VALUE
-from tsmon.core.timestamps import EPOCH_MS_TEXT, MAX_INSTANT_MS, MIN_INSTANT_MS, epoch_unit
+from tsmon.core.timestamps import (
+    EPOCH_DECIMAL_PLACES,
+    EPOCH_MS_TEXT,
+    EPOCH_NUMBER_TEXT,
+    MAX_INSTANT_MS,
+    MIN_INSTANT_MS,
+    TRIMMED,
+    epoch_unit,
+)
 from tsmon.engine.deadletters import Reason
 from tsmon.engine.points import NUMBER_TEXT
 from tsmon.kinds import PARTS
@@ -218,8 +228,10 @@ def _timestamp(
     # digits are epoch numbers, as in-process (EPOCH_MS_TEXT): " 1000 ", "+1000" and "\x011000"
     # too, which try_to_timestamp read as the year 1000; \z: Java's $ also matches before \x85
     number = _epoch_ms(text.try_cast("bigint"), unit)
-    ms = F.when(text.rlike(f"^{EPOCH_MS_TEXT}\\z"), number).otherwise(
-        F.unix_millis(F.try_to_timestamp(text))
+    ms = (
+        F.when(text.rlike(f"^{EPOCH_MS_TEXT}\\z"), number)
+        .when(text.rlike(f"^{EPOCH_NUMBER_TEXT}\\z"), _decimal_ms(text, unit))
+        .otherwise(F.unix_millis(F.try_to_timestamp(text)))
     )
     if typed is None:
         return ms, text
@@ -235,9 +247,31 @@ def _epoch_ms(number: Column, unit: str) -> Column:
     times, per = epoch_unit(unit)
     if times != 1:
         return F.try_multiply(number, F.lit(times).cast("bigint"))
+    return _floor_per(number, per)
+
+
+def _floor_per(number: Column, per: int) -> Column:
+    """A BIGINT floor-divided by ``per`` (exact: as decimals, not doubles)."""
+    from pyspark.sql import functions as F
+
     if per != 1:
         return F.floor(number.cast("decimal(20,0)") / F.lit(per)).cast("bigint")
     return number
+
+
+def _decimal_ms(text: Column, unit: str) -> Column:
+    """A decimal epoch number's text (:data:`~tsmon.core.timestamps.EPOCH_NUMBER_TEXT`) in
+    ``unit`` as epoch ms, as in-process (:func:`~tsmon.core.timestamps.decimal_ms`): cast to
+    DECIMAL(38, 9) (rounded half up; null beyond), times the unit's ``times`` (DECIMAL(38, 6):
+    exact), floored, null beyond BIGINT, floor-divided by its ``per``."""
+    from pyspark.sql import functions as F
+
+    times, per = epoch_unit(unit)
+    # the cast trims what Java's String.trim does (0x00-0x20), not 0x7f as the BIGINT cast
+    number = F.btrim(text, F.lit(TRIMMED)).try_cast(f"decimal(38,{EPOCH_DECIMAL_PLACES})")
+    if times != 1:
+        number = number * F.lit(times).cast(f"decimal({len(str(times))},0)")
+    return _floor_per(F.floor(number).try_cast("bigint"), per)
 
 
 def _value(column: Column, kind: str, typed: Column | None) -> tuple[Column, Column, Column]:

@@ -312,16 +312,16 @@ def _require(path: Path, wanted: list[str], available: list[str]) -> None:
 
 
 def _time_keys(ts: list[str | None], ts_unit: str = "ms") -> np.ndarray:
-    """Sort keys (epoch ms, float) of timestamps as the runtime reads them (digits: epoch
-    numbers in ``ts_unit``, read by :func:`~tsmon.core.timestamps.read_epoch_ms`); an
-    unreadable one takes the key of the row before it (the earliest key before the first
-    readable one)."""
+    """Sort keys (epoch ms, float) of timestamps as the runtime reads them (digits and
+    decimals: epoch numbers in ``ts_unit``, read by
+    :func:`~tsmon.core.timestamps.read_epoch_ms`); an unreadable one takes the key of the row
+    before it (the earliest key before the first readable one)."""
     import pandas as pd
 
-    from tsmon.core.timestamps import EPOCH_MS_TEXT, read_epoch_ms
+    from tsmon.core.timestamps import EPOCH_NUMBER_TEXT, read_epoch_ms
 
     text = pd.Series(ts, dtype=object)
-    digits = text.str.fullmatch(EPOCH_MS_TEXT, na=False).astype(bool)  # as the runtime
+    digits = text.str.fullmatch(EPOCH_NUMBER_TEXT, na=False).astype(bool)  # as the runtime
     keys = pd.Series(np.nan, index=text.index)
     millis, read = read_epoch_ms(text[digits].to_numpy(dtype=object), ts_unit)
     keys[digits] = np.where(read, millis, np.nan)  # exact ms; beyond int64: unreadable
