@@ -177,3 +177,20 @@ def test_a_message_applied_as_of_an_earlier_time_replies_then_and_resends_a_newe
     assert f.apply(Shrink("a", 0.2, 30, seq=2, adaptive=False), 30, before=(29, 1.4)) == [
         StreamedUpdate("a", 1.6, 30, width_seq=2, forced=True, seq=2)
     ]
+
+
+def test_a_reply_as_of_an_earlier_time_is_followed_by_the_value_if_one_was_sent_at_now() -> None:
+    """An update stamped ``now_ms`` (3.2) went out before the value there came back inside its
+    bound (1.4, dropped): a reply stamped ``t`` with ``v`` = 1.4 recentres this end on 1.4,
+    but the coordinator's copy, ordered by timestamp (§4), takes 3.2 again at ``now_ms``; so
+    1.4 is sent at ``now_ms`` too, though it equals ``v``."""
+    f = SourceFilter("a", 10, 0.5)
+    f.apply(Shrink("a", 4.0, 0, seq=1, adaptive=False), 0)
+    f.observe(0, 1.0)
+    assert f.observe(29, 1.4) == []  # inside [-1, 3]
+    assert f.observe(30, 3.2) == [StreamedUpdate("a", 3.2, 30, width_seq=1, seq=2)]
+    assert f.observe(30, 1.4) == []  # inside [1.2, 5.2]
+    assert f.apply(Shrink("a", 0.2, 20, seq=2, adaptive=False), 30, before=(29, 1.4)) == [
+        StreamedUpdate("a", 1.4, 29, width_seq=2, forced=True, seq=3),
+        StreamedUpdate("a", 1.4, 30, width_seq=2, forced=True, seq=4),
+    ]

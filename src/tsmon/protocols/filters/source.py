@@ -80,6 +80,7 @@ class SourceFilter:
         self.now_ms: int | None = None
         self.width_seq: int | None = None
         self.sent = 0  # updates sent so far: the seq of the last one
+        self.sent_ms: int | None = None  # the time the last one is stamped
         self.held: list[WidthMessage] = []
         self.uniform: float | None = None  # the uniform static width, once told (tuning)
         self.shadow_centre: float | None = None
@@ -91,14 +92,14 @@ class SourceFilter:
         return (
             self.period_ms, self.object_id, self.factor, self.base, self.anchor, self.width,
             self.adaptive, self.centre, self.value, self.now_ms, self.width_seq, self.sent,
-            self.held, self.uniform, self.shadow_centre, self.shadow,
+            self.sent_ms, self.held, self.uniform, self.shadow_centre, self.shadow,
         )  # fmt: skip
 
     def __setstate__(self, state: tuple) -> None:
         (
             self.period_ms, self.object_id, self.factor, self.base, self.anchor, self.width,
             self.adaptive, self.centre, self.value, self.now_ms, self.width_seq, self.sent,
-            self.held, self.uniform, self.shadow_centre, self.shadow,
+            self.sent_ms, self.held, self.uniform, self.shadow_centre, self.shadow,
         ) = state  # fmt: skip
 
     @property
@@ -122,6 +123,7 @@ class SourceFilter:
             return []
         self.centre = self.value  # §1.2: recentre on the value sent
         self.sent += 1  # §4: orders this update after any earlier one with the same ts_ms
+        self.sent_ms = ts_ms
         shadow = None if self.uniform is None else self.shadow
         return [
             StreamedUpdate(
@@ -261,8 +263,10 @@ class SourceFilter:
         until ``now_ms`` excluded. If the filter is at ``now_ms`` already and the message is
         not from later, it is applied as of ``t``: a reply is stamped ``t`` with ``v`` (§4: it
         confirms the new width from then), then the value at ``now_ms`` is taken again, and
-        sent if it differs from ``v`` after a reply (whatever was sent at ``now_ms`` before,
-        the centres of both ends agree). Else (or with ``None``) it is applied at ``now_ms``.
+        sent after a reply if it differs from ``v`` or if an update stamped ``now_ms`` with
+        another value went out before (the coordinator, in timestamp order, would take that
+        one after the reply): the centres of both ends agree. Else (or with ``None``) it is
+        applied at ``now_ms``.
         """
         if message.object_id != self.object_id:
             raise ValueError(
@@ -273,9 +277,11 @@ class SourceFilter:
         if before is None or self.now_ms != now_ms or not message.ts_ms <= before[0] < now_ms:
             return self.advance(now_ms)
         value, self.value = self.value, before[1]
+        # §4: the coordinator orders by timestamp, so an update at now_ms comes after the reply
+        stale = self.sent_ms == now_ms and self.centre != before[1]
         out = self._release(now_ms, before[0])  # advance(now_ms), as of `t`
         self.value = value
-        return out + self._send(now_ms, forced=bool(out) and value != before[1])
+        return out + self._send(now_ms, forced=bool(out) and (stale or value != before[1]))
 
     def _check_time(self, now_ms: int) -> None:
         if self.now_ms is not None and now_ms < self.now_ms:
