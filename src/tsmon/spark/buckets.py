@@ -42,7 +42,7 @@ BUCKETS_PER_PARTITION = 8
 """Default buckets per shuffle partition: enough that the sources hashed to a partition's
 buckets even out, few enough that the per-bucket pandas overhead (~1 ms) stays small."""
 
-STATE_FORMAT = 9
+STATE_FORMAT = 10
 """Version of the pickled nodes, kept in ``host.json``: 2 has compact registers
 (:mod:`tsmon.core.register`), 3 their sealed runs in history files
 (:mod:`tsmon.spark.history`), 4 registers, filters and stream models pickled as tuples of
@@ -54,8 +54,9 @@ with the buckets' keys in ``host.json`` (:func:`bucket_keys`), 8 a register's ru
 one :class:`~tsmon.core.sealed.Runs`, in history files one call of
 :func:`tsmon.spark.history.runs_at` on all their references, read only when needed (no
 object per run when loaded), 9 a register config as one call of its fields (loaded as one
-shared object) and stream models without streams as their settings alone; a checkpoint of
-another version cannot be resumed."""
+shared object) and stream models without streams as their settings alone, 10 a source
+filter with the time of its last update (``sent_ms``); a checkpoint of another version
+cannot be resumed."""
 
 
 class Buckets(NamedTuple):
