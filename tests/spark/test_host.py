@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from tsmon.engine.node import SourceNode
 from tsmon.engine.settings import DAY_MS, HostSettings, RegisterSettings
 from tsmon.spark.buckets import (
+    STATE_FORMAT,
     Buckets,
     BucketsChanged,
     bucket_keys,
@@ -246,7 +247,7 @@ def test_buckets_are_frozen_in_the_checkpoint():
     with pytest.raises(BucketsChanged, match=r"^buckets = 8, but the checkpoint .* with 16"):
         freeze_buckets(ckpt, 8, 16, 2)
     recorded = json.loads((ckpt / "host.json").read_text())
-    assert recorded["state"] == 9 and recorded["keys"] == list(first.keys)
+    assert recorded["state"] == STATE_FORMAT == 10 and recorded["keys"] == list(first.keys)
     for keys in (first.keys[:-1], (*first.keys[:-1], 16), (*first.keys[:-1], -1)):
         damaged = Path(tempfile.mkdtemp())
         (damaged / "host.json").write_text(json.dumps({**recorded, "keys": list(keys)}))
@@ -254,35 +255,39 @@ def test_buckets_are_frozen_in_the_checkpoint():
             freeze_buckets(damaged, None, 16, 2)
     older = Path(tempfile.mkdtemp())  # nodes pickled with the registers' arrays (format 1)
     (older / "host.json").write_text('{"buckets": 16}')
-    with pytest.raises(BucketsChanged, match="state format 1, this one reads 9"):
+    with pytest.raises(BucketsChanged, match="state format 1, this one reads 10"):
         freeze_buckets(older, None, 16, 2)
     whole = Path(tempfile.mkdtemp())  # registers pickled whole in the state (format 2)
     (whole / "host.json").write_text('{"buckets": 16, "state": 2}')
-    with pytest.raises(BucketsChanged, match="state format 2, this one reads 9"):
+    with pytest.raises(BucketsChanged, match="state format 2, this one reads 10"):
         freeze_buckets(whole, None, 16, 2)
     runs = Path(tempfile.mkdtemp())  # registers, filters and models pickled as dicts (format 3)
     (runs / "host.json").write_text('{"buckets": 16, "state": 3}')
-    with pytest.raises(BucketsChanged, match="state format 3, this one reads 9"):
+    with pytest.raises(BucketsChanged, match="state format 3, this one reads 10"):
         freeze_buckets(runs, None, 16, 2)
     queues = Path(tempfile.mkdtemp())  # runs referenced by persistent ids (format 4)
     (queues / "host.json").write_text('{"buckets": 16, "state": 4}')
-    with pytest.raises(BucketsChanged, match="state format 4, this one reads 9"):
+    with pytest.raises(BucketsChanged, match="state format 4, this one reads 10"):
         freeze_buckets(queues, None, 16, 2)
     in_state = Path(tempfile.mkdtemp())  # windows with monotonic queues (format 5)
     (in_state / "host.json").write_text('{"buckets": 16, "state": 5}')
-    with pytest.raises(BucketsChanged, match="state format 5, this one reads 9"):
+    with pytest.raises(BucketsChanged, match="state format 5, this one reads 10"):
         freeze_buckets(in_state, None, 16, 2)
     for state, keys in ((6, ""), (7, f', "keys": {list(first.keys)}')):  # a reference per run
         per_run = Path(tempfile.mkdtemp())
         (per_run / "host.json").write_text(f'{{"buckets": 16, "state": {state}{keys}}}')
-        with pytest.raises(BucketsChanged, match=f"state format {state}, this one reads 9"):
+        with pytest.raises(BucketsChanged, match=f"state format {state}, this one reads 10"):
             freeze_buckets(per_run, None, 16, 2)
     one_runs = Path(tempfile.mkdtemp())  # configs and models without streams pickled whole (8)
     (one_runs / "host.json").write_text(
         f'{{"buckets": 16, "state": 8, "keys": {list(first.keys)}}}'
     )
-    with pytest.raises(BucketsChanged, match="state format 8, this one reads 9"):
+    with pytest.raises(BucketsChanged, match="state format 8, this one reads 10"):
         freeze_buckets(one_runs, None, 16, 2)
+    filters = Path(tempfile.mkdtemp())  # source filters without their last update's time (9)
+    (filters / "host.json").write_text(f'{{"buckets": 16, "state": 9, "keys": {list(first.keys)}}}')
+    with pytest.raises(BucketsChanged, match="state format 9, this one reads 10"):
+        freeze_buckets(filters, None, 16, 2)
     old = Path(tempfile.mkdtemp())
     (old / "nodes" / "offsets").mkdir(parents=True)
     with pytest.raises(BucketsChanged, match="older tsmon"):
