@@ -642,37 +642,30 @@ def test_an_unexpected_error_is_one_line_naming_it_and_debug_shows_the_trace(
     assert debug.returncode == 1 and "Traceback" in debug.stderr, debug.stdout + debug.stderr
 
 
-@pytest.mark.slow
-@pytest.mark.spark
-def test_ctrl_c_while_spark_starts_stops_its_jvm_and_ends_with_the_summary(
-    tmp_path: Path,
-) -> None:
-    """Ctrl-C while `tsmon run` started Spark raised in the main thread inside pyspark's JVM
-    launch: 'interrupted', and the driver JVM, which ignores SIGINT, ran on without its
-    Python. Now Spark starts in the job's waiting thread: the signal stops it once it is up,
-    and the run ends with its summary line, as a Ctrl-C during the run does."""
+def _interrupted_at_start(args: list[str], app: str) -> tuple[int, str, set[int]]:
+    """Run ``tsmon *args``, send SIGINT 1.5 s after its first line ('starting Spark', while
+    the JVM is being launched); its status, its output and the JVMs of app name ``app`` left
+    running 2 s after it ended (killed here, so a failure leaves none)."""
     import signal
     import time
 
-    name = f"ctrl-c-at-start-{os.getpid()}"
-    (tmp_path / "in").mkdir()
-    job = tmp_path / "job.toml"
-    job.write_text(
-        f'queries = "QUERY a ON * WHEN last > 0"\n[job]\nname = "{name}"\ncheckpoint = "ckpt"\n'
-        '[input]\nkind = "files"\npath = "in"\nformat = "csv"\n',
-        encoding="utf-8",
-    )
+    def jvms() -> set[int]:
+        marker = f"spark.app.name={app}".encode()
+        return {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()
+                and marker in _cmdline(p)}  # fmt: skip
+
+    before = jvms()
     env = dict(os.environ, COLUMNS="200", PYTHONPATH=str(REPO / "src"))
     run = subprocess.Popen(
-        [sys.executable, "-m", "tsmon", "run", str(job)],
+        [sys.executable, "-m", "tsmon", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         env=env,
     )
     assert run.stdout is not None
-    seen = [run.stdout.readline()]
-    assert "starting Spark" in seen[0], seen
+    first = run.stdout.readline()
+    assert "starting Spark" in first, first
     time.sleep(1.5)  # the JVM is being launched
     run.send_signal(signal.SIGINT)
     try:
@@ -682,15 +675,32 @@ def test_ctrl_c_while_spark_starts_stops_its_jvm_and_ends_with_the_summary(
         run.communicate()
         raise
     time.sleep(2)  # a JVM that lost its Python would still be here
-    marker = f"spark.app.name={name}".encode()
-    left = [
-        int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and marker in _cmdline(p)
-    ]
-    for pid in left:  # no JVM left running after a failure
+    left = jvms() - before
+    for pid in left:
         os.kill(pid, signal.SIGKILL)
-    out = "".join(seen) + rest
+    return run.returncode, first + rest, left
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_ctrl_c_while_spark_starts_stops_its_jvm_and_ends_with_the_summary(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C while `tsmon run` started Spark raised in the main thread inside pyspark's JVM
+    launch: 'interrupted', and the driver JVM, which ignores SIGINT, ran on without its
+    Python. Now Spark starts in the job's waiting thread: the signal stops it once it is up,
+    and the run ends with its summary line, as a Ctrl-C during the run does."""
+    name = f"ctrl-c-at-start-{os.getpid()}"
+    (tmp_path / "in").mkdir()
+    job = tmp_path / "job.toml"
+    job.write_text(
+        f'queries = "QUERY a ON * WHEN last > 0"\n[job]\nname = "{name}"\ncheckpoint = "ckpt"\n'
+        '[input]\nkind = "files"\npath = "in"\nformat = "csv"\n',
+        encoding="utf-8",
+    )
+    status, out, left = _interrupted_at_start(["run", str(job)], name)
     assert not left, out
-    assert run.returncode == 0, out
+    assert status == 0, out
     assert "interrupted: stopped (state is in the checkpoint)" in out, out
     assert out.strip().splitlines()[-1].startswith("done: 0 batches"), out
 
@@ -701,41 +711,10 @@ def test_ctrl_c_while_the_demo_starts_spark_leaves_no_jvm(tmp_path: Path) -> Non
     """The same for `tsmon demo`, whose session starts in the main thread: the signal is held
     while Spark starts (tsmon.spark.session), then Spark is stopped and the demo ends with
     'interrupted', status 130."""
-    import signal
-    import time
-
-    def demo_jvms() -> set[int]:
-        marker = b"spark.app.name=tsmon-demo"
-        return {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()
-                and marker in _cmdline(p)}  # fmt: skip
-
-    before = demo_jvms()
-    env = dict(os.environ, COLUMNS="200", PYTHONPATH=str(REPO / "src"))
-    demo = subprocess.Popen(
-        [sys.executable, "-m", "tsmon", "demo", "--hosts", "5", "--dir", str(tmp_path / "d")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
-    assert demo.stdout is not None
-    first = demo.stdout.readline()
-    assert "starting Spark" in first, first
-    time.sleep(1.5)  # the JVM is being launched
-    demo.send_signal(signal.SIGINT)
-    try:
-        rest, _ = demo.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        demo.kill()
-        demo.communicate()
-        raise
-    time.sleep(2)  # a JVM that lost its Python would still be here
-    left = demo_jvms() - before
-    for pid in left:  # no JVM left running after a failure
-        os.kill(pid, signal.SIGKILL)
-    out = first + rest
+    args = ["demo", "--hosts", "5", "--dir", str(tmp_path / "d")]
+    status, out, left = _interrupted_at_start(args, "tsmon-demo")
     assert not left, out
-    assert demo.returncode == 130 and out.strip().splitlines()[-1] == "interrupted", out
+    assert status == 130 and out.strip().splitlines()[-1] == "interrupted", out
 
 
 def _cmdline(proc: Path) -> bytes:
