@@ -81,7 +81,7 @@ def run_replay(args: argparse.Namespace) -> int:
     if answered:
         console.print("answers at the end of the replay:")
         for line in answered:
-            console.print(f"  {line}", soft_wrap=True)
+            console.print(f"  {line}", soft_wrap=True, markup=False)
     stats = monitor.stats()
     console.print(summary_line(stats), soft_wrap=True)
     malformed = numbered[points["reason"].notna().to_numpy()[numbered]]  # in the order fed
