@@ -27,10 +27,14 @@ MAX_INSTANT_MS: int = pd.Timestamp.max.value // 1_000_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
+OUTSIDE_INSTANTS = "timestamp {raw} ms is outside " + f"{MIN_INSTANT_MS} .. {MAX_INSTANT_MS} ms"
+"""The detail of a ``bad_timestamp`` dead letter whose epoch ms (``raw``) were read but are no
+instant: in-process, at a source node and on Spark (``spark/points.py``) alike."""
+
+
 def outside_instants(ts_ms: int) -> str:
-    """Why a point stamped ``ts_ms`` is a ``bad_timestamp`` though it was read (the detail of
-    its dead letter, in-process and at a source node alike)."""
-    return f"timestamp {ts_ms} ms is outside {MIN_INSTANT_MS} .. {MAX_INSTANT_MS} ms"
+    """Why a point stamped ``ts_ms`` is a ``bad_timestamp`` though it was read."""
+    return OUTSIDE_INSTANTS.format(raw=ts_ms)
 
 
 def as_column(data: object) -> np.ndarray:

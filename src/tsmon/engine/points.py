@@ -93,7 +93,7 @@ def read_batch(
         np.full(bad_ts.sum(), None),
         raw_values[bad_ts],
         Reason.BAD_TIMESTAMP,
-        [f"cannot read timestamp {t!r}; pass epoch {ts_unit} or ISO-8601" for t in raw_ts[bad_ts]],
+        [UNREADABLE_TIMESTAMP.format(raw=repr(t), unit=ts_unit) for t in raw_ts[bad_ts]],
     )
     outside = ts_ok & ~instants  # read, but no instant: a bad timestamp that keeps its ms
     rows = (seq[outside], names[outside], ts_ms[outside], raw_values[outside])
@@ -107,7 +107,7 @@ def read_batch(
             ts_ms[hit],
             raw_values[hit],
             reason,
-            [f"value {v!r} is {_EXPLAIN[reason]}" for v in raw_values[hit]],
+            [BAD_VALUE.format(raw=repr(v), hint=VALUE_HINTS[reason]) for v in raw_values[hit]],
         )
     keep = ts_ok & (reasons == 0)
     if latest_ms is not None:  # last, as a source node checks the points Spark read well
@@ -121,11 +121,14 @@ def read_batch(
 
 def bad_series(name: object) -> str | None:
     """Why ``name`` cannot be a series name (a ``bad_series`` dead letter's detail), or None."""
-    return (
-        None
-        if isinstance(name, str) and name
-        else f"series name {name!r} is not a non-empty string"
-    )
+    return None if isinstance(name, str) and name else BAD_SERIES.format(raw=repr(name))
+
+
+BAD_SERIES = "series name {raw} is not a non-empty string"
+UNREADABLE_TIMESTAMP = "cannot read timestamp {raw}; pass epoch {unit} or ISO-8601"
+BAD_VALUE = "value {raw} is {hint}"
+"""The details of the dead letters :func:`read_batch` gives (``raw``: the ``repr`` of the
+item; ``hint``: of :data:`VALUE_HINTS`), filled in SQL on Spark too (``spark/points.py``)."""
 
 
 _VALUE_REASONS = (
@@ -136,13 +139,14 @@ _VALUE_REASONS = (
     Reason.VALUE_OUT_OF_RANGE,
 )
 _CODE = {"": 0} | {r.value: i + 1 for i, r in enumerate(_VALUE_REASONS)}  # small ints, no strings
-_EXPLAIN = {
+VALUE_HINTS = {
     Reason.MISSING: "missing; send a finite number",
     Reason.NOT_NUMERIC: "not a number; send a finite number",
     Reason.NAN: "NaN; send a finite number or leave the point out",
     Reason.INFINITE: "infinite; send a finite number",
     Reason.VALUE_OUT_OF_RANGE: f"beyond +-{MAX_ABS_VALUE:g}, where sums overflow; rescale it",
 }
+"""What is wrong with a value, by the reason it is rejected for (:data:`BAD_VALUE`)."""
 
 
 def _read_values(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

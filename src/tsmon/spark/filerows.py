@@ -236,15 +236,14 @@ def _columns(names: Sequence[str], numbers: Iterable[str] = ()) -> list[str]:
 
 def file_origin(columns: list[str]) -> tuple[Any, Any]:
     """Spark columns for an input with ``columns``: the reason a file's line could not be read
-    (null for a record) and the detail its dead letter shows, ``<file>:<line>`` and what was
-    wrong (null and '' for inputs that are no files)."""
+    (null for a record) and where a dead letter came from, ``<file>:<line>`` and what was
+    wrong with the line, if anything (null and None for inputs that are no files)."""
     from pyspark.sql import functions as F
 
     if REASON not in columns:
-        return F.lit(None).cast("string"), F.lit("")
+        return F.lit(None).cast("string"), None
     where = F.concat_ws(":", F.col(FILE), F.col(LINE).cast("string"))
-    detail = F.when(F.col(DETAIL) == "", where).otherwise(F.concat_ws(": ", where, F.col(DETAIL)))
-    return F.col(REASON), detail
+    return F.col(REASON), F.concat_ws(": ", where, F.when(F.col(DETAIL) != "", F.col(DETAIL)))
 
 
 def _parquet(

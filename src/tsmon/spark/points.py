@@ -39,11 +39,18 @@ from tsmon.core.timestamps import (
     EPOCH_NUMBER_TEXT,
     MAX_INSTANT_MS,
     MIN_INSTANT_MS,
+    OUTSIDE_INSTANTS,
     TRIMMED,
     epoch_unit,
 )
 from tsmon.engine.deadletters import Reason
-from tsmon.engine.points import NUMBER_TEXT
+from tsmon.engine.points import (
+    BAD_SERIES,
+    BAD_VALUE,
+    NUMBER_TEXT,
+    UNREADABLE_TIMESTAMP,
+    VALUE_HINTS,
+)
 from tsmon.kinds import PARTS
 from tsmon.query.patterns import is_glob
 from tsmon.spark.filerows import TYPED_TS, TYPED_VALUE, file_origin
@@ -129,7 +136,8 @@ def point_rows(
     (:func:`source_expr`), else the series itself. Epoch numbers in the ``ts`` column are
     in ``ts_unit`` (:data:`~tsmon.core.timestamps.EPOCH_UNITS`). ``reason`` is the
     dead-letter reason of a row that cannot be a point (null for a good one); ``detail``
-    where in a file it was (file inputs) or ''.
+    (:func:`_what_was_wrong`) what was wrong with it, after where in a file it was (file
+    inputs: ``<file>:<line>: ``); '' for a good row.
     """
     from pyspark.sql import functions as F
 
@@ -146,7 +154,7 @@ def point_rows(
     typed = {c: F.col(c) if c in raw.columns else None for c in (TYPED_TS, TYPED_VALUE)}
     ts, raw_ts = _timestamp(col("ts"), types[mapping["ts"]], typed[TYPED_TS], ts_unit)
     value, raw_value, missing = _value(col("value"), types[mapping["value"]], typed[TYPED_VALUE])
-    unparsed, detail = file_origin(raw.columns)
+    unparsed, origin = file_origin(raw.columns)
     # Three projections, each naming what the next one reads: as one, the reason (which reads
     # source, ts and value 10 times) would be written out whole in every column that tests
     # it, and the optimizer and planner walk every copy again in every micro-batch
@@ -175,6 +183,15 @@ def point_rows(
     )
     checked = parsed.withColumn(name["reason"], reason)
     good = F.col(name["reason"]).isNull()
+    shown = {
+        "source": _shown(source, "string", None),
+        "series": _shown(series, "string", None),
+        "ts": _shown(col("ts"), types[mapping["ts"]], typed[TYPED_TS]),
+        "value": _shown(col("value"), types[mapping["value"]], typed[TYPED_VALUE]),
+    }
+    detail = _what_was_wrong(F.col(name["reason"]), shown, ts, ts_unit)
+    if origin is not None:
+        detail = F.concat_ws(": ", origin, detail)
     # max_future is checked at the source node, against the batch's clock its host gets
     # (spark/host.py): here current_timestamp() would be a literal in the generated code,
     # new every batch, so Spark would compile the stage again each batch
@@ -193,6 +210,59 @@ def point_rows(
         F.col(name["reason"]).alias("reason"),
         F.when(good, F.lit("")).otherwise(detail).alias("detail"),
     )
+
+
+RESERVED_SOURCE = "source {raw} is named like a node key of tsmon's own (starting with {prefixes})"
+"""The detail of a ``bad_source`` dead letter (Spark's alone: a source node takes no such rows)."""
+
+
+def _what_was_wrong(reason: Column, shown: Mapping[str, Column], ts: Column, unit: str) -> Column:
+    """What was wrong with a row, by its ``reason``: the text a dead letter of ``read_batch``
+    (``engine/points.py``) has, ``shown`` (:func:`_shown`) standing for the ``repr`` of the
+    role's raw item; null for a file's line that could not be read (a reason of its own)."""
+    from pyspark.sql import functions as F
+
+    prefixes = ", ".join(map(repr, RESERVED_PREFIXES))
+    what = (
+        F.when(
+            reason == Reason.BAD_SOURCE.value,
+            _filled(RESERVED_SOURCE, shown["source"], prefixes=prefixes),
+        )
+        .when(reason == Reason.BAD_SERIES.value, _filled(BAD_SERIES, shown["series"]))
+        .when(
+            ts.isNull() & (reason == Reason.BAD_TIMESTAMP.value),
+            _filled(UNREADABLE_TIMESTAMP, shown["ts"], unit=unit),
+        )
+        .when(reason == Reason.BAD_TIMESTAMP.value, _filled(OUTSIDE_INSTANTS, ts.cast("string")))
+    )
+    for why, hint in VALUE_HINTS.items():
+        what = what.when(reason == why.value, _filled(BAD_VALUE, shown["value"], hint=hint))
+    return what
+
+
+def _filled(template: str, raw: Column, **fixed: str) -> Column:
+    """``template`` (a ``str.format`` text) with the column ``raw`` in its ``{raw}`` field and
+    ``fixed`` in the others."""
+    from pyspark.sql import functions as F
+
+    before, after = template.format(raw="\0", **fixed).split("\0")
+    return F.concat(F.lit(before), raw, F.lit(after))
+
+
+def _shown(column: Column, kind: str, typed: Column | None) -> Column:
+    """A role's raw item as Python's ``repr`` shows it in-process, as far as SQL does it
+    simply: text in single quotes (``repr`` also escapes backslashes and control characters,
+    and quotes a text holding a ``'`` in double quotes: not done here), a number or instant as
+    Spark's text (a double's differs from Python's: ``1.0E300``, not ``1e+300``), null as
+    ``None``; ``typed``: the number of a row whose file held numbers (:func:`_value`)."""
+    from pyspark.sql import functions as F
+
+    text = column.cast("string")
+    if kind == "string":
+        text = F.concat(F.lit("'"), text, F.lit("'"))
+    if typed is not None:
+        text = F.coalesce(text, typed.cast("string"))
+    return F.coalesce(text, F.lit("None"))
 
 
 def _free_names(taken: list[str], names: tuple[str, ...]) -> dict[str, str]:
