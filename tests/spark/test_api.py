@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.spark.test_dead_letter_details import in_process
 from tests.spark.test_runtime import SERIES, reference_runtime, run_file, walk_files
 from tsmon.spark import Monitor
 from tsmon.spark.driver import JobQueries
@@ -177,7 +178,11 @@ def test_the_api_equals_tsmon_run_and_the_batch_runtime_and_restarts(spark, tmp_
     assert api_events == job_events == expected_events
     # every row accepted or a dead letter with its reason; the bad rows' reasons exact
     assert sorted(d.reason for d in dead) == sorted(r for *_, r in BAD)
-    assert all(d.batch_id is not None and d.detail == "" for d in dead)
+    assert all(d.batch_id is not None for d in dead)
+    # no file, no line: what was wrong alone, in the in-process words (a double in Spark's text)
+    assert sorted((d.reason, d.detail) for d in dead) == sorted(
+        (r, in_process(row)[1].replace("value nan ", "value NaN ")) for *row, r in BAD
+    )
     read = pd.read_parquet(answer_dir)
     assert set(read.columns) >= {"part", "query", "value", "lo", "hi", "as_of_utc", "batch_id"}
     last = read[read["batch_id"].astype(int) == read["batch_id"].astype(int).max()]

@@ -29,6 +29,7 @@ import tsmon.engine.batched
 import tsmon.spark.driver
 import tsmon.spark.runtime
 from tests.spark.poison import POISON, PoisonedHub, poisoned_node
+from tests.spark.test_dead_letter_details import in_process
 from tests.spark.test_runtime import batch_reference, run_file
 from tsmon.spark.job import JobError, load_job
 from tsmon.spark.runtime import JobRunner
@@ -174,10 +175,12 @@ def test_bad_files_are_dead_letters_and_the_job_goes_on(spark, tmp_path: Path) -
     assert f"{path}/malformed.csv:10: not CSV (unexpected end of data: an unclosed" in " ".join(
         details
     )
-    assert f"{path}/malformed.csv:12" in details  # the bad timestamp's line (blank 11 skipped)
+    for line, row in ((12, ("a", "yesterday", "1.0")), (13, ("b", "99999999", "abc"))):
+        # rows read with a bad timestamp or value (blank line 11 skipped): as in-process
+        assert f"{path}/malformed.csv:{line}: {in_process(row)[1]}" in details
     assert any(d.startswith(f"{path}/garbage.csv: binary content") for d in details)
     no_value = f"{path}/missing.csv:2: the header has no column 'value' (it has ['series', 'ts'])"
-    assert no_value in details
+    assert f"{no_value}: {in_process(('a', '999999999', None))[1]}" in details
 
 
 # -- real processes: exits, restarts -----------------------------------------------------------
@@ -340,7 +343,7 @@ def test_corrupt_parquet_files_are_dead_letters_and_the_job_goes_on(spark, tmp_p
         unreadable = f"{path}/{name}.parquet: not a readable Parquet file (ArrowInvalid: "
         assert any(d.startswith(unreadable) for d in details), (name, details)
     no_value = f"{path}/missing.parquet:2: the file has no column 'value' (it has ['series', 'ts'])"
-    assert no_value in details
+    assert f"{no_value}: {in_process(('a', '999999999', None))[1]}" in details
 
 
 def test_stale_points_are_accepted_late_or_dead_letters_and_counts_add_up(spark, tmp_path) -> None:
