@@ -2,10 +2,11 @@
 
 Every statistic is computed from the points the window holds plus the new ones, never by
 rescanning history: moments (sum, mean, variance, slope) from prefix sums, minimum and maximum
-from a sparse table over those points, count, first and last by position. A batch of new points
-is processed at once with numpy, yet each point gets the statistics of the window *as of that
-point* (per-point semantics): the prefix sums differenced at each window's ends give every
-intermediate window.
+from a sparse table over those points (or, for windows longer than the new points, running
+maxima back and forth from the first new point), count, first and last by position. A batch of
+new points is processed at once with numpy, yet each point gets the statistics of the window
+*as of that point* (per-point semantics): the prefix sums differenced at each window's ends
+give every intermediate window.
 
 The windows of one shape over many series advance together (:func:`advance_sliding`): their
 points are laid end to end, one segment per series, and every step runs once over all of
