@@ -2,10 +2,11 @@
 
 Every statistic is computed from the points the window holds plus the new ones, never by
 rescanning history: moments (sum, mean, variance, slope) from prefix sums, minimum and maximum
-from a sparse table over those points, count, first and last by position. A batch of new points
-is processed at once with numpy, yet each point gets the statistics of the window *as of that
-point* (per-point semantics): the prefix sums differenced at each window's ends give every
-intermediate window.
+from a sparse table over those points (or, for windows longer than the new points, running
+maxima back and forth from the first new point), count, first and last by position. A batch of
+new points is processed at once with numpy, yet each point gets the statistics of the window
+*as of that point* (per-point semantics): the prefix sums differenced at each window's ends
+give every intermediate window.
 
 The windows of one shape over many series advance together (:func:`advance_sliding`): their
 points are laid end to end, one segment per series, and every step runs once over all of
@@ -44,7 +45,7 @@ from tsmon.core.moments import (
     tiny_windows,
 )
 from tsmon.core.register import Register
-from tsmon.core.rmq import range_max
+from tsmon.core.rmq import crossing_max, range_max
 from tsmon.core.view import WindowView, check_follows, covered_from, first_and_rate
 from tsmon.core.window_spec import WindowKind, WindowSpec
 
@@ -54,6 +55,9 @@ _CANCEL = frozenset({"sum", "mean"})  # statistics of values of both signs that 
 # window of a chunk: 8 times a count window's size (at least 2,048 points), 8 spans of a time
 # window (in blocks of at least 32 points)
 _CHUNK_WINDOWS, _MIN_CHUNK, _MIN_COUNT_CHUNK = 8, 32, 256
+# running maxima cost ~10 us per segment and ~4 ns per new point, the sparse table ~1.2 ns per
+# value and level: the break-even measured in units of ~1 ns (``_maxima``)
+_SEGMENT_COST, _POINT_COST = 10_000, 4
 
 
 class SlidingWindow:
@@ -127,7 +131,7 @@ def advance_sliding(
     asked = [(name, sign) for name, sign in (("max", 1.0), ("min", -1.0)) if name in wanted]
     if asked:  # min = -max(-x), both from one sparse table
         signed = np.stack([sign * X for _, sign in asked])
-        for (name, sign), row in zip(asked, range_max(signed, st, g), strict=True):
+        for (name, sign), row in zip(asked, _maxima(signed, bank), strict=True):
             stats[name] = sign * row
     ts, values = T.take(g), X.take(g)
     if "first" in wanted or "rate" in wanted:
@@ -141,31 +145,40 @@ def advance_sliding(
             covered = [covered_from(w.register, w.complete_from_ts) for w in windows]
             start = np.repeat(np.array(covered, dtype=np.int64), bank.new)
             stats["coverage"] = np.clip((ts - start + 1) / spec.size, 0.0, 1.0)
-    last_starts = st[np.cumsum(bank.new) - 1] - bank.offsets
+    last_starts = st[np.cumsum(bank.new) - 1] - bank.offsets + bank.base
     for window, (_, p1), start in zip(windows, spans, last_starts.tolist(), strict=True):
-        window.start, window.end = window.start + start, p1
+        window.start, window.end = start, p1
         window._pin()
     return WindowView(spec, stats)
 
 
 class _Bank:
-    """The points of several windows of one shape end to end: each window's held points
-    then its new ones (a segment), with every new point's index ``g`` and its window's first
-    index ``starts`` in that layout."""
+    """The points of several windows of one shape end to end: each window's points from the
+    start of its first new point's window (``base``, a register position) to its last new one
+    (a segment), with every new point's index ``g`` and its window's first index ``starts`` in
+    that layout."""
 
     def __init__(self, windows: Sequence[SlidingWindow], spans: Sequence[tuple[int, int]]):
         spec = windows[0].spec
-        ts, values = [], []
-        for w, (p0, p1) in zip(windows, spans, strict=True):
-            check_follows(w.spec, w.end, p0, p1)
-            ts.append(w.register.ts(w.start, p1))
-            values.append(w.register.values(w.start, p1))
-        self.ts, self.values = np.concatenate(ts), np.concatenate(values)
         held = np.array([w.start for w in windows], dtype=np.int64)
         p0s, p1s = (np.array(side, dtype=np.int64) for side in zip(*spans, strict=True))
-        lengths, self.new = p1s - held, p1s - p0s
-        self.offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-        first_new = self.offsets + (p0s - held)
+        self.new = p1s - p0s
+        registers = [w.register for w in windows]
+        for w, (p0, p1) in zip(windows, spans, strict=True):
+            check_follows(w.spec, w.end, p0, p1)
+        if spec.kind is WindowKind.COUNT:
+            self.base = np.maximum(p0s - (spec.size - 1), held)
+        else:  # each segment searched alone: a small array, in cache (one search over the
+            # bank took ~8% of the ingest's time)
+            held_ts = map(Register.ts, registers, held.tolist(), p1s.tolist())
+            pairs = zip(held_ts, self.new.tolist(), strict=True)
+            found = [np.searchsorted(t, t[-k:] - spec.size, side="right") for t, k in pairs]
+            self.base = held + [f[0] for f in found]
+        bounds = (registers, self.base.tolist(), p1s.tolist())
+        ts, values = list(map(Register.ts, *bounds)), list(map(Register.values, *bounds))
+        self.ts, self.values = np.concatenate(ts), np.concatenate(values)
+        self.offsets = np.concatenate(([0], np.cumsum(p1s - self.base)[:-1]))
+        self.first_new = first_new = self.offsets + (p0s - self.base)
         before = np.concatenate(([0], np.cumsum(self.new)[:-1]))
         rel = np.arange(int(self.new.sum())) - np.repeat(before, self.new)  # within the window
         self.g = rel + np.repeat(first_new, self.new)
@@ -173,17 +186,30 @@ class _Bank:
         if spec.kind is WindowKind.COUNT:
             self.starts = np.maximum(self.g - (spec.size - 1), floor)
             chunk = rel // (_CHUNK_WINDOWS * max(spec.size, _MIN_COUNT_CHUNK))
-        else:  # each segment searched alone: a small array, in cache (one search over the
-            # bank took ~8% of the ingest's time)
-            pairs = zip(ts, self.new.tolist(), strict=True)
-            found = [np.searchsorted(t, t[-k:] - spec.size, side="right") for t, k in pairs]
-            self.starts = np.concatenate(found) + floor
+        else:
+            self.starts = np.concatenate(found) + np.repeat(
+                self.offsets + held - self.base, self.new
+            )
             block = self.g - rel % _MIN_CHUNK  # the first point of each block of 32
             since = self.ts[block] - np.repeat(self.ts[first_new], self.new)
             chunk = since // (_CHUNK_WINDOWS * spec.size)
         head = np.ones(len(self.g), dtype=bool)
         head[1:] = (chunk[1:] != chunk[:-1]) | (rel[1:] == 0)
         self.heads = np.flatnonzero(head)  # the first new point of every chunk
+
+
+def _maxima(rows: np.ndarray, bank: _Bank) -> np.ndarray:
+    """The maximum of each row over the window of each new point: where every window reaches
+    back before its segment's first new point (windows longer than the points appended) and
+    the sparse table would cost more (long windows), from running maxima about that point."""
+    st, g, new = bank.starts, bank.g, bank.new
+    levels = int(np.max(g - st) + 1).bit_length()  # the sparse table's
+    work = len(bank.values) * levels
+    if work > _SEGMENT_COST * len(new) + _POINT_COST * len(g):
+        heads = np.cumsum(new) - new  # each segment's first new point, among the new points
+        if (np.maximum.reduceat(st, heads) < bank.first_new).all():
+            return crossing_max(rows, st, bank.first_new, new)
+    return range_max(rows, st, g)
 
 
 def _moments(bank: _Bank, n: np.ndarray, wanted: frozenset[str]) -> dict[str, np.ndarray]:
@@ -196,8 +222,11 @@ def _moments(bank: _Bank, n: np.ndarray, wanted: frozenset[str]) -> dict[str, np
     first, lead = st[heads], g[heads] + 1 - st[heads]  # the chunk's first window
     lengths = g[tails] + 1 - first  # points from the first window to the chunk's last
     at = np.concatenate(([0], np.cumsum(lengths)[:-1]))  # where each chunk's points start
-    take = np.arange(int(lengths.sum())) - np.repeat(at - first, lengths)
-    ts, values = T.take(take), X.take(take)  # (take: faster than indexing)
+    if len(heads) == len(bank.new):  # a chunk per segment: the segments themselves
+        ts, values = T, X
+    else:
+        take = np.arange(int(lengths.sum())) - np.repeat(at - first, lengths)
+        ts, values = T.take(take), X.take(take)  # (take: faster than indexing)
     bounds = np.stack((at, at + lead), axis=1).reshape(-1)  # each chunk's first window
     if bounds[-1] == len(values):  # the last chunk's first window runs to the end
         bounds = bounds[:-1]
