@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from tests.oracle import observed_coverage, tolerance, window_index, window_stats
 from tsmon.core.register import Register, RegisterConfig
+from tsmon.core.rmq import crossing_max
 from tsmon.core.window_spec import WindowSpec
 from tsmon.core.windows import STATS, advance_many, open_window
 
@@ -282,3 +283,62 @@ def test_windows_advanced_together_equal_each_advanced_alone(
         for name in STATS:
             mine = np.concatenate([part[name] for part in parts])
             assert np.array_equal(mine, alone[i][name], equal_nan=True), (i, name, spec)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    data=st.data(),
+    long=st.sampled_from([WindowSpec.count(3_000), WindowSpec.time(2_500_000)]),
+    n_series=st.integers(1, 3),
+)
+def test_long_windows_over_small_batches_take_exact_extremes(
+    data: st.DataObject, long: WindowSpec, n_series: int
+) -> None:
+    """Windows far longer than the batches (their maxima from running maxima about each
+    series' first new point, ``core/rmq.crossing_max``) give every point's min and max bit for
+    bit: random walks, walks rounded to steps (ties) and all ``-0.0``."""
+    import tsmon.core.sliding as sliding
+
+    calls = []
+
+    def counted(*args):
+        calls.append(1)
+        return crossing_max(*args)
+
+    held = 4_000
+    series = []
+    for _ in range(n_series):
+        new = data.draw(st.lists(st.integers(1, 40), min_size=1, max_size=4))
+        n = held + sum(new)
+        gaps = np.array(data.draw(st.lists(st.integers(1, 2_000), min_size=8, max_size=8)))
+        ts = 1_700_000_000_000 + np.cumsum(np.resize(gaps, n))
+        steps = data.draw(st.sampled_from([0.0, 0.5, 1.0]))
+        rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+        values = np.round(np.cumsum(rng.normal(0.0, 1.0, n)) * steps) if steps else -np.zeros(n)
+        series.append((ts, values, list(itertools.accumulate([held, *new]))))
+    regs = [Register(f"s{i}", RegisterConfig(retention_ms=None)) for i in range(n_series)]
+    windows = [open_window(long, reg) for reg in regs]
+    got: list[list[np.ndarray]] = [[] for _ in series]
+    with pytest.MonkeyPatch.context() as patch:  # counts the calls of the real function
+        patch.setattr(sliding, "crossing_max", counted)
+        for step in range(max(len(cuts) for *_, cuts in series)):
+            moving = [i for i, (*_, cuts) in enumerate(series) if step < len(cuts)]
+            spans = []
+            for i in moving:
+                ts, values, cuts = series[i]
+                lo = cuts[step - 1] if step else 0
+                spans.append(regs[i].append(ts[lo : cuts[step]], values[lo : cuts[step]]))
+            view = advance_many([windows[i] for i in moving], spans, ("min", "max"))
+            at = np.cumsum([0] + [p1 - p0 for p0, p1 in spans])
+            for i, lo, hi in zip(moving, at[:-1], at[1:], strict=True):
+                if step:  # the small batches after the history
+                    got[i].append(np.stack([view.stat(s)[lo:hi] for s in ("min", "max")]))
+    assert calls, "no window took its maxima from running maxima"
+    for (ts, values, _), parts in zip(series, got, strict=True):
+        if not parts:
+            continue
+        mine = np.concatenate(parts, axis=1)
+        rows = range(held, held + mine.shape[1])
+        picked = [values[window_index(ts, j, long)] for j in rows]
+        expected = np.array([[p.min() for p in picked], [p.max() for p in picked]])
+        assert mine.tobytes() == expected.tobytes(), long
