@@ -28,10 +28,12 @@ def _run(args: argparse.Namespace) -> int:
     from tsmon.http import serve
     from tsmon.spark.api import Monitor
     from tsmon.spark.job import load_job
+    from tsmon.spark.restart import checked_queries
     from tsmon.spark.session import jvm_output
     from tsmon.spark.signals import INTERRUPTED, run_until_signalled
 
     job = load_job(args.job)
+    checked_queries(job)  # a restart under edited queries or settings: refused before anything
     http = job.http
     if args.http is not None:
         http = replace(http, listen=args.http)

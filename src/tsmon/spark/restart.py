@@ -24,10 +24,18 @@ from tsmon.engine.settings import HostSettings, register_config
 from tsmon.query import parse_queries
 from tsmon.query.parser import query_key
 from tsmon.query.patterns import is_glob
+from tsmon.spark.driver import JobQueries
 from tsmon.spark.files import atomic_write
 from tsmon.spark.job import Job, JobError
 
-__all__ = ["QUERIES_FILE", "SETTINGS_FILE", "check_restart", "running_on", "settings_record"]
+__all__ = [
+    "QUERIES_FILE",
+    "SETTINGS_FILE",
+    "check_restart",
+    "checked_queries",
+    "running_on",
+    "settings_record",
+]
 
 QUERIES_FILE = "job-queries.json"
 """The job's queries a checkpoint was started with (``<checkpoint>/job-queries.json``)."""
@@ -48,6 +56,15 @@ _KEYS = {
 _NOT_SETTINGS = ("queries", "tracked")
 #: Differences named in the message, at most.
 _SHOWN = 8
+
+
+def checked_queries(job: Job) -> JobQueries:
+    """``job``'s queries, parsed and checked, once :func:`check_restart` has let its checkpoint
+    start under them and its settings: what a runner starts with, and what ``tsmon run``
+    checks before it says it is starting Spark."""
+    queries = JobQueries.of(job)
+    check_restart(job, queries.settings(job))
+    return queries
 
 
 def check_restart(job: Job, settings: HostSettings) -> None:

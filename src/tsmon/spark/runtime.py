@@ -64,7 +64,6 @@ from tsmon.spark.control import ControlChannel
 from tsmon.spark.cpu import CpuTimes
 from tsmon.spark.driver import (
     Coordinator,
-    JobQueries,
     known_sources,
     latest_answers,
     running_queries,
@@ -75,7 +74,7 @@ from tsmon.spark.job import Job, JobError
 from tsmon.spark.points import point_rows
 from tsmon.spark.progress import SparkProgress, append_progress, utc_times
 from tsmon.spark.readers import write_replicas
-from tsmon.spark.restart import check_restart, running_on
+from tsmon.spark.restart import checked_queries, running_on
 from tsmon.spark.sinks import DEAD_LETTER_COLUMNS, BatchOutput, Callback, Sinks
 
 #: Dead-letter reasons of unreadable input rows (the ``reason`` column of the dead-letter sink).
@@ -116,8 +115,7 @@ class JobRunner:
         callback: Callback | None = None,
         stream: tuple[Any, Mapping[str, str]] | None = None,
     ) -> None:
-        self.queries = JobQueries.of(job)  # parsed and checked once, before Spark starts
-        check_restart(job, self.queries.settings(job))  # a restart under edits is refused
+        self.queries = checked_queries(job)  # before Spark starts: a restart under edits fails
         self.job = job
         self.stream = stream
         if spark is None:
