@@ -80,6 +80,7 @@ def test_a_busy_port_is_refused_before_spark_starts(tmp_path: Path):
     assert run.returncode == 2
     assert f"error: cannot serve HTTP on 127.0.0.1:{port}: Address already in use" in run.stdout
     assert "starting Spark" not in run.stdout and "Traceback" not in run.stdout + run.stderr
+    assert not (tmp_path / "ckpt" / "job-queries.json").exists()  # no start: nothing recorded
 
 
 @pytest.mark.slow

@@ -33,7 +33,6 @@ def _run(args: argparse.Namespace) -> int:
     from tsmon.spark.signals import INTERRUPTED, run_until_signalled
 
     job = load_job(args.job)
-    checked_queries(job)  # a restart under edited queries or settings: refused before anything
     http = job.http
     if args.http is not None:
         http = replace(http, listen=args.http)
@@ -68,6 +67,8 @@ def _run(args: argparse.Namespace) -> int:
             started[0].close()  # the query, then Spark
 
     try:
+        # after the HTTP address (a failed start records nothing), before "starting Spark"
+        checked_queries(job)  # a restart under edited queries or settings is refused
         console.print(f"tsmon run {job.name}: starting Spark ({job.master}) ...", soft_wrap=True)
         if log is not None:
             log.parent.mkdir(parents=True, exist_ok=True)
